@@ -1,0 +1,122 @@
+"""The contract every backend meets. It is shaped after the driver (and PyCUDA): allocations are
+opaque handles with a host pointer and a device pointer, copies and kernels take a stream handle, and
+every call either succeeds or raises ShellError with the driver's `CUDA_ERROR_*` name."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+# cuMemHostGetFlags bits
+HOST_PORTABLE, HOST_DEVICEMAP, HOST_WRITECOMBINED = 1, 2, 4
+HOST_FLAG_NAMES = {HOST_PORTABLE: "PORTABLE", HOST_DEVICEMAP: "DEVICEMAP", HOST_WRITECOMBINED: "WRITECOMBINED"}
+
+
+def host_flag_names(bits: int) -> list[str]:
+    return [n for b, n in HOST_FLAG_NAMES.items() if bits & b]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    ordinal: int
+    total_mem: int
+    compute_capability: str
+    pci_bus_id: str
+    unified_addressing: bool
+    can_map_host_memory: bool
+    pageable_memory_access: bool
+    managed_memory: bool
+    concurrent_managed_access: bool
+    async_engine_count: int
+    concurrent_kernels: bool
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    handle: object
+    host_ptr: int | None
+    device_ptr: int | None
+
+
+@dataclass(frozen=True)
+class Timing:
+    """`seconds`: how long the GPU (or the modeled GPU) took; `host_seconds`: how long the host call
+    held the caller; `blocking`: whether the host waited for the work to finish."""
+
+    seconds: float
+    host_seconds: float
+    blocking: bool
+    label: str  # "measured" or "modeled"
+
+
+class Backend(ABC):
+    name: str
+    timing_label: str
+    info: DeviceInfo
+
+    @abstractmethod
+    def alloc(self, kind: str, size: int, flags: frozenset) -> tuple[Allocation, Timing]:
+        """kind: pageable | pinned (flags portable/mapped/writecombined) | device | managed (global/host)."""
+
+    @abstractmethod
+    def free(self, buf) -> None: ...
+
+    @abstractmethod
+    def register(self, buf, flags: frozenset) -> int | None:
+        """Pin a pageable buffer in place (cuMemHostRegister); return its device pointer or None."""
+
+    @abstractmethod
+    def unregister(self, buf) -> None: ...
+
+    @abstractmethod
+    def pointer_info(self, buf) -> dict:
+        """What the driver says of the buffer's pointer: memory_type, is_managed, host_flags,
+        device_ptr, device — each value, or the CUDA_ERROR name the query returned."""
+
+    @abstractmethod
+    def read(self, buf, offset: int, nbytes: int) -> np.ndarray:
+        """Bytes of any buffer (device memory through a copy) — for show/compare, not timed."""
+
+    @abstractmethod
+    def write(self, buf, offset: int, data: np.ndarray) -> None:
+        """Store bytes into a host-accessible buffer (fill)."""
+
+    @abstractmethod
+    def memcpy(self, src, src_off: int, dst, dst_off: int, nbytes: int, stream, async_: bool) -> Timing: ...
+
+    @abstractmethod
+    def memset(self, buf, offset: int, value: int, nbytes: int, stream, async_: bool) -> Timing: ...
+
+    @abstractmethod
+    def stream_create(self, nonblocking: bool, priority: int) -> tuple[object, int]:
+        """Return the stream handle and the priority the driver actually gave it."""
+
+    @abstractmethod
+    def stream_destroy(self, handle) -> None: ...
+
+    @abstractmethod
+    def stream_sync(self, handle) -> Timing: ...
+
+    @abstractmethod
+    def stream_idle(self, handle) -> bool: ...
+
+    @abstractmethod
+    def device_sync(self) -> Timing: ...
+
+    @abstractmethod
+    def priority_range(self) -> tuple[int, int]:
+        """(least, greatest) as cuCtxGetStreamPriorityRange returns them."""
+
+    @abstractmethod
+    def launch_sum(self, a, b, c, n: int, grid: int, block: int, stream) -> Timing:
+        """sumArraysGPU: c[i] = a[i] + b[i] (float32) for i < min(n, grid*block)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the context and everything in it; safe to call twice."""

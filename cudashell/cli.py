@@ -1,0 +1,75 @@
+"""The `cudashell` command: scripts, -c, stdin, or the interactive shell when stdin is a terminal.
+Exit codes: 0 ok, 1 a command failed unexpectedly, 2 the command line itself was wrong."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__, render
+from .backends import open_backend
+from .errors import ShellError
+from .shell import Shell
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cudashell", description="Explore how CUDA host and device memory behave.")
+    p.add_argument("scripts", nargs="*", metavar="FILE.cush", help="scripts to run in order")
+    p.add_argument("-c", dest="commands", metavar="CMDS", help="run these commands (`;` separates them)")
+    p.add_argument("--backend", default="auto", choices=("auto", "sim", "cuda"),
+                   help="cuda needs PyCUDA and a GPU; auto falls back to the simulator")
+    p.add_argument("--sim-profile", metavar="FILE|NAME", help="simulator profile: JSON file, or no-uva")
+    p.add_argument("--json", action="store_true", help="one JSON object per executed command")
+    p.add_argument("--keep-going", action="store_true", help="run on after a failed command (exit 1 at the end)")
+    p.add_argument("--echo", action=argparse.BooleanOptionalAction, default=None,
+                   help="print each script command before its output (default: on for script files)")
+    p.add_argument("--quiet", action="store_true", help="no banner")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
+    p.add_argument("--version", action="version", version=f"cudashell {__version__}")
+    return p
+
+
+def banner(reason: str) -> str:
+    return f"cudashell {__version__} · backend {reason}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        backend, reason = open_backend(args.backend, args.sim_profile)
+    except ShellError as e:
+        print(render.error_line(e), file=sys.stderr)
+        return 2
+    interactive = not args.scripts and args.commands is None and sys.stdin.isatty()
+    echo = args.echo if args.echo is not None else bool(args.scripts)
+    shell = Shell(backend, reason, json_mode=args.json, keep_going=args.keep_going, debug=args.debug, echo=echo)
+    try:
+        if interactive:
+            from .repl import repl
+
+            return repl(shell, banner(reason))
+        if not args.quiet and not args.json:
+            print(banner(reason), file=sys.stderr)
+        return run_batch(shell, args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        shell.close()
+
+
+def run_batch(shell: Shell, args) -> int:
+    ok = True
+    try:
+        if args.commands is not None:
+            ok = shell.run_items(shell.script_items(args.commands.replace("\n", ";")), "-c") and ok
+        for path in args.scripts:
+            if shell.quitting or (not ok and not args.keep_going):
+                break
+            ok = shell.run_script(path) and ok
+        if args.commands is None and not args.scripts:
+            ok = shell.run_items(shell.script_items(sys.stdin.read()), "<stdin>")
+    except ShellError as e:  # a script file that cannot be read
+        print(render.error_line(e), file=sys.stderr)
+        return 2
+    return 1 if shell.failed or not ok else 0

@@ -1,0 +1,46 @@
+"""Checks every handler runs before it calls the backend, so the driver never sees a bad range."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ShellError
+from ..grammar import format_size_exact
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+RESERVED = {"all", "default", "as", "async", "stream", "device", "host", "size", "dtype", "count",
+            "offset", "seed", "grid", "block", "n", "iota", "random"}
+
+
+def check_range(buf, offset: int, nbytes: int, col: int | None, what: str = "access") -> None:
+    if offset < 0 or nbytes < 0 or offset + nbytes > buf.size:
+        raise ShellError("OUT_OF_BOUNDS",
+                         f"{what} of {nbytes} B at offset {offset} runs past the end of {buf.name} "
+                         f"({format_size_exact(buf.size)})",
+                         f"keep offset + size ≤ {buf.size}", col)
+
+
+def check_host_accessible(buf, col: int | None) -> None:
+    if not buf.host_accessible:
+        raise ShellError("NOT_HOST_ACCESSIBLE", f"{buf.name} is device memory: the host cannot read or write it",
+                         f"device memory is not host-accessible: `memcpy d2h {buf.name} HOSTBUF` it into a "
+                         "host buffer first", col)
+
+
+def check_device_accessible(buf, col: int | None, uva: bool) -> None:
+    if buf.device_accessible:
+        return
+    if buf.kind == "pageable":
+        hint = f"pageable memory is host-only: `register {buf.name}` pins it, or copy it to a device buffer"
+    else:
+        hint = (f"without UVA only mapped memory is reachable: allocate it `mapped`"
+                if not uva else "copy it to a device buffer first")
+    raise ShellError("NOT_DEVICE_ACCESSIBLE", f"the GPU cannot reach {buf.name} ({buf.kind})", hint, col)
+
+
+def check_new_name(session, name: str, col: int | None) -> None:
+    if not _NAME.match(name) or name.lower() in RESERVED:
+        raise ShellError("USAGE", f"'{name}' cannot name a buffer",
+                         "names start with a letter or _, then letters, digits, _ . -; not a keyword", col)
+    if name in session.buffers:
+        raise ShellError("NAME_TAKEN", f"a buffer named '{name}' exists", "pick another name or `free` it", col)

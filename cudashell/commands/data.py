@@ -1,0 +1,115 @@
+"""fill, show, compare: put known bytes in, look at them, check that copies kept them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import usage
+from ..grammar import Arg, Opt
+from ..registry import command
+from ..results import Result
+from .checks import check_host_accessible, check_range
+
+STEP = 16 << 20  # bytes per piece, so big buffers are filled and compared without big temporaries
+
+
+def _values(value, dtype: np.dtype, start: int, count: int, rng) -> np.ndarray:
+    if value == "iota":
+        return np.arange(start, start + count).astype(dtype)
+    if value == "random":
+        if dtype.kind == "f":
+            return rng.random(count, dtype=np.float64).astype(dtype)
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
+    return np.full(count, value, dtype)
+
+
+def _check_value(value, dtype: np.dtype, col: int) -> None:
+    if isinstance(value, str):
+        return
+    if dtype.kind in "iu":
+        if not float(value).is_integer():
+            raise usage(f"{value} is not an integer, but dtype is {dtype.name}", col, "add `dtype float32`")
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise usage(f"{value} does not fit {dtype.name} ({info.min}..{info.max})", col,
+                        "pick a wider dtype, e.g. `dtype int32`")
+
+
+@command("fill", "data", "fill a host-accessible buffer with a value, iota (0,1,2,…) or random",
+         "fill h0 iota dtype float32", "memset / a host loop (the host writes the bytes)",
+         args=(Arg("NAME", "buffer"), Arg("VALUE", "value")),
+         opts=(Opt("dtype", Arg("T", "dtype")), Opt("seed", Arg("N", "int"))),
+         details="The host writes every element of the buffer as dtype T (default uint8); trailing bytes "
+                 "that do not make a whole element stay as they were. `random` is repeatable with `seed`.")
+def fill(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    check_host_accessible(buf, args.col("NAME"))
+    dtype = np.dtype(args.get("T", "uint8"))
+    value = args.get("VALUE")
+    _check_value(value, dtype, args.col("VALUE"))
+    count = buf.size // dtype.itemsize
+    rng = np.random.default_rng(args.get("N", 0))
+    per = STEP // dtype.itemsize
+    for start in range(0, count, per):
+        n = min(per, count - start)
+        backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, rng).view(np.uint8))
+    return Result("fill", {"name": buf.name, "value": value, "dtype": dtype.name, "elements": count})
+
+
+@command("show", "data", "print the elements of a host-accessible buffer", "show h0 dtype float32 count 8",
+         "(the host reads the memory)", args=(Arg("NAME", "buffer"),),
+         opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("N", "count")), Opt("offset", Arg("B", "size"))),
+         details="Shows `count` elements (default: the `count` setting, 16) from byte `offset` as dtype T.")
+def show(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    check_host_accessible(buf, args.col("NAME"))
+    dtype = np.dtype(args.get("T", "uint8"))
+    offset = args.get("B", 0)
+    check_range(buf, offset, 0, args.col("B"), "show")
+    available = (buf.size - offset) // dtype.itemsize
+    if "N" in args.values:
+        count = args.get("N")
+        check_range(buf, offset, count * dtype.itemsize, args.col("N"), "show")
+    else:
+        count = min(int(session.settings["count"]), available)
+    raw = backend.read(buf, offset, count * dtype.itemsize)
+    values = raw.view(dtype).tolist()
+    return Result("show", {"name": buf.name, "dtype": dtype.name, "offset": offset, "count": count,
+                           "elements": available + offset // dtype.itemsize, "values": values})
+
+
+def first_difference(backend, a, b, nbytes: int) -> int | None:
+    for pos in range(0, nbytes, STEP):
+        n = min(STEP, nbytes - pos)
+        x, y = backend.read(a, pos, n), backend.read(b, pos, n)
+        diff = np.flatnonzero(x != y)
+        if diff.size:
+            return pos + int(diff[0])
+    return None
+
+
+def compare_buffers(session, backend, a_name, b_name, size, cols) -> dict:
+    a = session.buffer(a_name, cols[0])
+    b = session.buffer(b_name, cols[1])
+    nbytes = size if size is not None else min(a.size, b.size)
+    check_range(a, 0, nbytes, cols[2], "compare")
+    check_range(b, 0, nbytes, cols[2], "compare")
+    at = first_difference(backend, a, b, nbytes)
+    out = {"a": a.name, "b": b.name, "bytes": nbytes, "equal": at is None and (size is not None or a.size == b.size)}
+    if at is not None:
+        out.update(offset=at, a_byte=int(backend.read(a, at, 1)[0]), b_byte=int(backend.read(b, at, 1)[0]))
+    elif not out["equal"]:
+        out["sizes"] = [a.size, b.size]
+    return out
+
+
+@command("compare", "data", "compare two buffers byte for byte", "compare h0 h1",
+         "memcmp (device memory is read through a copy)",
+         args=(Arg("A", "buffer"), Arg("B", "buffer"), Arg("SIZE", "size", optional=True)),
+         details="Without SIZE the buffers must have the same size. Says the first differing offset.")
+def compare(session, backend, args):
+    data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
+                           (args.col("A"), args.col("B"), args.col("SIZE")))
+    return Result("compare", data)
+

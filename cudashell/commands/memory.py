@@ -1,0 +1,134 @@
+"""alloc, register, unregister, free, ls, info: the buffers and their pointer pairs."""
+
+from __future__ import annotations
+
+from ..errors import ShellError, usage
+from ..grammar import Arg, Flag, Opt, format_size, format_size_exact
+from ..registry import command
+from ..results import Result, hexptr, timing_data
+from ..session import Buffer
+from ..backends.base import host_flag_names
+from .checks import check_new_name
+
+PINNED_FLAGS = ("portable", "mapped", "writecombined")
+MANAGED_FLAGS = ("global", "host")
+KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
+             "managed": "cudaMallocManaged"}
+
+
+def buffer_row(buf: Buffer) -> dict:
+    """One buffer as `ls` and --json show it; the pointers are the backend's, never guessed."""
+    same = buf.host_ptr is not None and buf.host_ptr == buf.device_ptr
+    return {"name": buf.name, "kind": buf.kind, "size": buf.size, "size_text": format_size(buf.size),
+            "flags": sorted(buf.flags),
+            "registered": None if buf.registered is None else sorted(buf.registered),
+            "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
+            "same_pointer": same, "state": buf.state(), "device": buf.device}
+
+
+@command("alloc", "memory", "allocate pageable, pinned, device or managed memory",
+         "alloc pinned 64MB mapped portable as staging",
+         "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged",
+         args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed")), Arg("SIZE", "size")),
+         flags=(Flag("portable"), Flag("mapped"), Flag("writecombined", ("wc",)), Flag("global"), Flag("host")),
+         opts=(Opt("as", Arg("NAME", "newname")),),
+         details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
+                 "under UVA), writecombined/wc (fast PCIe writes, very slow host reads). Managed: global "
+                 "(default) or host attachment. Without `as NAME` the name is h0 (pageable), p0 (pinned), "
+                 "d0 (device) or m0 (managed), counting up.")
+def alloc(session, backend, args):
+    kind, size = args.get("KIND"), args.get("SIZE")
+    allowed = {"pinned": PINNED_FLAGS, "managed": MANAGED_FLAGS}.get(kind, ())
+    for flag in sorted(args.flags):
+        if flag not in allowed:
+            raise usage(f"'{flag}' does not apply to {kind} memory", args.col(flag),
+                        "pinned takes portable, mapped, writecombined; managed takes global or host")
+    if args.flags >= {"global", "host"}:
+        raise usage("managed memory attaches global or host, not both", args.col("host"))
+    if size <= 0:
+        raise ShellError("CUDA_ERROR_INVALID_VALUE", "a size of 0 bytes cannot be allocated",
+                         "give a size above 0", args.col("SIZE"))
+    name = args.get("NAME") or session.next_name(kind)
+    check_new_name(session, name, args.col("NAME"))
+    flags = frozenset(args.flags | ({"global"} if kind == "managed" and not args.flags else set()))
+    allocation, t = backend.alloc(kind, size, flags)
+    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle)
+    session.add_buffer(buf)
+    return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)})
+
+
+@command("register", "memory", "pin an existing pageable buffer in place",
+         "register h0 mapped", "cudaHostRegister (cuMemHostRegister)",
+         args=(Arg("NAME", "buffer"),), flags=(Flag("portable"), Flag("mapped"), Flag("readonly")),
+         details="Page-locks the buffer's pages where they are, so DMA can reach them. Under UVA the GPU "
+                 "can then use the host pointer itself. A read-only registration faults a kernel that writes.")
+def register(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    if buf.kind in ("device", "managed"):
+        raise ShellError("KIND_MISMATCH", f"{buf.name} is {buf.kind} memory, not host memory",
+                         "register pins pageable host buffers (alloc pageable …)", args.col("NAME"))
+    flags = frozenset(args.flags)
+    device_ptr = backend.register(buf, flags)
+    buf.registered, buf.device_ptr = flags, device_ptr
+    return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostRegister"})
+
+
+@command("unregister", "memory", "unpin a registered buffer", "unregister h0",
+         "cudaHostUnregister (cuMemHostUnregister)", args=(Arg("NAME", "buffer"),))
+def unregister(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    backend.unregister(buf)
+    buf.registered, buf.device_ptr = None, None
+    return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostUnregister"})
+
+
+def release(backend, buf: Buffer) -> bool:
+    """Free one buffer, unregistering it first when needed; True when it was unregistered."""
+    unregistered = buf.registered is not None
+    if unregistered:
+        backend.unregister(buf)
+        buf.registered, buf.device_ptr = None, None
+    backend.free(buf)
+    return unregistered
+
+
+@command("free", "memory", "free buffers (or `free all`)", "free p0 d0",
+         "free / cudaFreeHost / cudaFree", args=(Arg("NAME", "buffer", many=True),),
+         details="A registered buffer is unregistered first. `free all` releases every buffer.")
+def free(session, backend, args):
+    names = args.get("NAME")
+    if names == ["all"]:
+        bufs = list(session.buffers.values())
+    else:
+        bufs = [session.buffer(n, args.col("NAME")) for n in dict.fromkeys(names)]
+    freed = []
+    for buf in bufs:
+        unregistered = release(backend, buf)
+        del session.buffers[buf.name]
+        freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
+    return Result("free", {"freed": freed})
+
+
+@command("ls", "memory", "list every buffer with its pointer pair and state", "ls", "(session state)")
+def ls(session, backend, args):
+    rows = [buffer_row(b) for b in session.buffers.values()]
+    totals = {k: session.bytes_in_use(k) for k in ("pageable", "pinned", "device", "managed")}
+    return Result("ls", {"buffers": rows, "totals": totals})
+
+
+@command("info", "memory", "what the driver says about one buffer's pointer", "info p0",
+         "cuPointerGetAttribute, cuMemHostGetFlags, cuMemHostGetDevicePointer",
+         args=(Arg("NAME", "buffer"),))
+def info(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    driver = backend.pointer_info(buf)
+    flags = driver.get("host_flags")
+    if isinstance(flags, int):
+        driver["host_flag_names"] = host_flag_names(flags)
+    hdp = driver.get("host_device_ptr")
+    if isinstance(hdp, int):
+        driver["host_device_ptr"] = hexptr(hdp)
+    row = buffer_row(buf)
+    row.update(size_text=format_size_exact(buf.size), host_accessible=buf.host_accessible,
+               device_accessible=buf.device_accessible, driver=driver)
+    return Result("info", row)

@@ -1,0 +1,163 @@
+"""The shell's own commands: help, device, echo, history, save, set, run, quit, and expect."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from ..errors import ShellError, usage
+from ..grammar import Arg
+from ..registry import GROUPS, command, lookup, specs
+from ..results import Result
+from .data import compare_buffers
+
+META = {"help", "history", "save", "quit", "echo", "expect ok", "expect error", "expect equal"}
+
+
+def spec_help(spec) -> dict:
+    return {"name": spec.name, "syntax": spec.syntax(), "summary": spec.summary, "example": spec.example,
+            "cuda": spec.cuda, "details": spec.details, "aliases": list(spec.aliases)}
+
+
+@command("help", "session", "list the commands, or explain one", "help memcpy", "(none)",
+         args=(Arg("COMMAND", "command", optional=True, many=True),))
+def help_(session, backend, args):
+    words = args.get("COMMAND")
+    if not words:
+        groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
+        return Result("help", {"groups": groups})
+    name = " ".join(words).lower()
+    spec = lookup(name)
+    family = [{"name": s.name, "summary": s.summary} for s in specs() if s.name.startswith(name + " ")]
+    if spec is None and family:
+        return Result("help", {"groups": {name: family}})
+    if spec is None:
+        close = difflib.get_close_matches(name, [s.name for s in specs()], n=1)
+        raise ShellError("UNKNOWN_COMMAND", f"no command '{name}'",
+                         f"did you mean `{close[0]}`?" if close else "`help` lists them", args.col("COMMAND"))
+    return Result("help_command", spec_help(spec))
+
+
+@command("device", "session", "show the GPU (or simulated GPU) and the attributes that govern memory",
+         "device", "cudaGetDeviceProperties (cuDeviceGetAttribute)")
+def device(session, backend, args):
+    return Result("device", {"backend": backend.name, "timing": backend.timing_label, **backend.info.as_dict()})
+
+
+@command("echo", "scripts", "print text", "echo pinned copies next", "(none)",
+         args=(Arg("TEXT", "rest", optional=True),))
+def echo(session, backend, args):
+    return Result("echo", {"text": args.get("TEXT", "")})
+
+
+@command("history", "session", "the commands run so far", "history", "(none)")
+def history(session, backend, args):
+    return Result("history", {"entries": [{"n": i + 1, "text": e.text, "ok": e.ok, "code": e.code}
+                                          for i, e in enumerate(session.history)]})
+
+
+@command("save", "scripts", "save the successful commands so far as a .cush script", "save session.cush",
+         "(none)", args=(Arg("FILE", "file"),))
+def save(session, backend, args):
+    lines = [e.text for e in session.history if e.ok and e.text.split()[0].lower() not in META
+             and not e.text.lower().startswith(("run ", "expect "))]
+    path = Path(args.get("FILE"))
+    try:
+        path.write_text("# saved by cudashell\n" + "".join(line + "\n" for line in lines))
+    except OSError as e:
+        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
+    return Result("message", {"text": f"saved {len(lines)} commands to {path}", "path": str(path),
+                              "commands": len(lines)})
+
+
+SETTING_CHECKS = {
+    "count": ("a number of elements ≥ 1", lambda v: int(v) >= 1, int),
+    "format": ("table or json", lambda v: v in ("table", "json"), str),
+    "tablefmt": ("a tabulate format: simple, plain, github, grid, psql, …",
+                 lambda v: v in _tabulate_formats(), str),
+}
+
+
+def _tabulate_formats() -> list[str]:
+    import tabulate
+
+    return tabulate.tabulate_formats
+
+
+@command("set", "session", "show or change a setting (count, format, tablefmt)", "set count 32", "(none)",
+         args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True)),
+         details="count: elements `show` prints by default; format: table or json output; tablefmt: the "
+                 "table style (any tabulate format).")
+def set_(session, backend, args):
+    key, value = args.get("KEY"), args.get("VALUE")
+    if key is None:
+        return Result("settings", {"settings": dict(session.settings)})
+    key = key.lower()
+    if key not in SETTING_CHECKS:
+        close = difflib.get_close_matches(key, list(SETTING_CHECKS), n=1)
+        raise usage(f"no setting '{key}'", args.col("KEY"),
+                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTING_CHECKS))
+    if value is None:
+        return Result("settings", {"settings": {key: session.settings[key]}})
+    what, ok, cast = SETTING_CHECKS[key]
+    try:
+        good = ok(value)
+    except ValueError:
+        good = False
+    if not good:
+        raise usage(f"{key} must be {what}, got '{value}'", args.col("VALUE"))
+    session.settings[key] = cast(value)
+    return Result("settings", {"settings": {key: session.settings[key]}})
+
+
+@command("run", "scripts", "run a .cush script (paths relative to the calling script)", "run demo.cush",
+         "(none)", args=(Arg("FILE", "file"),))
+def run(session, backend, args):
+    return Result("run", {"path": args.get("FILE"), "col": args.col("FILE")}, action="run")
+
+
+@command("quit", "session", "release everything and leave", "quit", "cudaFree… then cuCtxDestroy",
+         aliases=("exit",))
+def quit_(session, backend, args):
+    return Result("quit", {}, action="quit")
+
+
+def _previous(session):
+    last = session.last()
+    if last is None:
+        raise ShellError("EXPECT_FAILED", "nothing ran before this expect", "put expect after a command")
+    return last
+
+
+@command("expect ok", "scripts", "check that the command before succeeded", "expect ok", "(none)")
+def expect_ok(session, backend, args):
+    last = _previous(session)
+    if not last.ok:
+        raise ShellError("EXPECT_FAILED", f"`{last.text}` failed with {last.code}")
+    return Result("expect", {"expected": "ok", "passed": True})
+
+
+@command("expect error", "scripts", "check that the command before failed with CODE",
+         "expect error CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "(none)", args=(Arg("CODE", "code"),),
+         details="In a script a failing command stops it unless the next command is a matching expect error.")
+def expect_error(session, backend, args):
+    last = _previous(session)
+    code = args.get("CODE").upper()
+    if last.ok:
+        raise ShellError("EXPECT_FAILED", f"expected {code}, but `{last.text}` succeeded", None, args.col("CODE"))
+    if last.code != code:
+        raise ShellError("EXPECT_FAILED", f"expected {code}, but `{last.text}` failed with {last.code}",
+                         None, args.col("CODE"))
+    return Result("expect", {"expected": code, "passed": True})
+
+
+@command("expect equal", "scripts", "check that two buffers hold the same bytes", "expect equal h0 h1",
+         "(none)", args=(Arg("A", "buffer"), Arg("B", "buffer"), Arg("SIZE", "size", optional=True)))
+def expect_equal(session, backend, args):
+    data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
+                           (args.col("A"), args.col("B"), args.col("SIZE")))
+    if not data["equal"]:
+        where = (f"first difference at byte {data['offset']}: {data['a_byte']} vs {data['b_byte']}"
+                 if "offset" in data else f"sizes differ: {data['sizes'][0]} vs {data['sizes'][1]}")
+        raise ShellError("EXPECT_FAILED", f"{data['a']} and {data['b']} differ — {where}", None, args.col("A"))
+    return Result("expect", {"expected": "equal", "passed": True, **data})

@@ -1,0 +1,275 @@
+"""Text to commands: tokens with columns, `;` and `#`, sizes, and matching tokens against a command's
+syntax. Pure: no CUDA, no terminal, no session — so the parser, completion and highlighting agree."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import ShellError, usage
+
+# ---------------------------------------------------------------- tokens
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    col: int  # 1-based column of the token's first character in the line
+    end: int  # 0-based index just past the token in the line
+    quoted: bool = False
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One command's tokens; `line` is kept so `rest`-of-line arguments keep their spacing."""
+
+    tokens: tuple[Token, ...]
+    line: str
+    end: int  # 0-based index where this command ends in the line
+
+    @property
+    def text(self) -> str:
+        if not self.tokens:
+            return ""
+        return self.line[self.tokens[0].col - 1 : self.end].strip()
+
+
+def tokenize(line: str) -> list[Token | str]:
+    """Tokens of one line; a `;` outside quotes comes back as the string ';'. `#` starts a comment."""
+    out: list[Token | str] = []
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c.isspace():
+            i += 1
+        elif c == "#":
+            break
+        elif c == ";":
+            out.append(";")
+            i += 1
+        elif c in "\"'":
+            close = line.find(c, i + 1)
+            if close < 0:
+                raise usage("unterminated quote", i + 1, f"close it with {c}")
+            out.append(Token(line[i + 1 : close], i + 1, close + 1, quoted=True))
+            i = close + 1
+        else:
+            j = i
+            while j < n and not line[j].isspace() and line[j] not in ";#\"'":
+                j += 1
+            out.append(Token(line[i:j], i + 1, j))
+            i = j
+    return out
+
+
+def split_commands(line: str) -> list[Segment]:
+    """The non-empty commands of a line, in order (blank lines and comments give none)."""
+    segments: list[Segment] = []
+    current: list[Token] = []
+    for tok in tokenize(line):
+        if tok == ";":
+            if current:
+                segments.append(Segment(tuple(current), line, current[-1].end))
+            current = []
+        else:
+            current.append(tok)
+    if current:
+        segments.append(Segment(tuple(current), line, current[-1].end))
+    return segments
+
+
+# ---------------------------------------------------------------- numbers and sizes
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+}
+_SIZE = re.compile(r"^(0x[0-9a-f]+|\d[\d_]*)([a-z]*)$", re.I)
+_POW = re.compile(r"^(\d+)\^(\d+)$")
+SIZE_HINT = "sizes look like 4096, 4KiB, 64MB, 1GiB or 2^20 (KB/MB/GB are powers of 1024)"
+
+
+def parse_size(text: str, col: int | None = None) -> int:
+    """Bytes from `4096`, `4KB`/`4KiB`, `64MB`, `1GiB`, `2^20`, `0x1000` (all units powers of 1024)."""
+    m = _POW.match(text)
+    if m:
+        base, exp = int(m.group(1)), int(m.group(2))
+        if exp > 64:
+            raise usage(f"size {text} is absurdly large", col, SIZE_HINT)
+        return base**exp
+    m = _SIZE.match(text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise usage(f"bad size '{text}'", col, SIZE_HINT)
+    return int(m.group(1), 0) * _UNITS[m.group(2).lower()]
+
+
+def parse_count(text: str, col: int | None = None) -> int:
+    """A plain count such as an element count: `1000`, `100_000`, `2^20`, `1M` (units of 1024)."""
+    return parse_size(text, col)
+
+
+def parse_int(text: str, col: int | None = None) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise usage(f"expected an integer, got '{text}'", col) from None
+
+
+def format_size(n: int) -> str:
+    """`64 MiB` for round sizes, `390.62 KiB` otherwise, plain bytes under 1 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if n % scale == 0 else f"{v:.2f} {unit}"
+    return f"{n} B"
+
+
+def format_size_exact(n: int) -> str:
+    return f"{format_size(n)} ({n} B)" if n >= 1024 else f"{n} B"
+
+
+# ---------------------------------------------------------------- syntax
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A positional argument. `kind` drives conversion and completion: buffer, stream, size, count,
+    int, dtype, value, word, file, command, code, key, text, rest (the raw remainder of the command)."""
+
+    name: str
+    kind: str = "word"
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+    many: bool = False
+
+    def usage(self) -> str:
+        core = "|".join(self.choices) if self.choices else self.name
+        if self.many:
+            core += "…"
+        return f"[{core}]" if self.optional else core
+
+
+@dataclass(frozen=True)
+class Opt:
+    """`keyword VALUE`, e.g. `stream S`, `as NAME`, `dtype T`."""
+
+    keyword: str
+    arg: Arg
+
+    def usage(self) -> str:
+        return f"[{self.keyword} {self.arg.name}]"
+
+
+@dataclass(frozen=True)
+class Flag:
+    word: str
+    aliases: tuple[str, ...] = ()
+
+    def usage(self) -> str:
+        return "[" + "|".join((self.word,) + self.aliases) + "]"
+
+
+@dataclass
+class Parsed:
+    """The arguments of one command: values by name, flags as a set, and where each came from."""
+
+    values: dict = field(default_factory=dict)
+    flags: set = field(default_factory=set)
+    cols: dict = field(default_factory=dict)
+    end_col: int = 1
+
+    def get(self, name: str, default=None):
+        return self.values.get(name, default)
+
+    def col(self, name: str) -> int:
+        return self.cols.get(name, self.end_col)
+
+
+DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
+          "float16", "float32", "float64")
+VALUE_WORDS = ("iota", "random")
+
+
+def convert(arg: Arg, tok: Token):
+    """Turn a token into the value its argument kind names; raise USAGE with the token's column."""
+    text, col = tok.text, tok.col
+    if arg.choices:
+        low = text.lower()
+        if low not in arg.choices:
+            raise usage(f"expected {' or '.join(arg.choices)}, got '{text}'", col)
+        return low
+    if arg.kind == "size":
+        return parse_size(text, col)
+    if arg.kind == "count":
+        return parse_count(text, col)
+    if arg.kind == "int":
+        return parse_int(text, col)
+    if arg.kind == "dtype":
+        low = text.lower()
+        if low not in DTYPES:
+            raise usage(f"unknown dtype '{text}'", col, "dtypes: " + ", ".join(DTYPES))
+        return low
+    if arg.kind == "value":
+        low = text.lower()
+        if low in VALUE_WORDS:
+            return low
+        try:
+            return float(text) if any(c in text.lower() for c in ".en") else int(text, 0)
+        except ValueError:
+            raise usage(f"expected a number, iota or random, got '{text}'", col) from None
+    return text
+
+
+def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, ...],
+               opts: tuple[Opt, ...], flags: tuple[Flag, ...]) -> Parsed:
+    """Match the tokens after the command words against positional args, `keyword VALUE` options
+    and flag words (in any order). Keywords, choices and flags are case-insensitive."""
+    p = Parsed(end_col=(tokens[-1].end + 2) if tokens else end + 2)
+    opt_by_kw = {o.keyword: o for o in opts}
+    flag_by_word = {w: f.word for f in flags for w in (f.word,) + f.aliases}
+    pi, i = 0, 0
+    while i < len(tokens):
+        tok = tokens[i]
+        low = tok.text.lower()
+        if not tok.quoted and low in opt_by_kw:
+            opt = opt_by_kw[low]
+            if i + 1 >= len(tokens):
+                raise usage(f"'{opt.keyword}' needs a {opt.arg.name}", tok.end + 2)
+            if opt.arg.name in p.values:
+                raise usage(f"'{opt.keyword}' given twice", tok.col)
+            val_tok = tokens[i + 1]
+            p.values[opt.arg.name] = convert(opt.arg, val_tok)
+            p.cols[opt.arg.name] = val_tok.col
+            i += 2
+            continue
+        if not tok.quoted and low in flag_by_word:
+            p.flags.add(flag_by_word[low])
+            p.cols.setdefault(flag_by_word[low], tok.col)
+            i += 1
+            continue
+        while pi < len(args) and args[pi].choices and args[pi].optional and low not in args[pi].choices:
+            pi += 1
+        if pi >= len(args):
+            raise usage(f"unexpected '{tok.text}'", tok.col)
+        arg = args[pi]
+        if arg.kind == "rest":
+            single_quoted = tok.quoted and i == len(tokens) - 1
+            p.values[arg.name] = tok.text if single_quoted else line[tok.col - 1 : end].strip()
+            p.cols[arg.name] = tok.col
+            break
+        value = convert(arg, tok)
+        if arg.many:
+            p.values.setdefault(arg.name, []).append(value)
+            p.cols.setdefault(arg.name, tok.col)
+        else:
+            p.values[arg.name] = value
+            p.cols[arg.name] = tok.col
+            pi += 1
+        i += 1
+    for arg in args:
+        if not arg.optional and arg.name not in p.values:
+            raise usage(f"missing {arg.name}", p.end_col)
+    return p

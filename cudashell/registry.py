@@ -1,0 +1,126 @@
+"""One spec per command: its syntax, help, example and the CUDA call behind it. Parsing, `help`,
+completion and docs/commands.md all read these specs, so they cannot disagree."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import ShellError, usage
+from .grammar import Arg, Flag, Opt, Parsed, Segment, parse_args
+
+GROUPS = ("memory", "data", "copies", "streams", "kernels", "scripts", "session")
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str  # one or two words: "alloc", "stream create"
+    group: str
+    summary: str
+    example: str
+    cuda: str  # the CUDA runtime (and driver) call the command stands for
+    args: tuple[Arg, ...] = ()
+    opts: tuple[Opt, ...] = ()
+    flags: tuple[Flag, ...] = ()
+    aliases: tuple[str, ...] = ()
+    details: str = ""
+    handler: Callable | None = field(default=None, compare=False)
+
+    def syntax(self) -> str:
+        parts = [self.name] + [a.usage() for a in self.args]
+        parts += [f.usage() for f in self.flags] + [o.usage() for o in self.opts]
+        return " ".join(parts)
+
+    def keywords(self) -> list[str]:
+        """Words that may follow the command name (for completion and highlighting)."""
+        words = [c for a in self.args for c in a.choices]
+        words += [w for f in self.flags for w in (f.word,) + f.aliases]
+        return words + [o.keyword for o in self.opts]
+
+
+REGISTRY: dict[str, Spec] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def command(name: str, group: str, summary: str, example: str, cuda: str, *, args=(), opts=(),
+            flags=(), aliases=(), details: str = ""):
+    """Decorator used by the handlers in `commands/`: registers the handler with its spec."""
+    assert group in GROUPS, group
+
+    def register(fn):
+        spec = Spec(name, group, summary, example, cuda, tuple(args), tuple(opts), tuple(flags),
+                    tuple(aliases), details, fn)
+        REGISTRY[name] = spec
+        for alias in aliases:
+            _ALIASES[alias] = name
+        return fn
+
+    return register
+
+
+def specs() -> list[Spec]:
+    """Every spec, grouped in GROUPS order then by name."""
+    from . import commands  # noqa: F401  (registers the handlers)
+
+    return sorted(REGISTRY.values(), key=lambda s: (GROUPS.index(s.group), s.name))
+
+
+def command_words() -> list[str]:
+    specs()
+    return sorted(set(REGISTRY) | set(_ALIASES))
+
+
+def lookup(name: str) -> Spec | None:
+    specs()
+    name = name.lower()
+    return REGISTRY.get(_ALIASES.get(name, name))
+
+
+@dataclass
+class Command:
+    spec: Spec
+    args: Parsed
+    segment: Segment
+
+    @property
+    def text(self) -> str:
+        return self.segment.text
+
+    @property
+    def col(self) -> int:
+        return self.segment.tokens[0].col
+
+
+def resolve(segment: Segment) -> tuple[Spec, int]:
+    """The spec a command's first word(s) name, and how many words they took."""
+    toks = segment.tokens
+    first = toks[0].text.lower()
+    if len(toks) > 1:
+        two = lookup(f"{first} {toks[1].text.lower()}")
+        if two:
+            return two, 2
+    one = lookup(first)
+    if one:
+        return one, 1
+    subs = sorted(n.split()[1] for n in REGISTRY if n.startswith(first + " "))
+    if subs:
+        where = toks[1].col if len(toks) > 1 else toks[0].end + 2
+        got = f"'{toks[1].text}'" if len(toks) > 1 else "nothing"
+        raise usage(f"'{first}' takes {' | '.join(subs)}, got {got}", where,
+                    f"e.g. {lookup(first + ' ' + subs[0]).example}")
+    close = difflib.get_close_matches(first, command_words(), n=1, cutoff=0.6)
+    hint = f"did you mean `{close[0]}`?" if close else "type `help` for the list of commands"
+    raise ShellError("UNKNOWN_COMMAND", f"unknown command '{toks[0].text}'", hint, toks[0].col)
+
+
+def parse_segment(segment: Segment) -> Command:
+    spec, used = resolve(segment)
+    try:
+        parsed = parse_args(segment.tokens[used:], segment.line, segment.end, spec.args, spec.opts,
+                            spec.flags)
+    except ShellError as e:
+        if e.hint is None:
+            e.hint = f"usage: {spec.syntax()}"
+        raise
+    return Command(spec, parsed, segment)

@@ -1,0 +1,201 @@
+"""The one place results become text: human lines and tables (tabulate), or JSON Lines."""
+
+from __future__ import annotations
+
+import json
+
+from tabulate import tabulate
+
+from .errors import ShellError
+from .grammar import format_size, format_size_exact
+from .results import Result
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s:.3f} s"
+
+
+def _device_ptr_text(row: dict) -> str:
+    if row["device_ptr"] is None:
+        return "-"
+    return "same (UVA)" if row["same_pointer"] else row["device_ptr"]
+
+
+def _flags_text(row: dict) -> str:
+    words = list(row["flags"])
+    if row.get("registered") is not None:
+        words.append("registered" + (f"({','.join(row['registered'])})" if row["registered"] else ""))
+    return ",".join(words) or "-"
+
+
+def _buffer_line(row: dict) -> str:
+    return (f"{row['name']}: {row['kind']} {format_size_exact(row['size'])}  flags {_flags_text(row)}  "
+            f"host {row['host_ptr'] or '-'}  device {_device_ptr_text(row)}")
+
+
+def _timing(d: dict) -> str:
+    return f"({d['timing']})"
+
+
+def _alloc(d):
+    return [f"{_buffer_line(d['buffer'])}  — {d['call']} {fmt_seconds(d['seconds'])} {_timing(d)}"]
+
+
+def _copy(d):
+    how = (f"host blocked {fmt_seconds(d['host_seconds'])}" if d["blocking"]
+           else f"host returned after {fmt_seconds(d['host_seconds'])}, did not block")
+    rate = f" = {d['gbps']:.2f} GB/s" if d["gbps"] else ""
+    where = f" on stream {d['stream']}" if d["async"] else ""
+    return [f"memcpy {d['direction']} {d['src']} → {d['dst']}: {format_size_exact(d['bytes'])} in "
+            f"{fmt_seconds(d['seconds'])}{rate}{where}; {d['call']}, {how} {_timing(d)}"]
+
+
+def _memset(d):
+    return [f"memset {d['name']} = {d['value']}: {format_size_exact(d['bytes'])} in {fmt_seconds(d['seconds'])}; "
+            f"{d['call']}, {'host blocked' if d['blocking'] else 'did not block'} {_timing(d)}"]
+
+
+def _ls(d, tablefmt):
+    if not d["buffers"]:
+        return ["no buffers"]
+    rows = [[r["name"], r["kind"], format_size_exact(r["size"]), _flags_text(r), r["host_ptr"] or "-",
+             _device_ptr_text(r), r["state"]] for r in d["buffers"]]
+    return [tabulate(rows, ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"], tablefmt)]
+
+
+def _info(d):
+    drv = d["driver"]
+    flags = drv["host_flags"]
+    flags_text = f"{flags} ({'|'.join(drv['host_flag_names']) or 'none'})" if isinstance(flags, int) else flags
+    mt = drv["memory_type"]
+    return [f"{d['name']}: {d['kind']} {d['size_text']}, flags {_flags_text(d)}, {d['state']}",
+            f"  host pointer       {d['host_ptr'] or '-'}   (host-accessible: {'yes' if d['host_accessible'] else 'no'})",
+            f"  device pointer     {d['device_ptr'] or '-'}   (device-accessible: "
+            f"{'yes' if d['device_accessible'] else 'no'}{', same as host: UVA' if d['same_pointer'] else ''})",
+            f"  memory type        {mt}   (cuPointerGetAttribute MEMORY_TYPE)",
+            f"  is managed         {drv['is_managed']}",
+            f"  host flags         {flags_text}   (cuMemHostGetFlags)",
+            f"  host→device ptr    {drv['host_device_ptr']}   (cuMemHostGetDevicePointer)",
+            f"  device             {drv['device']}"]
+
+
+def _show(d):
+    shown = " ".join(str(v) for v in d["values"])
+    more = f"  … ({d['count']} of {d['elements']} shown)" if d["count"] < d["elements"] else ""
+    return [f"{d['name']} [{d['dtype']}] @{d['offset']}: {shown}{more}"]
+
+
+def _compare(d):
+    if d["equal"]:
+        return [f"{d['a']} == {d['b']} ({format_size_exact(d['bytes'])})"]
+    if "offset" in d:
+        return [f"{d['a']} != {d['b']}: first difference at byte {d['offset']}: {d['a_byte']} vs {d['b_byte']}"]
+    return [f"{d['a']} != {d['b']}: the first {d['bytes']} bytes match but the sizes differ "
+            f"({d['sizes'][0]} vs {d['sizes'][1]})"]
+
+
+def _launch(d):
+    part = f" ({d['computed']} computed: grid×block < n)" if d["computed"] < d["n"] else ""
+    return [f"launch sum<<<{d['grid']}, {d['block']}>>>({', '.join(d['buffers'])}, n={d['n']}){part} on stream "
+            f"{d['stream']}: kernel {fmt_seconds(d['seconds'])}, did not block {_timing(d)}"]
+
+
+def _streams(d, tablefmt):
+    rows = [[r["name"] + (" (legacy default)" if r["legacy_default"] else ""),
+             "nonblocking" if r["nonblocking"] else "blocking", r["priority"], "idle" if r["idle"] else "busy"]
+            for r in d["streams"]]
+    return [tabulate(rows, ["stream", "sync with default", "priority", "work"], tablefmt)]
+
+
+def _stream(d):
+    clamp = f" (asked {d['asked_priority']}, range {d['priority_range'][0]}..{d['priority_range'][1]})" \
+        if d["asked_priority"] != d["priority"] else ""
+    return [f"stream {d['name']}: {'nonblocking' if d['nonblocking'] else 'blocking'}, priority "
+            f"{d['priority']}{clamp}"]
+
+
+def _help(d):
+    out = []
+    for group, cmds in d["groups"].items():
+        if cmds:
+            out.append(f"{group}:")
+            width = max(len(c["name"]) for c in cmds)
+            out += [f"  {c['name']:<{width}}  {c['summary']}" for c in cmds]
+    out.append("`help COMMAND` shows its syntax, an example and the CUDA call behind it.")
+    return out
+
+
+def _help_command(d):
+    out = [d["syntax"], f"  {d['summary']}"]
+    if d["details"]:
+        out.append(f"  {d['details']}")
+    out += [f"  example: {d['example']}", f"  CUDA:    {d['cuda']}"]
+    if d["aliases"]:
+        out.append(f"  aliases: {', '.join(d['aliases'])}")
+    return out
+
+
+def _device(d):
+    keys = [k for k in d if k not in ("backend", "timing", "name")]
+    out = [f"{d['name']} — backend {d['backend']}, timings {d['timing']}"]
+    return out + [f"  {k:<26} {format_size_exact(d[k]) if k == 'total_mem' else d[k]}" for k in keys]
+
+
+def _free(d):
+    if not d["freed"]:
+        return ["nothing to free"]
+    return ["freed " + ", ".join(f"{f['name']} ({f['kind']} {format_size(f['size'])}"
+                                 f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
+
+
+SIMPLE = {
+    "alloc": _alloc, "buffer": lambda d: [_buffer_line(d["buffer"]) + f"  — {d['call']}"],
+    "copy": _copy, "memset": _memset, "info": _info, "show": _show, "compare": _compare,
+    "launch": _launch, "stream": _stream, "help": _help, "help_command": _help_command, "device": _device,
+    "free": _free,
+    "fill": lambda d: [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}"],
+    "sync": lambda d: [f"sync {d['what']}: host waited {fmt_seconds(d['host_seconds'])} {_timing(d)}"],
+    "echo": lambda d: [d["text"]],
+    "message": lambda d: [d["text"]],
+    "history": lambda d: [f"{e['n']:>4}  {e['text']}" + ("" if e["ok"] else f"   # failed: {e['code']}")
+                          for e in d["entries"]],
+    "settings": lambda d: [f"{k} = {v}" for k, v in d["settings"].items()],
+    "expect": lambda d: [], "run": lambda d: [], "quit": lambda d: [],
+}
+TABLES = {"ls": _ls, "streams": _streams}
+
+
+def human(result: Result, tablefmt: str = "simple") -> str:
+    if result.kind in TABLES:
+        lines = TABLES[result.kind](result.data, tablefmt)
+    else:
+        lines = SIMPLE[result.kind](result.data)
+    return "\n".join(lines)
+
+
+def where(file: str | None, line: int | None, col: int | None) -> str:
+    if file is not None:
+        return f"{file}:{line}:{col or 1}"
+    return f"col {col}" if col else ""
+
+
+def error_line(e: ShellError, file: str | None = None, line: int | None = None) -> str:
+    loc = where(file, line, e.col)
+    hint = f" — hint: {e.hint}" if e.hint else ""
+    return f"{loc + ': ' if loc else ''}{e.code}: {e.message}{hint}"
+
+
+def json_line(cmd: str, result: Result | None, error: ShellError | None = None, file: str | None = None,
+              line: int | None = None) -> str:
+    err = None
+    if error is not None:
+        err = {"code": error.code, "message": error.message, "hint": error.hint, "file": file, "line": line,
+               "col": error.col}
+    return json.dumps({"cmd": cmd, "ok": error is None, "error": err,
+                       "result": result.data if result is not None else None}, ensure_ascii=False)

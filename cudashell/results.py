@@ -1,0 +1,21 @@
+"""What a handler returns: a kind (which picks the renderer), JSON-ready data, and an optional action
+for the shell (run a script, quit). Handlers never print."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Result:
+    kind: str
+    data: dict = field(default_factory=dict)
+    action: str | None = None  # "run" or "quit": work only the Shell can do
+
+
+def hexptr(p: int | None) -> str | None:
+    return None if p is None else f"0x{p:012x}"
+
+
+def timing_data(t) -> dict:
+    return {"seconds": t.seconds, "host_seconds": t.host_seconds, "blocking": t.blocking, "timing": t.label}

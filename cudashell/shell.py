@@ -1,0 +1,167 @@
+"""Shell.execute(line) and the script runner: parse, dispatch to a handler, render, record. The
+REPL and the CLI are thin layers over this; output goes to injected streams."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from . import render
+from .backends.base import Backend
+from .commands.memory import release
+from .errors import ShellError
+from .grammar import Segment, split_commands
+from .registry import parse_segment
+from .results import Result
+from .session import Session
+
+MAX_DEPTH = 16
+
+
+class Shell:
+    def __init__(self, backend: Backend, reason: str = "", out=None, err=None, json_mode: bool = False,
+                 keep_going: bool = False, debug: bool = False, echo: bool = False):
+        self.backend = backend
+        self.reason = reason
+        self.session = Session()
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        if json_mode:
+            self.session.settings["format"] = "json"
+        self.keep_going = keep_going
+        self.debug = debug
+        self.echo = echo
+        self.failed = False  # something failed that no `expect error` accounted for
+        self.quitting = False
+        self.dirs: list[Path] = [Path.cwd()]
+        self.closed = False
+
+    @property
+    def json_mode(self) -> bool:
+        return self.session.settings["format"] == "json"
+
+    # ------------------------------------------------------------------ one command
+    def run_segment(self, seg: Segment, file: str | None = None, lineno: int | None = None) -> bool:
+        """Parse, run and render one command; True when it succeeded."""
+        if self.echo and not self.json_mode:
+            self._write(self.out, f"cush> {seg.text}")
+        result, error = None, None
+        try:
+            cmd = parse_segment(seg)
+            result = cmd.spec.handler(self.session, self.backend, cmd.args)
+            if result.action == "run":
+                self._run_nested(result)
+            elif result.action == "quit":
+                self.quitting = True
+        except ShellError as e:
+            error = e
+        except Exception as e:  # a bug of ours: still one line, unless --debug
+            if self.debug:
+                raise
+            error = ShellError("INTERNAL_ERROR", f"{type(e).__name__}: {e}", "run with --debug for the traceback")
+        self.session.record(seg.text, error is None, error.code if error else None)
+        self._report(seg.text, result, error, file, lineno)
+        return error is None
+
+    def _report(self, text, result: Result | None, error: ShellError | None, file, lineno) -> None:
+        if self.json_mode:
+            self._write(self.out, render.json_line(text, result, error, file, lineno))
+        elif error is not None:
+            self._write(self.err, render.error_line(error, file, lineno))
+        else:
+            body = render.human(result, self.session.settings["tablefmt"])
+            if body:
+                self._write(self.out, body)
+
+    @staticmethod
+    def _write(stream, text: str) -> None:
+        stream.write(text + "\n")
+        stream.flush()
+
+    # ------------------------------------------------------------------ many commands
+    def run_items(self, items: list[tuple[Segment | ShellError, int]], file: str | None = None) -> bool:
+        """Run commands in order. A failure stops the run unless the next command is `expect error`
+        (which then judges it) or keep-going is on. Returns False when something failed unexpectedly."""
+        ok_all = True
+        for i, (item, lineno) in enumerate(items):
+            if self.quitting:
+                break
+            if isinstance(item, ShellError):  # the line itself did not tokenize
+                self.session.record(f"<line {lineno}>", False, item.code)
+                self._report(f"<line {lineno}>", None, item, file, lineno)
+                ok = False
+            else:
+                ok = self.run_segment(item, file, lineno)
+            if ok:
+                continue
+            nxt = items[i + 1][0] if i + 1 < len(items) else None
+            if isinstance(nxt, Segment) and [t.text.lower() for t in nxt.tokens[:2]] == ["expect", "error"]:
+                continue
+            ok_all = False
+            self.failed = True
+            if not self.keep_going:
+                break
+        return ok_all
+
+    def execute(self, line: str) -> bool:
+        """Run one line as typed: `;`-separated commands, `#` comments; a blank line does nothing."""
+        try:
+            segments = split_commands(line)
+        except ShellError as e:
+            return self.run_items([(e, 1)])
+        return self.run_items([(s, 1) for s in segments])
+
+    def script_items(self, text: str) -> list[tuple[Segment | ShellError, int]]:
+        items: list[tuple[Segment | ShellError, int]] = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            try:
+                items += [(s, lineno) for s in split_commands(line)]
+            except ShellError as e:
+                items.append((e, lineno))
+        return items
+
+    def run_script(self, path: str | Path) -> bool:
+        path = Path(path)
+        if not path.is_absolute():
+            path = self.dirs[-1] / path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ShellError("NO_SUCH_FILE", f"cannot read script {path}: {getattr(e, 'strerror', e)}",
+                             "paths in a script are relative to that script") from None
+        if len(self.dirs) > MAX_DEPTH:
+            raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
+        self.dirs.append(path.parent)
+        try:
+            return self.run_items(self.script_items(text), str(path.relative_to(Path.cwd()))
+                                  if path.is_relative_to(Path.cwd()) else str(path))
+        finally:
+            self.dirs.pop()
+
+    def _run_nested(self, result: Result) -> None:
+        path = result.data["path"]
+        if not self.run_script(path):
+            raise ShellError("SCRIPT_FAILED", f"script {path} stopped at a failed command",
+                             "its error is printed above", result.data["col"])
+
+    # ------------------------------------------------------------------ teardown
+    def close(self) -> list[str]:
+        """Free every buffer and stream, then close the backend; returns what was still allocated."""
+        if self.closed:
+            return []
+        self.closed = True
+        left = [f"{b.name} ({b.kind} {b.size} B)" for b in self.session.buffers.values()]
+        for buf in list(self.session.buffers.values()):
+            try:
+                release(self.backend, buf)
+            except ShellError:
+                pass  # a dead context: its memory goes with it below
+            del self.session.buffers[buf.name]
+        for s in list(self.session.streams.values()):
+            try:
+                self.backend.stream_destroy(s.handle)
+            except ShellError:
+                pass
+            del self.session.streams[s.name]
+        self.backend.close()
+        return left
