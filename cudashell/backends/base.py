@@ -87,6 +87,9 @@ class Backend(ABC):
     def write(self, buf, offset: int, data: np.ndarray) -> None:
         """Store bytes into a host-accessible buffer (fill)."""
 
+    def reserve(self, buf, offset: int, nbytes: int) -> None:
+        """Raise now if writing this range would fail later (the simulator's RAM budget)."""
+
     @abstractmethod
     def memcpy(self, src, src_off: int, dst, dst_off: int, nbytes: int, stream, async_: bool) -> Timing: ...
 

@@ -14,6 +14,7 @@ from .profile import Profile
 from .sparse import Budget, SparseBytes
 
 MIB = 1 << 20
+STEP = 64 * MIB
 INVALID = "CUDA_ERROR_INVALID_VALUE"
 
 # Where each kind of memory lives in the simulated address space (deterministic from run to run).
@@ -221,6 +222,9 @@ class SimBackend(Backend):
             self._alive()
         buf.handle.data.write(offset, data)
 
+    def reserve(self, buf, offset, nbytes):
+        buf.handle.data.reserve(offset, nbytes)
+
     # ------------------------------------------------------------------ work
     def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
         self._alive()
@@ -243,9 +247,14 @@ class SimBackend(Backend):
                              "the context is now unusable: every later CUDA call fails; quit to release it")
         p = self.profile
         count = min(n, grid * block)
-        x = a.handle.data.read(0, count * 4).view(np.float32)
-        y = b.handle.data.read(0, count * 4).view(np.float32)
-        c.handle.data.write(0, (x + y).astype(np.float32))
+        nbytes = count * 4
+        if a.handle.data.touched(0, nbytes) or b.handle.data.touched(0, nbytes):
+            c.handle.data.reserve(0, nbytes)
+        for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM
+            n = min(STEP, nbytes - pos)
+            x = a.handle.data.read(pos, n).view(np.float32)
+            y = b.handle.data.read(pos, n).view(np.float32)
+            c.handle.data.write(pos, x + y)
         seconds = p.launch_latency + sum(
             count * 4 / (p.kernel_device_read if buf.kind in ("device", "managed") else p.kernel_zero_copy_read)
             for buf in (a, b, c))

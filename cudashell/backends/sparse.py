@@ -15,11 +15,14 @@ class Budget:
         self.limit = limit
         self.used = 0
 
-    def take(self, nbytes: int) -> None:
+    def check(self, nbytes: int) -> None:
         if self.used + nbytes > self.limit:
             raise ShellError("CUDA_ERROR_OUT_OF_MEMORY",
                              f"simulator storage budget of {self.limit >> 20} MiB of real RAM is spent",
                              "write less data, free buffers, or raise storage_budget in a --sim-profile")
+
+    def take(self, nbytes: int) -> None:
+        self.check(nbytes)
         self.used += nbytes
 
 
@@ -45,6 +48,14 @@ class SparseBytes:
             if chunk is not None:
                 out[at : at + stop - start] = chunk[start:stop]
         return out
+
+    def missing_bytes(self, offset: int, nbytes: int) -> int:
+        """Real RAM a write over this range would add."""
+        return CHUNK * sum(1 for idx, *_ in self._spans(offset, nbytes) if idx not in self.chunks)
+
+    def reserve(self, offset: int, nbytes: int) -> None:
+        """Refuse up front a write that the budget cannot hold, so a failed command changes nothing."""
+        self.budget.check(self.missing_bytes(offset, nbytes))
 
     def _chunks_for(self, offset: int, nbytes: int):
         spans = list(self._spans(offset, nbytes))
@@ -76,14 +87,16 @@ class SparseBytes:
 
     def copy_from(self, src: "SparseBytes", src_off: int, dst_off: int, nbytes: int) -> None:
         """Chunk by chunk, so a large copy never holds the whole range at once."""
+        if src.touched(src_off, nbytes):
+            self.reserve(dst_off, nbytes)
         step = CHUNK
         for pos in range(0, nbytes, step):
             n = min(step, nbytes - pos)
             piece = src.read(src_off + pos, n)
-            if piece.any() or self._touched(dst_off + pos, n):
+            if piece.any() or self.touched(dst_off + pos, n):
                 self.write(dst_off + pos, piece)
 
-    def _touched(self, offset: int, nbytes: int) -> bool:
+    def touched(self, offset: int, nbytes: int) -> bool:
         return any(idx in self.chunks for idx, *_ in self._spans(offset, nbytes))
 
     def release(self) -> None:

@@ -50,6 +50,7 @@ def fill(session, backend, args):
     _check_value(value, dtype, args.col("VALUE"))
     count = buf.size // dtype.itemsize
     rng = np.random.default_rng(args.get("N", 0))
+    backend.reserve(buf, 0, count * dtype.itemsize)
     per = STEP // dtype.itemsize
     for start in range(0, count, per):
         n = min(per, count - start)

@@ -1,0 +1,70 @@
+"""Fixtures: a shell on each backend. The GPU half follows pycuda's test layout: each test gets a
+fresh context (the backend makes it) that is popped when the test ends, and it skips without a GPU."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from cudashell.backends.sim import SimBackend
+from cudashell.shell import Shell
+
+
+def make_backend(name: str):
+    if name == "sim":
+        return SimBackend()
+    try:
+        from cudashell.backends.cuda import CudaBackend, cuda_unavailable_reason
+    except ImportError as e:
+        pytest.skip(f"cuda backend unavailable: {e}")
+    why = cuda_unavailable_reason()
+    if why:
+        pytest.skip(f"no GPU: {why}")
+    return CudaBackend()
+
+
+class Cush:
+    """A shell in JSON mode whose every command's JSON object comes back to the test."""
+
+    def __init__(self, backend):
+        self.out, self.err = io.StringIO(), io.StringIO()
+        self.shell = Shell(backend, "test", out=self.out, err=self.err, json_mode=True)
+        self.backend = backend
+
+    def run(self, line: str) -> list[dict]:
+        start = self.out.tell()
+        self.shell.execute(line)
+        self.out.seek(start)
+        objs = [json.loads(x) for x in self.out.read().splitlines() if x.strip()]
+        return objs
+
+    def ok(self, line: str) -> dict:
+        """Run one command that must succeed; return its result."""
+        objs = self.run(line)
+        assert objs and objs[-1]["ok"], objs
+        return objs[-1]["result"]
+
+    def fails(self, line: str) -> dict:
+        """Run one command that must fail; return its error."""
+        objs = self.run(line)
+        assert objs and not objs[-1]["ok"], objs
+        return objs[-1]["error"]
+
+    def buffer(self, name: str) -> dict:
+        return next(b for b in self.ok("ls")["buffers"] if b["name"] == name)
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def cush(request):
+    c = Cush(make_backend(request.param))
+    yield c
+    c.shell.close()
+
+
+@pytest.fixture
+def sim():
+    c = Cush(SimBackend())
+    yield c
+    c.shell.close()

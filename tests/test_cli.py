@@ -1,0 +1,63 @@
+"""The installed command as a user runs it: exit codes, --json, stdin, banner."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", *args], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_c_runs_commands_and_says_the_backend():
+    r = cli("-c", "alloc pinned 1MB mapped; ls")
+    assert r.returncode == 0
+    assert "p0" in r.stdout and "same (UVA)" in r.stdout
+    assert "sim (asked for)" in r.stderr and "modeled" in r.stderr
+
+
+def test_json_lines_are_stable():
+    r = cli("--json", "-c", "alloc pinned 1MB; alloc device 1MB; memcpy p0 d0; ls; free x")
+    objs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.returncode == 1 and len(objs) == 5
+    assert all(set(o) == {"cmd", "ok", "error", "result"} for o in objs)
+    copy = objs[2]["result"]
+    assert {"bytes", "seconds", "gbps", "blocking", "timing"} <= set(copy) and copy["timing"] == "modeled"
+    row = objs[3]["result"]["buffers"][0]
+    assert {"name", "kind", "size", "flags", "host_ptr", "device_ptr", "state"} <= set(row)
+    assert objs[4]["error"]["code"] == "NO_SUCH_BUFFER" and objs[4]["cmd"] == "free x"
+
+
+def test_commands_on_stdin():
+    r = cli(stdin="alloc device 4KB\nls\n")
+    assert r.returncode == 0 and "d0" in r.stdout
+
+
+def test_usage_error_of_the_cli_exits_2():
+    assert cli("--nope").returncode == 2
+    r = cli("/no/such/file.cush")
+    assert r.returncode == 2 and "NO_SUCH_FILE" in r.stderr
+
+
+def test_cuda_backend_without_gpu_is_refused_clearly():
+    r = subprocess.run([sys.executable, "-m", "cudashell", "--backend", "cuda", "-c", "ls"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode == 0:  # a GPU machine
+        return
+    assert r.returncode == 2 and "NO_GPU" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_script_files_echo_commands_and_stop_on_failure(tmp_path):
+    (tmp_path / "a.cush").write_text("alloc pinned 4KB\nmemcpy p0 nowhere\nls\n")
+    r = cli(str(tmp_path / "a.cush"))
+    assert r.returncode == 1
+    assert "cush> alloc pinned 4KB" in r.stdout and "cush> ls" not in r.stdout
+    assert "a.cush:2:11: NO_SUCH_BUFFER" in r.stderr
+
+
+def test_keep_going_exit_1_at_the_end(tmp_path):
+    r = cli("--keep-going", "-c", "free x; alloc pinned 4KB; ls")
+    assert r.returncode == 1 and "p0" in r.stdout

@@ -1,0 +1,184 @@
+"""Scenarios that run unchanged on the simulator and on the GPU: data, error codes, pointer relations,
+blocking. Where they disagree, the driver is right and the simulator gets fixed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def hexint(s):
+    return int(s, 16)
+
+
+def test_round_trip_through_device_is_byte_exact(cush):
+    cush.ok("alloc pageable 1MB as src; alloc device 1MB; alloc pageable 1MB as back")
+    cush.ok("fill src random seed 7")
+    copy = cush.ok("memcpy src d0")
+    assert copy["direction"] == "h2d" and copy["bytes"] == 1 << 20 and copy["blocking"] is True
+    cush.ok("memcpy d0 back")
+    assert cush.ok("compare src back")["equal"] is True
+    shown = cush.ok("show back count 4")["values"]
+    expect = np.random.default_rng(7).integers(0, 255, 4, dtype=np.uint8, endpoint=True).tolist()
+    assert shown == expect
+
+
+@pytest.mark.parametrize("flags", ["", "portable", "mapped", "writecombined", "portable mapped wc"])
+def test_every_pinned_allocation_is_reachable_through_its_host_pointer_under_uva(cush, flags):
+    row = cush.ok(f"alloc pinned 64KB {flags}")["buffer"]
+    assert row["host_ptr"] == row["device_ptr"] and row["same_pointer"]
+    info = cush.ok(f"info {row['name']}")
+    assert info["driver"]["memory_type"] == "host"
+    assert info["driver"]["host_flags"] & 2, "DEVICEMAP is reported even when not asked for"
+    assert info["driver"]["host_device_ptr"] == row["host_ptr"]
+    if "wc" in flags or "writecombined" in flags:
+        assert info["driver"]["host_flags"] & 4
+    if "portable" in flags:
+        assert info["driver"]["host_flags"] & 1
+
+
+def test_pointer_pairs_of_each_kind(cush):
+    cush.ok("alloc pageable 4KB; alloc device 4KB; alloc managed 4KB")
+    h, d, m = cush.buffer("h0"), cush.buffer("d0"), cush.buffer("m0")
+    assert h["host_ptr"] and h["device_ptr"] is None
+    assert d["host_ptr"] is None and d["device_ptr"]
+    assert m["host_ptr"] == m["device_ptr"]
+    mi = cush.ok("info m0")["driver"]
+    assert mi["memory_type"] == "device" and mi["is_managed"] is True
+    assert mi["host_device_ptr"] == "CUDA_ERROR_INVALID_VALUE"
+    assert cush.ok("info d0")["driver"]["memory_type"] == "device"
+    hi = cush.ok("info h0")["driver"]
+    assert hi["memory_type"] == "CUDA_ERROR_INVALID_VALUE" and hi["host_flags"] == "CUDA_ERROR_INVALID_VALUE"
+
+
+def test_registration_pins_in_place_with_the_drivers_errors(cush):
+    cush.ok("alloc pageable 64KB")
+    before = cush.buffer("h0")["host_ptr"]
+    row = cush.ok("register h0 portable")["buffer"]
+    assert row["host_ptr"] == before and row["device_ptr"] == before
+    assert cush.ok("info h0")["driver"]["host_flags"] == 3
+    assert cush.fails("register h0")["code"] == "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"
+    cush.ok("unregister h0")
+    assert cush.buffer("h0")["device_ptr"] is None
+    assert cush.fails("unregister h0")["code"] == "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
+
+
+def test_registering_pinned_memory_is_already_registered(cush):
+    cush.ok("alloc pinned 64KB")
+    assert cush.fails("register p0")["code"] == "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"
+
+
+def test_launch_sum_on_zero_copy_and_device_memory(cush):
+    cush.ok("alloc pinned 4KB as a; alloc pinned 4KB as b; alloc device 4KB as c; alloc pinned 4KB as r")
+    cush.ok("fill a iota dtype float32; fill b 0.5 dtype float32")
+    launch = cush.ok("launch sum a b c")
+    assert launch["n"] == 1024 and launch["blocking"] is False
+    cush.ok("sync")
+    cush.ok("memcpy c r")
+    vals = cush.ok("show r dtype float32 count 1024")["values"]
+    assert vals == [i + 0.5 for i in range(1024)]
+
+
+def test_launch_on_a_registered_buffer_and_partial_grid(cush):
+    cush.ok("alloc pageable 4KB as x; register x; alloc managed 4KB as y")
+    cush.ok("fill x 2 dtype float32; fill y 0 dtype float32")
+    res = cush.ok("launch sum x x y n 1024 grid 2 block 128")
+    assert res["computed"] == 256
+    cush.ok("sync")
+    vals = cush.ok("show y dtype float32 count 1024")["values"]
+    assert vals[:256] == [4.0] * 256 and vals[256:] == [0.0] * 768
+
+
+def test_kernel_refuses_pageable_memory_before_launch(cush):
+    cush.ok("alloc pageable 4KB as a; alloc device 4KB as b; alloc device 4KB as c")
+    err = cush.fails("launch sum a b c")
+    assert err["code"] == "NOT_DEVICE_ACCESSIBLE" and "register" in err["hint"]
+
+
+def test_device_memory_is_not_host_accessible(cush):
+    cush.ok("alloc device 4KB")
+    for line in ("show d0", "fill d0 1"):
+        err = cush.fails(line)
+        assert err["code"] == "NOT_HOST_ACCESSIBLE" and "memcpy d2h" in err["hint"]
+
+
+def test_bounds_are_checked_before_the_copy(cush):
+    cush.ok("alloc pinned 4KB; alloc device 1KB")
+    err = cush.fails("memcpy p0 d0")
+    assert err["code"] == "OUT_OF_BOUNDS"
+    assert cush.fails("memcpy p0 d0 8KB")["code"] == "OUT_OF_BOUNDS"
+    assert cush.fails("show p0 offset 5KB")["code"] == "OUT_OF_BOUNDS"
+    assert cush.ok("memcpy p0 d0 1KB")["bytes"] == 1024
+
+
+def test_a_direction_that_contradicts_the_buffers(cush):
+    cush.ok("alloc pinned 4KB; alloc device 4KB")
+    err = cush.fails("memcpy d2h p0 d0")
+    assert err["code"] == "KIND_MISMATCH" and "memcpy h2d p0 d0" in err["hint"]
+    assert cush.ok("memcpy d2h d0 p0")["direction"] == "d2h"
+
+
+def test_async_copy_blocks_from_pageable_and_not_from_pinned(cush):
+    cush.ok("alloc pageable 16MB; alloc pinned 16MB; alloc device 16MB; stream create")
+    pinned = cush.ok("memcpy p0 d0 async stream 1")
+    assert pinned["blocking"] is False and pinned["stream"] == "1"
+    assert cush.buffer("d0")["state"].startswith("pending")
+    cush.ok("sync stream 1")
+    assert cush.buffer("d0")["state"] == "ready"
+    pageable = cush.ok("memcpy h0 d0 async stream 1")
+    assert pageable["blocking"] is True
+
+
+def test_memset_then_copy_back(cush):
+    cush.ok("alloc device 8KB; alloc pinned 8KB")
+    cush.ok("memset d0 171 4KB")
+    cush.ok("memcpy d0 p0")
+    vals = cush.ok("show p0 count 8192")["values"]
+    assert vals[:4096] == [171] * 4096 and vals[4096:] == [0] * 4096
+
+
+def test_memset_refuses_pageable_memory(cush):
+    cush.ok("alloc pageable 4KB")
+    assert cush.fails("memset h0 1")["code"] == "NOT_DEVICE_ACCESSIBLE"
+
+
+def test_free_all_releases_everything_and_unregisters(cush):
+    cush.ok("alloc pageable 4KB; register h0; alloc pinned 4KB; alloc device 4KB; alloc managed 4KB")
+    freed = cush.ok("free all")["freed"]
+    assert {f["name"] for f in freed} == {"h0", "p0", "d0", "m0"}
+    assert next(f for f in freed if f["name"] == "h0")["unregistered"] is True
+    assert cush.ok("ls")["buffers"] == []
+
+
+def test_failed_command_changes_nothing(cush):
+    cush.ok("alloc pinned 4KB as a")
+    before = cush.ok("ls")
+    cush.fails("alloc pinned 4KB as a")
+    cush.fails("free a nosuch")
+    cush.fails("alloc device 1TiB")
+    assert cush.ok("ls") == before
+
+
+def test_out_of_device_memory_is_the_drivers_error(cush):
+    err = cush.fails("alloc device 1TiB")
+    assert err["code"] == "CUDA_ERROR_OUT_OF_MEMORY"
+
+
+def test_streams_and_priorities(cush):
+    least, greatest = cush.ok("stream create")["priority_range"]
+    s = cush.ok("stream create nonblocking priority -100 as hi")
+    assert s["name"] == "hi" and s["nonblocking"] and s["priority"] == greatest
+    rows = cush.ok("streams")["streams"]
+    assert [r["name"] for r in rows] == ["0", "1", "hi"]
+    cush.ok("stream destroy hi")
+    assert cush.fails("sync stream hi")["code"] == "NO_SUCH_STREAM"
+    assert least == 0
+
+
+def test_readonly_registration_faults_a_kernel_that_writes_it(cush):
+    cush.ok("alloc pageable 4KB as ro; register ro readonly; alloc device 4KB as a")
+    err = cush.fails("launch sum a a ro")
+    if err["code"] != "CUDA_ERROR_ILLEGAL_ADDRESS":  # the GPU reports the fault at the next sync
+        err = cush.fails("sync")
+    assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert cush.fails("alloc device 4KB")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"

@@ -1,0 +1,118 @@
+"""Scripts: nesting with relative paths, expect, stopping on failure, keep-going, file:line:col."""
+
+from __future__ import annotations
+
+import io
+
+from cudashell.backends.sim import SimBackend
+from cudashell.shell import Shell
+
+
+def shell(**kw):
+    out, err = io.StringIO(), io.StringIO()
+    return Shell(SimBackend(), out=out, err=err, **kw), out, err
+
+
+def test_nested_run_resolves_paths_relative_to_the_calling_script(tmp_path, monkeypatch):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "inner.cush").write_text("alloc pinned 4KB as fromInner\nrun deeper.cush\n")
+    (tmp_path / "lib" / "deeper.cush").write_text("alloc device 4KB as fromDeeper\n")
+    (tmp_path / "main.cush").write_text("run lib/inner.cush\nls\n")
+    monkeypatch.chdir("/")
+    sh, out, _ = shell()
+    assert sh.run_script(tmp_path / "main.cush") is True
+    assert set(sh.session.buffers) == {"fromInner", "fromDeeper"}
+
+
+def test_failure_stops_the_script_with_its_location(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.cush").write_text("alloc pinned 4KB\n\nfree p0; free  p9\nalloc device 4KB\n")
+    sh, out, err = shell()
+    assert sh.run_script("s.cush") is False
+    line = err.getvalue().strip()
+    assert line.startswith("s.cush:3:16: NO_SUCH_BUFFER: no buffer named 'p9'")
+    assert "d0" not in sh.session.buffers
+
+
+def test_expect_error_accepts_the_failure_it_names(tmp_path):
+    p = tmp_path / "s.cush"
+    p.write_text("alloc pageable 4KB\nregister h0\nregister h0\n"
+                 "expect error CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED\nexpect error cuda_error_x  # wrong\n")
+    sh, out, err = shell()
+    assert sh.run_script(p) is False  # the last expect fails: the register before it was accepted
+    assert "EXPECT_FAILED" in err.getvalue() and err.getvalue().count("\n") == 2
+
+
+def test_expect_error_with_the_wrong_code_stops(tmp_path):
+    p = tmp_path / "s.cush"
+    p.write_text("free nothing\nexpect error OUT_OF_BOUNDS\nls\n")
+    sh, out, err = shell()
+    assert sh.run_script(p) is False
+    assert "expected OUT_OF_BOUNDS, but `free nothing` failed with NO_SUCH_BUFFER" in err.getvalue()
+
+
+def test_expect_equal_and_ok(tmp_path):
+    p = tmp_path / "s.cush"
+    p.write_text("alloc pinned 1MB; alloc device 1MB; alloc pageable 1MB\nfill p0 random seed 3\n"
+                 "memcpy p0 d0; expect ok; memcpy d0 h0\nexpect equal p0 h0\nfill h0 0\nexpect equal p0 h0\n")
+    sh, out, err = shell()
+    assert sh.run_script(p) is False
+    assert err.getvalue().startswith(f"{p}:6:14: EXPECT_FAILED: p0 and h0 differ — first difference at byte")
+
+
+def test_keep_going_runs_on_and_reports_failure(tmp_path):
+    p = tmp_path / "s.cush"
+    p.write_text("free a\nfree b\nalloc pinned 4KB\n")
+    sh, out, err = shell(keep_going=True)
+    assert sh.run_script(p) is False
+    assert "p0" in sh.session.buffers and err.getvalue().count("NO_SUCH_BUFFER") == 2
+
+
+def test_a_nested_failure_fails_the_run_command(tmp_path):
+    (tmp_path / "bad.cush").write_text("bogus\n")
+    (tmp_path / "main.cush").write_text("run bad.cush\nexpect error SCRIPT_FAILED\nalloc pinned 4KB\n")
+    sh, out, err = shell()
+    assert sh.run_script(tmp_path / "main.cush") is True
+    assert "UNKNOWN_COMMAND" in err.getvalue() and "p0" in sh.session.buffers
+
+
+def test_a_script_that_runs_itself_is_stopped(tmp_path):
+    (tmp_path / "loop.cush").write_text("run loop.cush\n")
+    sh, out, err = shell()
+    assert sh.run_script(tmp_path / "loop.cush") is False
+    assert "RECURSION" in err.getvalue()
+
+
+def test_save_writes_a_script_that_replays(tmp_path):
+    sh, out, err = shell()
+    assert sh.execute("alloc pinned 4KB mapped; fill p0 iota; bogus; alloc device 4KB") is False
+    assert "d0" not in sh.session.buffers  # the rest of the line stopped at the failure
+    sh.execute("alloc device 4KB; memcpy p0 d0; ls")
+    sh.execute(f"save {tmp_path / 'again.cush'}")
+    text = (tmp_path / "again.cush").read_text()
+    assert "bogus" not in text and "memcpy p0 d0" in text
+    sh2, _, _ = shell()
+    assert sh2.run_script(tmp_path / "again.cush") is True
+    assert set(sh2.session.buffers) == {"p0", "d0"}
+
+
+def test_quit_stops_a_script(tmp_path):
+    p = tmp_path / "s.cush"
+    p.write_text("alloc pinned 4KB\nquit\nalloc device 4KB\n")
+    sh, out, err = shell()
+    assert sh.run_script(p) is True and "d0" not in sh.session.buffers
+
+
+def test_blank_line_never_repeats(tmp_path):
+    sh, out, err = shell()
+    sh.execute("alloc pinned 4KB")
+    sh.execute("")
+    sh.execute("   # nothing")
+    assert list(sh.session.buffers) == ["p0"] and len(sh.session.history) == 1
+
+
+def test_internal_errors_are_one_line():
+    sh, out, err = shell()
+    sh.session.settings["count"] = "not a number"  # corrupt state a handler trips over
+    sh.execute("alloc pinned 4KB; show p0")
+    assert err.getvalue().count("\n") == 1 and "INTERNAL_ERROR" in err.getvalue()
