@@ -34,31 +34,28 @@ class Segment:
         return self.line[self.tokens[0].col - 1 : self.end].strip()
 
 
+_TOKEN = re.compile(r"""\s*(?:(?P<sep>;)|(?P<comment>\#)|(?P<q>["'])(?P<quoted>.*?)(?P=q)|(?P<open>["'])|(?P<word>[^\s;#"']+))""")
+
+
 def tokenize(line: str) -> list[Token | str]:
     """Tokens of one line; a `;` outside quotes comes back as the string ';'. `#` starts a comment."""
     out: list[Token | str] = []
-    i, n = 0, len(line)
-    while i < n:
-        c = line[i]
-        if c.isspace():
-            i += 1
-        elif c == "#":
+    pos = 0
+    while pos < len(line):
+        m = _TOKEN.match(line, pos)
+        if m is None or m.end() == pos:  # only whitespace was left
             break
-        elif c == ";":
+        pos = m.end()
+        if m.group("sep"):
             out.append(";")
-            i += 1
-        elif c in "\"'":
-            close = line.find(c, i + 1)
-            if close < 0:
-                raise usage("unterminated quote", i + 1, f"close it with {c}")
-            out.append(Token(line[i + 1 : close], i + 1, close + 1, quoted=True))
-            i = close + 1
+        elif m.group("comment"):
+            break
+        elif m.group("open"):
+            raise usage("unterminated quote", m.start("open") + 1, f"close it with {m.group('open')}")
+        elif m.group("q"):
+            out.append(Token(m.group("quoted"), m.start("q") + 1, m.end(), quoted=True))
         else:
-            j = i
-            while j < n and not line[j].isspace() and line[j] not in ";#\"'":
-                j += 1
-            out.append(Token(line[i:j], i + 1, j))
-            i = j
+            out.append(Token(m.group("word"), m.start("word") + 1, m.end()))
     return out
 
 

@@ -59,20 +59,24 @@ def command(name: str, group: str, summary: str, example: str, cuda: str, *, arg
     return register
 
 
+def _load() -> None:
+    if not REGISTRY:
+        from . import commands  # noqa: F401  (importing it registers the handlers)
+
+
 def specs() -> list[Spec]:
     """Every spec, grouped in GROUPS order then by name."""
-    from . import commands  # noqa: F401  (registers the handlers)
-
+    _load()
     return sorted(REGISTRY.values(), key=lambda s: (GROUPS.index(s.group), s.name))
 
 
 def command_words() -> list[str]:
-    specs()
+    _load()
     return sorted(set(REGISTRY) | set(_ALIASES))
 
 
 def lookup(name: str) -> Spec | None:
-    specs()
+    _load()
     name = name.lower()
     return REGISTRY.get(_ALIASES.get(name, name))
 

@@ -1,0 +1,27 @@
+"""The reference in docs/ is the registry's; help comes from the same specs."""
+
+from cudashell.docs import REFERENCE, reference_markdown
+from cudashell.registry import specs
+from tests.conftest import Cush
+from cudashell.backends.sim import SimBackend
+
+
+def test_command_reference_is_current():
+    assert REFERENCE.read_text() == reference_markdown(), "run: python -m cudashell.docs --write"
+
+
+def test_every_command_is_documented_with_syntax_example_and_cuda_call():
+    text = REFERENCE.read_text()
+    for s in specs():
+        assert f"### `{s.name}`" in text and s.syntax() in text and s.example in text and s.cuda
+
+
+def test_help_lists_every_command_and_explains_one():
+    c = Cush(SimBackend())
+    listed = {cmd["name"] for cmds in c.ok("help")["groups"].values() for cmd in cmds}
+    assert listed == {s.name for s in specs()}
+    h = c.ok("help memcpy")
+    assert h["syntax"].startswith("memcpy [h2d|d2h|d2d|h2h] SRC DST") and "cudaMemcpy" in h["cuda"]
+    assert c.ok("help stream create")["name"] == "stream create"
+    assert {x["name"] for x in c.ok("help stream")["groups"]["stream"]} == {"stream create", "stream destroy"}
+    assert c.fails("help memcopy")["hint"] == "did you mean `memcpy`?"
