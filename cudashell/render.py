@@ -53,11 +53,24 @@ def _copy(d):
     rate = f" = {d['gbps']:.2f} GB/s" if d["gbps"] else ""
     where = f" on stream {d['stream']}" if d["async"] else ""
     return [f"memcpy {d['direction']} {d['src']} → {d['dst']}: {format_size_exact(d['bytes'])} in "
-            f"{fmt_seconds(d['seconds'])}{rate}{where}; {d['call']}, {how} {_timing(d)}"]
+            f"{_gpu_time(d)}{rate}{where}; {d['call']}, {how} {_timing(d)}"]
+
+
+def _gpu_time(d) -> str:
+    return fmt_seconds(d["seconds"]) if d["seconds"] is not None else "(GPU time known after sync)"
+
+
+def _sync(d):
+    out = [f"sync {d['what']}: host waited {fmt_seconds(d['host_seconds'])} {_timing(d)}"]
+    for e in d["completed"]:
+        rate = f" = {e['bytes'] / e['seconds'] / 1e9:.2f} GB/s" if e["seconds"] and e["op"].startswith("memcpy") else ""
+        out.append(f"  finished: {e['op']} on stream {e['stream']}, {format_size(e['bytes'])} in "
+                   f"{fmt_seconds(e['seconds'])}{rate}")
+    return out
 
 
 def _memset(d):
-    return [f"memset {d['name']} = {d['value']}: {format_size_exact(d['bytes'])} in {fmt_seconds(d['seconds'])}; "
+    return [f"memset {d['name']} = {d['value']}: {format_size_exact(d['bytes'])} in {_gpu_time(d)}; "
             f"{d['call']}, {'host blocked' if d['blocking'] else 'did not block'} {_timing(d)}"]
 
 
@@ -82,7 +95,10 @@ def _info(d):
             f"  is managed         {drv['is_managed']}",
             f"  host flags         {flags_text}   (cuMemHostGetFlags)",
             f"  host→device ptr    {drv['host_device_ptr']}   (cuMemHostGetDevicePointer)",
-            f"  device             {drv['device']}"]
+            f"  device             {drv['device']}"] + [
+            f"  {label:<18} {drv[key]}   (cuMemRangeGetAttribute)" for key, label in
+            (("read_mostly", "read mostly"), ("preferred_location", "preferred at"),
+             ("last_prefetch_location", "last prefetched to")) if key in drv]
 
 
 def _show(d):
@@ -103,7 +119,7 @@ def _compare(d):
 def _launch(d):
     part = f" ({d['computed']} computed: grid×block < n)" if d["computed"] < d["n"] else ""
     return [f"launch sum<<<{d['grid']}, {d['block']}>>>({', '.join(d['buffers'])}, n={d['n']}){part} on stream "
-            f"{d['stream']}: kernel {fmt_seconds(d['seconds'])}, did not block {_timing(d)}"]
+            f"{d['stream']}: kernel {_gpu_time(d)}, did not block {_timing(d)}"]
 
 
 def _streams(d, tablefmt):
@@ -160,7 +176,9 @@ SIMPLE = {
     "launch": _launch, "stream": _stream, "help": _help, "help_command": _help_command, "device": _device,
     "free": _free,
     "fill": lambda d: [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}"],
-    "sync": lambda d: [f"sync {d['what']}: host waited {fmt_seconds(d['host_seconds'])} {_timing(d)}"],
+    "sync": _sync,
+    "prefetch": lambda d: [f"prefetch {d['name']} → {d['to']}: {format_size_exact(d['bytes'])} on stream "
+                           f"{d['stream']}, {_gpu_time(d)} {_timing(d)}"],
     "echo": lambda d: [d["text"]],
     "message": lambda d: [d["text"]],
     "history": lambda d: [f"{e['n']:>4}  {e['text']}" + ("" if e["ok"] else f"   # failed: {e['code']}")

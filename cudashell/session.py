@@ -70,7 +70,7 @@ class Entry:
     code: str | None = None
 
 
-SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple"}
+SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto"}
 
 
 @dataclass
@@ -139,6 +139,22 @@ class Session:
                 b.pending.clear()
             else:
                 b.pending.discard(stream_label)
+
+    # -------------------------------------------------------------- trace
+    def trace_op(self, op: str, stream: Stream | None, nbytes: int, timing) -> None:
+        self.trace.append({"op": op, "stream": stream.name if stream else "0", "bytes": nbytes,
+                           "seconds": timing.seconds, "timing": timing.label, "token": timing.token})
+
+    def resolve_pending(self, resolve) -> list[dict]:
+        """Fill in GPU times of async work that has now finished; return those entries."""
+        done = []
+        for entry in self.trace:
+            if entry["seconds"] is None and entry["token"] is not None:
+                seconds = resolve(entry["token"])
+                if seconds is not None:
+                    entry["seconds"] = seconds
+                    done.append(entry)
+        return done
 
     # -------------------------------------------------------------- history
     def record(self, text: str, ok: bool, code: str | None = None) -> None:

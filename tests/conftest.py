@@ -12,16 +12,21 @@ from cudashell.backends.sim import SimBackend
 from cudashell.shell import Shell
 
 
+def gpu_missing() -> str | None:
+    """Why the GPU tests cannot run here, or None."""
+    from cudashell.backends.cuda import cuda_unavailable_reason
+
+    return cuda_unavailable_reason()
+
+
 def make_backend(name: str):
     if name == "sim":
         return SimBackend()
-    try:
-        from cudashell.backends.cuda import CudaBackend, cuda_unavailable_reason
-    except ImportError as e:
-        pytest.skip(f"cuda backend unavailable: {e}")
-    why = cuda_unavailable_reason()
+    why = gpu_missing()
     if why:
         pytest.skip(f"no GPU: {why}")
+    from cudashell.backends.cuda import CudaBackend
+
     return CudaBackend()
 
 

@@ -182,3 +182,39 @@ def test_readonly_registration_faults_a_kernel_that_writes_it(cush):
         err = cush.fails("sync")
     assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
     assert cush.fails("alloc device 4KB")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def test_managed_prefetch_and_advice(cush):
+    cush.ok("alloc managed 2MB; fill m0 7")
+    cush.ok("advise m0 readmostly")
+    assert cush.ok("info m0")["driver"]["read_mostly"] is True
+    cush.ok("advise m0 preferred host")
+    assert cush.ok("info m0")["driver"]["preferred_location"] == "host"
+    cush.ok("prefetch m0 device")
+    cush.ok("sync")
+    assert cush.ok("info m0")["driver"]["last_prefetch_location"] == "device 0"
+    cush.ok("prefetch m0 host")
+    cush.ok("sync")
+    assert cush.ok("info m0")["driver"]["last_prefetch_location"] == "host"
+    assert cush.ok("show m0 count 3")["values"] == [7, 7, 7]
+    cush.ok("alloc device 4KB")
+    assert cush.fails("prefetch d0 host")["code"] == "KIND_MISMATCH"
+
+
+def test_pin_limit_refuses_before_pinning(cush):
+    cush.ok("set pinlimit 1MB; alloc pinned 512KB; alloc pageable 1MB")
+    err = cush.fails("alloc pinned 1MB")
+    assert err["code"] == "PIN_LIMIT" and "set pinlimit" in err["hint"]
+    assert cush.fails("register h0")["code"] == "PIN_LIMIT"
+    cush.ok("set pinlimit auto")
+    cush.ok("register h0")
+
+
+def test_timings_say_how_they_were_obtained(cush):
+    cush.ok("alloc pinned 1MB; alloc device 1MB")
+    label = cush.ok("memcpy p0 d0")["timing"]
+    assert label == ("modeled" if cush.backend.name == "sim" else "measured")
+    async_copy = cush.ok("memcpy p0 d0 async")
+    done = cush.ok("sync")
+    if async_copy["seconds"] is None:  # still running when the call returned: resolved at sync
+        assert done["completed"][0]["op"] == "memcpy h2d" and done["completed"][0]["seconds"] > 0

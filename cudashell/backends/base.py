@@ -49,10 +49,11 @@ class Timing:
     """`seconds`: how long the GPU (or the modeled GPU) took; `host_seconds`: how long the host call
     held the caller; `blocking`: whether the host waited for the work to finish."""
 
-    seconds: float
+    seconds: float | None  # None while async GPU work is still running: `resolve(token)` later
     host_seconds: float
     blocking: bool
     label: str  # "measured" or "modeled"
+    token: int | None = None
 
 
 class Backend(ABC):
@@ -119,6 +120,22 @@ class Backend(ABC):
     @abstractmethod
     def launch_sum(self, a, b, c, n: int, grid: int, block: int, stream) -> Timing:
         """sumArraysGPU: c[i] = a[i] + b[i] (float32) for i < min(n, grid*block)."""
+
+    def resolve(self, token: int) -> float | None:
+        """The GPU seconds of async work reported as pending, once it has finished."""
+        return None
+
+    @abstractmethod
+    def pin_limit(self) -> tuple[int, str]:
+        """How many bytes may be page-locked in all, and why that much."""
+
+    @abstractmethod
+    def prefetch(self, buf, where: str, stream) -> Timing:
+        """Migrate a managed buffer's pages to 'device' or 'host' (cuMemPrefetchAsync)."""
+
+    @abstractmethod
+    def advise(self, buf, advice: str, where: str) -> None:
+        """cuMemAdvise: readmostly | preferred (device/host) | accessed-by (device)."""
 
     @abstractmethod
     def close(self) -> None:

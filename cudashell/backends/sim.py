@@ -3,7 +3,7 @@ modeled from a Profile on a virtual clock with per-stream queues and the legacy 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +32,7 @@ class SimAlloc:
     readonly: bool = False
     registered: bool = False
     freed: bool = False
+    managed: dict = field(default_factory=dict)  # range attributes of managed memory
 
 
 @dataclass
@@ -210,7 +211,28 @@ class SimBackend(Backend):
             info["host_device_ptr"] = buf.device_ptr if buf.device_ptr is not None else INVALID
         else:
             info["host_device_ptr"] = INVALID
+        if a.kind == "managed":
+            info.update({"read_mostly": False, "preferred_location": "none", "last_prefetch_location": "none",
+                         **a.managed})
         return info
+
+    def pin_limit(self):
+        return self.profile.host_memory // 2, "half of the profile's host memory"
+
+    def prefetch(self, buf, where, stream):
+        self._alive()
+        a: SimAlloc = buf.handle
+        a.managed["last_prefetch_location"] = "device 0" if where == "device" else "host"
+        rate = self.profile.pinned_h2d if where == "device" else self.profile.pinned_d2h
+        return self._enqueue(stream, self.profile.copy_latency + a.size / rate, blocking=False)
+
+    def advise(self, buf, advice, where):
+        self._alive()
+        a: SimAlloc = buf.handle
+        if advice == "readmostly":
+            a.managed["read_mostly"] = True
+        elif advice == "preferred":
+            a.managed["preferred_location"] = "device 0" if where == "device" else "host"
 
     def read(self, buf, offset, nbytes):
         if buf.kind != "pageable":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ShellError
-from ..grammar import format_size_exact
+from ..grammar import format_size, format_size_exact
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 RESERVED = {"all", "default", "as", "async", "stream", "device", "host", "size", "dtype", "count",
@@ -44,3 +44,20 @@ def check_new_name(session, name: str, col: int | None) -> None:
                          "names start with a letter or _, then letters, digits, _ . -; not a keyword", col)
     if name in session.buffers:
         raise ShellError("NAME_TAKEN", f"a buffer named '{name}' exists", "pick another name or `free` it", col)
+
+
+def pinned_bytes(session) -> int:
+    return sum(b.size for b in session.buffers.values() if b.kind == "pinned" or b.registered is not None)
+
+
+def check_pin_limit(session, backend, nbytes: int, col: int | None) -> None:
+    """Refuse to page-lock past the limit: pinning most of RAM can freeze the machine."""
+    limit, why = backend.pin_limit()
+    if session.settings["pinlimit"] != "auto":
+        limit, why = int(session.settings["pinlimit"]), "set pinlimit"
+    now = pinned_bytes(session)
+    if now + nbytes > limit:
+        raise ShellError("PIN_LIMIT",
+                         f"pinning {format_size_exact(nbytes)} more would lock {format_size(now + nbytes)}; "
+                         f"{format_size(now)} is pinned and the limit is {format_size(limit)} ({why})",
+                         "pinning most of RAM can freeze the machine; `set pinlimit SIZE` overrides it", col)

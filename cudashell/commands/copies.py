@@ -47,11 +47,6 @@ def settle(session, stream, t) -> None:
         session.clear_pending(stream.name)
 
 
-def record(session, op: str, stream, nbytes: int, t) -> None:
-    session.trace.append({"op": op, "stream": stream.name if stream else "0", "bytes": nbytes,
-                          "seconds": t.seconds, "timing": t.label})
-
-
 @command("memcpy", "copies", "copy between buffers (direction inferred when left out)",
          "memcpy h2d p0 d0 async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpyHtoD, cuMemcpyDtoHAsync, …)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "buffer"), Arg("DST", "buffer"),
@@ -77,9 +72,9 @@ def memcpy(session, backend, args):
     if not t.blocking:
         session.mark_pending(stream, src, dst)
     settle(session, stream, t)
-    record(session, f"memcpy {direction}", stream, nbytes, t)
+    session.trace_op(f"memcpy {direction}", stream, nbytes, t)
     return Result("copy", {"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
-                           "gbps": nbytes / t.seconds / 1e9 if t.seconds > 0 else None,
+                           "gbps": nbytes / t.seconds / 1e9 if t.seconds else None,
                            "async": async_, "stream": stream.name if stream else "0",
                            "call": "cudaMemcpyAsync" if async_ else "cudaMemcpy", **timing_data(t)})
 
@@ -104,7 +99,7 @@ def memset(session, backend, args):
     if not t.blocking:
         session.mark_pending(stream, buf)
     settle(session, stream, t)
-    record(session, "memset", stream, nbytes, t)
+    session.trace_op("memset", stream, nbytes, t)
     return Result("memset", {"name": buf.name, "value": value, "bytes": nbytes, "async": async_,
                              "stream": stream.name if stream else "0",
                              "call": "cudaMemsetAsync" if async_ else "cudaMemset", **timing_data(t)})

@@ -7,7 +7,6 @@ from ..grammar import Arg, Opt
 from ..registry import command
 from ..results import Result, timing_data
 from .checks import check_device_accessible, check_range
-from .copies import record
 
 KERNELS = ("sum",)
 
@@ -39,7 +38,7 @@ def launch(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
     t = backend.launch_sum(*bufs, n, grid, block, stream.handle if stream else None)
     session.mark_pending(stream, bufs[2])
-    record(session, "kernel sum", stream, n * 12, t)
+    session.trace_op("kernel sum", stream, n * 12, t)
     return Result("launch", {"kernel": "sum", "buffers": names, "n": n, "grid": grid, "block": block,
                              "computed": min(n, grid * block), "stream": stream.name if stream else "0",
                              **timing_data(t)})

@@ -8,7 +8,7 @@ from ..registry import command
 from ..results import Result, hexptr, timing_data
 from ..session import Buffer
 from ..backends.base import host_flag_names
-from .checks import check_new_name
+from .checks import check_new_name, check_pin_limit
 
 PINNED_FLAGS = ("portable", "mapped", "writecombined")
 MANAGED_FLAGS = ("global", "host")
@@ -51,6 +51,8 @@ def alloc(session, backend, args):
     name = args.get("NAME") or session.next_name(kind)
     check_new_name(session, name, args.col("NAME"))
     flags = frozenset(args.flags | ({"global"} if kind == "managed" and not args.flags else set()))
+    if kind == "pinned":
+        check_pin_limit(session, backend, size, args.col("SIZE"))
     allocation, t = backend.alloc(kind, size, flags)
     buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle)
     session.add_buffer(buf)
@@ -68,6 +70,8 @@ def register(session, backend, args):
         raise ShellError("KIND_MISMATCH", f"{buf.name} is {buf.kind} memory, not host memory",
                          "register pins pageable host buffers (alloc pageable …)", args.col("NAME"))
     flags = frozenset(args.flags)
+    if buf.registered is None:  # registering twice is the driver's error to give
+        check_pin_limit(session, backend, buf.size, args.col("NAME"))
     device_ptr = backend.register(buf, flags)
     buf.registered, buf.device_ptr = flags, device_ptr
     return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostRegister"})
@@ -132,3 +136,44 @@ def info(session, backend, args):
     row.update(size_text=format_size_exact(buf.size), host_accessible=buf.host_accessible,
                device_accessible=buf.device_accessible, driver=driver)
     return Result("info", row)
+
+
+@command("prefetch", "memory", "migrate a managed buffer's pages to the device or the host",
+         "prefetch m0 device stream 1", "cudaMemPrefetchAsync (cuMemPrefetchAsync_v2)",
+         args=(Arg("NAME", "buffer"), Arg("WHERE", choices=("device", "host"))),
+         opts=(Opt("stream", Arg("S", "stream")),))
+def prefetch(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    if buf.kind != "managed":
+        raise ShellError("KIND_MISMATCH", f"{buf.name} is {buf.kind} memory; only managed memory migrates",
+                         "alloc managed SIZE", args.col("NAME"))
+    stream = session.stream(args.get("S"), args.col("S"))
+    t = backend.prefetch(buf, args.get("WHERE"), stream.handle if stream else None)
+    session.trace_op(f"prefetch {args.get('WHERE')}", stream, buf.size, t)
+    if not t.blocking:
+        session.mark_pending(stream, buf)
+    return Result("prefetch", {"name": buf.name, "to": args.get("WHERE"), "bytes": buf.size,
+                               "stream": stream.name if stream else "0", **timing_data(t)})
+
+
+@command("advise", "memory", "tell the driver how a managed buffer will be used",
+         "advise m0 preferred device", "cudaMemAdvise (cuMemAdvise_v2)",
+         args=(Arg("NAME", "buffer"), Arg("ADVICE", choices=("readmostly", "preferred", "accessed-by")),
+               Arg("WHERE", choices=("device", "host"), optional=True)),
+         details="readmostly: pages may be duplicated for reading; preferred device|host: where pages "
+                 "should live; accessed-by device: map the pages for the device so it does not fault.")
+def advise(session, backend, args):
+    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    if buf.kind != "managed":
+        raise ShellError("KIND_MISMATCH", f"{buf.name} is {buf.kind} memory; advice applies to managed memory",
+                         "alloc managed SIZE", args.col("NAME"))
+    advice, where = args.get("ADVICE"), args.get("WHERE")
+    if advice == "readmostly" and where:
+        raise usage("readmostly takes no location", args.col("WHERE"))
+    if advice != "readmostly" and not where:
+        raise usage(f"{advice} needs device or host", args.end_col)
+    if advice == "accessed-by" and where != "device":
+        raise usage("accessed-by takes device", args.col("WHERE"))
+    backend.advise(buf, advice, where or "device")
+    return Result("message", {"text": f"advised {buf.name}: {advice} {where or ''}".strip(),
+                              "name": buf.name, "advice": advice, "where": where})

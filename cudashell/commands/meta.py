@@ -6,7 +6,7 @@ import difflib
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg
+from ..grammar import Arg, parse_size
 from ..registry import GROUPS, command, lookup, specs
 from ..results import Result
 from .data import compare_buffers
@@ -75,6 +75,8 @@ SETTING_CHECKS = {
     "format": ("table or json", lambda v: v in ("table", "json"), str),
     "tablefmt": ("a tabulate format: simple, plain, github, grid, psql, …",
                  lambda v: v in _tabulate_formats(), str),
+    "pinlimit": ("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
+                 lambda v: v if v == "auto" else parse_size(v)),
 }
 
 
@@ -84,10 +86,12 @@ def _tabulate_formats() -> list[str]:
     return tabulate.tabulate_formats
 
 
-@command("set", "session", "show or change a setting (count, format, tablefmt)", "set count 32", "(none)",
+@command("set", "session", "show or change a setting (count, format, tablefmt, pinlimit)", "set count 32",
+         "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True)),
          details="count: elements `show` prints by default; format: table or json output; tablefmt: the "
-                 "table style (any tabulate format).")
+                 "table style (any tabulate format); pinlimit: how much may be page-locked in all (auto: half of "
+                 "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU).")
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
@@ -102,7 +106,7 @@ def set_(session, backend, args):
     what, ok, cast = SETTING_CHECKS[key]
     try:
         good = ok(value)
-    except ValueError:
+    except (ValueError, ShellError):
         good = False
     if not good:
         raise usage(f"{key} must be {what}, got '{value}'", args.col("VALUE"))

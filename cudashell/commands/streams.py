@@ -64,7 +64,13 @@ def sync(session, backend, args):
         s = session.stream(args.get("S"), args.col("S"))
         t = backend.stream_sync(s.handle if s else None)
         session.clear_pending(s.name if s else "0")
-        return Result("sync", {"what": f"stream {s.name if s else '0'}", **timing_data(t)})
+        return Result("sync", {"what": f"stream {s.name if s else '0'}", **timing_data(t),
+                               "completed": completed(session, backend)})
     t = backend.device_sync()
     session.clear_pending()
-    return Result("sync", {"what": "device", **timing_data(t)})
+    return Result("sync", {"what": "device", **timing_data(t), "completed": completed(session, backend)})
+
+
+def completed(session, backend) -> list[dict]:
+    """The async work whose GPU time was pending and is now known."""
+    return [{k: e[k] for k in ("op", "stream", "bytes", "seconds")} for e in session.resolve_pending(backend.resolve)]

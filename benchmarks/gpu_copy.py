@@ -1,0 +1,117 @@
+"""Issue 3's benchmark, for one device run: a plain-CUDA-C reference (compiled here with nvcc) and
+cudashell measure pinned and pageable H2D/D2H at 32 MiB and 256 MiB in the same run; each ratio is
+printed. Targets: pinned ≥ 0.98 of the C reference; a 4-byte memcpy through the full command path
+≤ 1.5× the raw PyCUDA call's latency (also shown: the copy's own host time inside the command)."""
+
+from __future__ import annotations
+
+import io
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cudashell.backends.cuda import CudaBackend
+from cudashell.shell import Shell
+
+SIZES = (32 << 20, 256 << 20)
+REPS = 15
+HERE = Path(__file__).resolve().parent
+
+
+def c_reference() -> tuple[dict, float]:
+    exe = Path(tempfile.mkdtemp()) / "ref_copy"
+    subprocess.run(["nvcc", "-O2", "-o", str(exe), str(HERE / "ref_copy.cu")], check=True)
+    out = subprocess.run([str(exe), *map(str, SIZES)], check=True, capture_output=True, text=True).stdout
+    rates, small = {}, None
+    for line in out.splitlines():
+        kind, direction, nbytes, value = line.split()
+        if kind == "small":
+            small = float(value) * 1e-6
+        else:
+            rates[(kind, direction, int(nbytes))] = float(value)
+    return rates, small
+
+
+def run(shell: Shell, out: io.StringIO, line: str) -> dict:
+    start = out.tell()
+    shell.execute(line)
+    out.seek(start)
+    obj = json.loads(out.read().splitlines()[-1])
+    assert obj["ok"], obj
+    return obj["result"]
+
+
+def shell_rates(shell: Shell, out: io.StringIO) -> dict:
+    rates = {}
+    for nbytes in SIZES:
+        run(shell, out, f"alloc pinned {nbytes} as p; alloc pageable {nbytes} as h; alloc device {nbytes} as d")
+        run(shell, out, "fill p 1; fill h 1")
+        for kind, host in (("pinned", "p"), ("pageable", "h")):
+            for direction, line in (("h2d", f"memcpy h2d {host} d"), ("d2h", f"memcpy d2h d {host}")):
+                g = [run(shell, out, line)["gbps"] for _ in range(REPS + 2)][2:]
+                rates[(kind, direction, nbytes)] = statistics.median(g)
+        run(shell, out, "free p h d")
+    return rates
+
+
+def small_copy(shell: Shell, out: io.StringIO, n: int = 2000) -> tuple[float, float, float]:
+    """(raw PyCUDA memcpy_htod, whole command path, the copy's host time inside the command), medians."""
+    import pycuda.driver as cuda
+
+    run(shell, out, "alloc pinned 4 as p4; alloc device 4 as d4")
+    p4, d4 = shell.session.buffers["p4"], shell.session.buffers["d4"]
+    host_view, dptr = p4.handle.array, d4.device_ptr
+    raw = []
+    for _ in range(n):
+        t = time.perf_counter()
+        cuda.memcpy_htod(dptr, host_view)
+        raw.append(time.perf_counter() - t)
+    shell.session.settings["format"] = "table"
+    path, inner = [], []
+    for _ in range(n):
+        out.seek(0)
+        out.truncate()
+        t = time.perf_counter()
+        shell.execute("memcpy h2d p4 d4 4")
+        path.append(time.perf_counter() - t)
+    shell.session.settings["format"] = "json"
+    for _ in range(200):
+        inner.append(run(shell, out, "memcpy h2d p4 d4 4")["host_seconds"])
+    return statistics.median(raw), statistics.median(path), statistics.median(inner)
+
+
+def main() -> int:
+    ref, c_small = c_reference()
+    out = io.StringIO()
+    backend = CudaBackend()
+    shell = Shell(backend, out=out, err=sys.stderr, json_mode=True)
+    try:
+        print(f"device: {backend.info.name}")
+        mine = shell_rates(shell, out)
+        raw, path, inner = small_copy(shell, out)
+    finally:
+        shell.close()
+    ok = True
+    print(f"{'kind':<9}{'dir':<5}{'size':>9}{'C GB/s':>9}{'shell GB/s':>12}{'ratio':>8}  target")
+    for key in sorted(ref):
+        kind, direction, nbytes = key
+        ratio = mine[key] / ref[key]
+        target = "≥ 0.98" if kind == "pinned" else "(info)"
+        if kind == "pinned" and ratio < 0.98:
+            ok = False
+            target += " MISSED"
+        print(f"{kind:<9}{direction:<5}{nbytes >> 20:>6} MiB{ref[key]:9.2f}{mine[key]:12.2f}{ratio:8.3f}  {target}")
+    verdict = "ok" if path <= 1.5 * raw else "MISSED"
+    ok = ok and path <= 1.5 * raw
+    print(f"4-byte H2D from pinned: C cudaMemcpy {c_small * 1e6:.1f} µs, raw PyCUDA {raw * 1e6:.1f} µs, "
+          f"the copy inside the command {inner * 1e6:.1f} µs ({inner / raw:.2f}×), "
+          f"whole command path {path * 1e6:.1f} µs ({path / raw:.2f}× raw; target ≤ 1.5×: {verdict})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

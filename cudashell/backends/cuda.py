@@ -1,0 +1,366 @@
+"""The real backend: PyCUDA makes the context (with MAP_HOST), the allocations and the compiled kernel;
+the driver shim does registration, pointer queries, streams with priorities, events, copies and launches.
+Times are measured: CUDA events for the GPU, the host clock around each call for `blocking`."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes as C
+import mmap
+import resource
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ShellError
+from . import driver as D
+from .base import Allocation, Backend, DeviceInfo, Timing
+
+SUM_SOURCE = r"""
+extern "C" __global__ void sumArraysGPU(const float *A, const float *B, float *C, const int N)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) C[i] = A[i] + B[i];
+}
+"""
+# An async call that held the host this long was staging (pageable memory): wait for its tail to judge it.
+STAGING_SUSPECT = 50e-6
+
+
+def cuda_unavailable_reason() -> str | None:
+    """None when a GPU answers through PyCUDA; else why not, in a few words."""
+    try:
+        import pycuda.driver as cuda
+    except ImportError as e:
+        return "PyCUDA is not installed" if "pycuda" in str(e).lower() and "libcuda" not in str(e) \
+            else f"no CUDA driver found ({e})"
+    try:
+        cuda.init()
+        if cuda.Device.count() == 0:
+            return "the CUDA driver sees no GPU"
+    except Exception as e:  # pycuda.driver.Error, or a missing libcuda
+        return f"the CUDA driver did not answer: {e}"
+    return None
+
+
+def host_memory_total() -> int:
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@dataclass
+class CudaAlloc:
+    kind: str
+    size: int
+    array: np.ndarray | None = None  # host-accessible bytes (pageable, pinned, managed)
+    owner: object = None  # the PyCUDA allocation, or the mmap of pageable memory
+    dptr: int | None = None  # the address CUDA copies and kernels use
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Pending:
+    start: int
+    end: int
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    timing_label = "measured"
+
+    def __init__(self, ordinal: int = 0):
+        import pycuda.driver as cuda
+
+        self.cuda = cuda
+        cuda.init()
+        self.dev = cuda.Device(ordinal)
+        self.drv = D.Driver()
+        self.ctx = self.dev.make_context(flags=cuda.ctx_flags.MAP_HOST | cuda.ctx_flags.SCHED_AUTO)
+        self.closed = False
+        atexit.register(self.close)  # the context stack must be empty when the interpreter exits
+        try:
+            self.info = self._device_info(ordinal)
+            self.free_events: list[int] = []
+            self.all_events: list[int] = []
+            self.pending: dict[int, Pending] = {}
+            self.next_token = 1
+            self.streams: set[int] = set()
+            self.module: tuple[int, int] | None = None
+        except BaseException:
+            self.close()
+            raise
+
+    def _device_info(self, ordinal: int) -> DeviceInfo:
+        a = self.cuda.device_attribute
+
+        def attr(name, default=0):
+            try:
+                return self.dev.get_attribute(getattr(a, name))
+            except (AttributeError, self.cuda.Error):
+                return default
+
+        major, minor = self.dev.compute_capability()
+        return DeviceInfo(self.dev.name(), ordinal, self.dev.total_memory(), f"{major}.{minor}",
+                          self.dev.pci_bus_id(), bool(attr("UNIFIED_ADDRESSING")), bool(attr("CAN_MAP_HOST_MEMORY")),
+                          bool(attr("PAGEABLE_MEMORY_ACCESS")), bool(attr("MANAGED_MEMORY")),
+                          bool(attr("CONCURRENT_MANAGED_ACCESS")), attr("ASYNC_ENGINE_COUNT"),
+                          bool(attr("CONCURRENT_KERNELS")))
+
+    @contextmanager
+    def _pycuda_errors(self):
+        """PyCUDA raises 'cuX failed: <description>': give it the driver's error name."""
+        try:
+            yield
+        except self.cuda.Error as e:
+            text = str(e)
+            desc = text.split("failed:", 1)[-1].strip()
+            code = self.drv.name_for_description(desc) or "CUDA_ERROR_UNKNOWN"
+            raise ShellError(code, text) from None
+
+    def pin_limit(self) -> tuple[int, str]:
+        limit, why = host_memory_total() // 2, "half of MemTotal"
+        soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+        if soft != resource.RLIM_INFINITY and soft < limit:
+            limit, why = soft, "RLIMIT_MEMLOCK"
+        return limit, why
+
+    # ------------------------------------------------------------------ timing
+    def _event(self) -> int:
+        if self.free_events:
+            return self.free_events.pop()
+        ev = self.drv.event()
+        self.all_events.append(ev)
+        return ev
+
+    def _timed(self, stream, call, sync: bool) -> Timing:
+        """Run `call` between two events on `stream`; the host clock around it says whether it held us."""
+        start, end = self._event(), self._event()
+        self.drv.call("cuEventRecord", start, stream)
+        t0 = time.perf_counter()
+        try:
+            call()
+        except BaseException:
+            self.free_events += [start, end]
+            raise
+        host = time.perf_counter() - t0
+        self.drv.call("cuEventRecord", end, stream)
+        if sync or self.drv.event_done(end) or host > STAGING_SUSPECT:
+            self.drv.call("cuEventSynchronize", end)
+            seconds = self.drv.elapsed(start, end)
+            self.free_events += [start, end]
+            return Timing(seconds, host, sync or host >= 0.5 * seconds, self.timing_label)
+        token = self.next_token
+        self.next_token += 1
+        self.pending[token] = Pending(start, end)
+        return Timing(None, host, False, self.timing_label, token)
+
+    def resolve(self, token):
+        p = self.pending.get(token)
+        if p is None or not self.drv.event_done(p.end):
+            return None
+        del self.pending[token]
+        self.free_events += [p.start, p.end]
+        return self.drv.elapsed(p.start, p.end)
+
+    def _host_timing(self, t0: float) -> Timing:
+        host = time.perf_counter() - t0
+        return Timing(host, host, True, self.timing_label)
+
+    # ------------------------------------------------------------------ memory
+    def alloc(self, kind, size, flags):
+        cuda = self.cuda
+        t0 = time.perf_counter()
+        a = CudaAlloc(kind, size)
+        with self._pycuda_errors():
+            if kind == "pageable":  # anonymous pages: page-aligned, lazily backed, like a large malloc
+                a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+                a.array = np.frombuffer(a.owner, np.uint8)
+            elif kind == "pinned":
+                bits = ((cuda.host_alloc_flags.PORTABLE if "portable" in flags else 0)
+                        | (cuda.host_alloc_flags.DEVICEMAP if "mapped" in flags else 0)
+                        | (cuda.host_alloc_flags.WRITECOMBINED if "writecombined" in flags else 0))
+                a.array = cuda.pagelocked_empty(size, np.uint8, mem_flags=bits)
+                a.owner = a.array.base
+            elif kind == "device":
+                a.owner = cuda.mem_alloc(size)
+                a.dptr = int(a.owner)
+            else:
+                attach = cuda.mem_attach_flags.HOST if "host" in flags else cuda.mem_attach_flags.GLOBAL
+                a.array = cuda.managed_empty(size, np.uint8, mem_flags=attach)
+                a.owner = a.array.base
+                a.dptr = a.array.ctypes.data
+        t = self._host_timing(t0)
+        host_ptr = a.array.ctypes.data if a.array is not None else None
+        device_ptr = a.dptr
+        if kind == "pinned":
+            dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(host_ptr), 0)
+            device_ptr = a.dptr = dp if isinstance(dp, int) else None
+        return Allocation(a, host_ptr, device_ptr), t
+
+    def free(self, buf):
+        a: CudaAlloc = buf.handle
+        a.array = None
+        with self._pycuda_errors():
+            if a.kind == "pageable":
+                a.owner.close()
+            else:
+                a.owner.free()
+
+    def register(self, buf, flags):
+        a: CudaAlloc = buf.handle
+        if a.kind != "pageable":
+            if a.kind == "pinned":
+                raise ShellError("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", f"{buf.name} is already page-locked",
+                                 "a range can be registered once; `unregister` it first")
+            raise ShellError("CUDA_ERROR_INVALID_VALUE", f"{buf.name} is not host memory")
+        bits = ((D.REGISTER_PORTABLE if "portable" in flags else 0)
+                | (D.REGISTER_DEVICEMAP if "mapped" in flags else 0)
+                | (D.REGISTER_READ_ONLY if "readonly" in flags else 0))
+        self.drv.call("cuMemHostRegister_v2", C.c_void_p(buf.host_ptr), a.size, bits,
+                      hint="a range can be registered once; `unregister` it first")
+        dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(buf.host_ptr), 0)
+        a.dptr = dp if isinstance(dp, int) else None
+        return a.dptr
+
+    def unregister(self, buf):
+        self.drv.call("cuMemHostUnregister", C.c_void_p(buf.host_ptr),
+                      hint="only ranges pinned by `register` can be unregistered")
+        buf.handle.dptr = None
+
+    def pointer_info(self, buf):
+        a: CudaAlloc = buf.handle
+        ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
+        mt = self.drv.pointer_attribute(D.POINTER_MEMORY_TYPE, ptr)
+        managed = self.drv.pointer_attribute(D.POINTER_IS_MANAGED, ptr)
+        info = {"device": self.info.ordinal,
+                "memory_type": D.MEMORYTYPE.get(mt, mt) if isinstance(mt, int) else mt,
+                "is_managed": bool(managed) if isinstance(managed, int) else managed,
+                "host_flags": self.drv.host_flags(ptr) if buf.host_ptr is not None else "CUDA_ERROR_INVALID_VALUE",
+                "host_device_ptr": (self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(ptr), 0)
+                                    if buf.host_ptr is not None else "CUDA_ERROR_INVALID_VALUE")}
+        if a.kind == "managed":
+            info.update(self._range_info(a))
+        return info
+
+    def _range_info(self, a: CudaAlloc) -> dict:
+        def where(v):
+            return v if isinstance(v, str) else ("host" if v == D.DEVICE_CPU else
+                                                 "none" if v == -2 else f"device {v}")
+
+        rm = self.drv.range_attribute(D.RANGE_READ_MOSTLY, a.dptr, a.size)
+        return {"read_mostly": bool(rm) if isinstance(rm, int) else rm,
+                "preferred_location": where(self.drv.range_attribute(D.RANGE_PREFERRED_LOCATION, a.dptr, a.size)),
+                "last_prefetch_location": where(self.drv.range_attribute(D.RANGE_LAST_PREFETCH_LOCATION, a.dptr,
+                                                                         a.size))}
+
+    def read(self, buf, offset, nbytes):
+        a: CudaAlloc = buf.handle
+        if a.array is not None:
+            return a.array[offset: offset + nbytes].copy()
+        out = np.empty(nbytes, np.uint8)
+        self.drv.call("cuMemcpyDtoH_v2", out.ctypes.data, a.dptr + offset, nbytes)
+        return out
+
+    def write(self, buf, offset, data):
+        buf.handle.array[offset: offset + data.size] = data
+
+    # ------------------------------------------------------------------ work
+    def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
+        s, d = src.handle, dst.handle
+        s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
+        if not s_dev and not d_dev:  # cudaMemcpyHostToHost is a host memcpy
+            t0 = time.perf_counter()
+            C.memmove(dst.host_ptr + dst_off, src.host_ptr + src_off, nbytes)
+            return self._host_timing(t0)
+        sfx = "Async_v2" if async_ else "_v2"
+        tail = (stream,) if async_ else ()
+        if s_dev and d_dev:
+            name, args = f"cuMemcpyDtoD{sfx}", (d.dptr + dst_off, s.dptr + src_off, nbytes)
+        elif d_dev:
+            name, args = f"cuMemcpyHtoD{sfx}", (d.dptr + dst_off, src.host_ptr + src_off, nbytes)
+        else:
+            name, args = f"cuMemcpyDtoH{sfx}", (dst.host_ptr + dst_off, s.dptr + src_off, nbytes)
+        return self._timed(stream, lambda: self.drv.call(name, *args, *tail), sync=not async_)
+
+    def memset(self, buf, offset, value, nbytes, stream, async_):
+        ptr = buf.device_ptr + offset
+        if async_:
+            return self._timed(stream, lambda: self.drv.call("cuMemsetD8Async", ptr, value, nbytes, stream), False)
+        return self._timed(None, lambda: self.drv.call("cuMemsetD8_v2", ptr, value, nbytes), True)
+
+    def _sum_function(self) -> int:
+        if self.module is None:
+            from pycuda.compiler import compile as nvcc_compile
+
+            with self._pycuda_errors():
+                cubin = nvcc_compile(SUM_SOURCE, no_extern_c=True)
+            self.module = self.drv.load_function(cubin, "sumArraysGPU")
+        return self.module[1]
+
+    def launch_sum(self, a, b, c, n, grid, block, stream):
+        fn = self._sum_function()
+        params = (C.c_uint64(a.device_ptr), C.c_uint64(b.device_ptr), C.c_uint64(c.device_ptr), C.c_int(n))
+        return self._timed(stream, lambda: self.drv.launch(fn, grid, block, stream, *params), sync=False)
+
+    def prefetch(self, buf, where, stream):
+        loc = D.CUmemLocation(D.LOCATION_DEVICE if where == "device" else D.LOCATION_HOST,
+                              self.info.ordinal if where == "device" else 0)
+        return self._timed(stream, lambda: self.drv.call("cuMemPrefetchAsync_v2", buf.device_ptr, buf.size, loc, 0,
+                                                         stream), sync=False)
+
+    def advise(self, buf, advice, where):
+        loc = D.CUmemLocation(D.LOCATION_HOST if where == "host" else D.LOCATION_DEVICE,
+                              0 if where == "host" else self.info.ordinal)
+        self.drv.call("cuMemAdvise_v2", buf.device_ptr, buf.size, D.ADVISE[advice], loc)
+
+    # ------------------------------------------------------------------ streams
+    def stream_create(self, nonblocking, priority):
+        least, greatest = self.priority_range()
+        actual = min(max(priority, greatest), least)  # what the driver clamps to
+        h = self.drv.stream_create(nonblocking, priority)
+        self.streams.add(h)
+        return h, actual
+
+    def stream_destroy(self, handle):
+        self.drv.call("cuStreamDestroy_v2", handle)
+        self.streams.discard(handle)
+
+    def stream_sync(self, handle):
+        t0 = time.perf_counter()
+        self.drv.call("cuStreamSynchronize", handle)
+        return self._host_timing(t0)
+
+    def stream_idle(self, handle):
+        return self.drv.stream_done(handle)
+
+    def device_sync(self):
+        t0 = time.perf_counter()
+        self.drv.call("cuCtxSynchronize")
+        return self._host_timing(t0)
+
+    def priority_range(self):
+        return self.drv.priority_range()
+
+    def mem_info(self) -> tuple[int, int]:
+        return self.drv.mem_info()
+
+    def close(self):
+        """Pop the context on every exit path; teardown errors of a dead context are ignored."""
+        if self.closed:
+            return
+        self.closed = True
+        for name, handles in (("cuStreamDestroy_v2", list(self.streams)),
+                              ("cuEventDestroy_v2", list(getattr(self, "all_events", [])))):
+            for h in handles:
+                self.drv.raw(name, h)
+        if getattr(self, "module", None):
+            self.drv.raw("cuModuleUnload", self.module[0])
+        try:
+            self.ctx.pop()
+        finally:
+            self.ctx.detach()
