@@ -4,6 +4,7 @@ syntax. Pure: no CUDA, no terminal, no session — so the parser, completion and
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 from .errors import ShellError, usage
@@ -59,7 +60,8 @@ def tokenize(line: str) -> list[Token | str]:
     return out
 
 
-def split_commands(line: str) -> list[Segment]:
+@lru_cache(maxsize=4096)
+def split_commands(line: str) -> tuple[Segment, ...]:
     """The non-empty commands of a line, in order (blank lines and comments give none)."""
     segments: list[Segment] = []
     current: list[Token] = []
@@ -72,7 +74,7 @@ def split_commands(line: str) -> list[Segment]:
             current.append(tok)
     if current:
         segments.append(Segment(tuple(current), line, current[-1].end))
-    return segments
+    return tuple(segments)
 
 
 # ---------------------------------------------------------------- numbers and sizes

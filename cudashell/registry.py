@@ -4,6 +4,7 @@ completion and docs/commands.md all read these specs, so they cannot disagree.""
 from __future__ import annotations
 
 import difflib
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -118,7 +119,9 @@ def resolve(segment: Segment) -> tuple[Spec, int]:
     raise ShellError("UNKNOWN_COMMAND", f"unknown command '{toks[0].text}'", hint, toks[0].col)
 
 
+@lru_cache(maxsize=4096)
 def parse_segment(segment: Segment) -> Command:
+    """Parsing is pure, so a line seen before (a script's loop) reuses its parse; errors are not cached."""
     spec, used = resolve(segment)
     try:
         parsed = parse_args(segment.tokens[used:], segment.line, segment.end, spec.args, spec.opts,

@@ -35,7 +35,7 @@ def test_format_size():
 
 
 def test_semicolons_comments_and_blank_lines():
-    assert split_commands("   ") == [] and split_commands("# only a comment") == []
+    assert split_commands("   ") == () and split_commands("# only a comment") == ()
     segs = split_commands("alloc pinned 4KB ; ls;; free all # done")
     assert [s.text for s in segs] == ["alloc pinned 4KB", "ls", "free all"]
     assert segs[1].tokens[0].col == 20

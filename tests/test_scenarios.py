@@ -3,8 +3,14 @@ blocking. Where they disagree, the driver is right and the simulator gets fixed.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
+
+from tests.conftest import gpu_missing
 
 
 def hexint(s):
@@ -175,13 +181,20 @@ def test_streams_and_priorities(cush):
     assert least == 0
 
 
-def test_readonly_registration_faults_a_kernel_that_writes_it(cush):
-    cush.ok("alloc pageable 4KB as ro; register ro readonly; alloc device 4KB as a")
-    err = cush.fails("launch sum a a ro")
-    if err["code"] != "CUDA_ERROR_ILLEGAL_ADDRESS":  # the GPU reports the fault at the next sync
-        err = cush.fails("sync")
-    assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
-    assert cush.fails("alloc device 4KB")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_readonly_registration_faults_a_kernel_that_writes_it(backend):
+    """In its own process: after a fault the driver's state is dead for the whole process."""
+    if backend == "cuda" and gpu_missing():
+        pytest.skip(f"no GPU: {gpu_missing()}")
+    script = "alloc pageable 4KB as ro; register ro readonly; alloc device 4KB as a; launch sum a a ro; sync; " \
+             "alloc device 4KB; free all"
+    r = subprocess.run([sys.executable, "-m", "cudashell", "--backend", backend, "--json", "--keep-going", "-c",
+                        script], capture_output=True, text=True, timeout=120)
+    codes = [(json.loads(x)["error"] or {}).get("code") for x in r.stdout.splitlines()]
+    fault = codes.index("CUDA_ERROR_ILLEGAL_ADDRESS")  # at the launch, or at the next sync on a GPU
+    assert codes[:3] == [None, None, None] and fault in (3, 4)
+    assert codes[5] == "CUDA_ERROR_ILLEGAL_ADDRESS"  # every later CUDA call fails the same way
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "context stack" not in r.stderr
 
 
 def test_managed_prefetch_and_advice(cush):
