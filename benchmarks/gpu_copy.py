@@ -18,7 +18,7 @@ from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
 
 SIZES = (32 << 20, 256 << 20)
-REPS = 15
+REPS = 30
 HERE = Path(__file__).resolve().parent
 
 

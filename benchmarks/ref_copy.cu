@@ -15,7 +15,7 @@
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
 int main(int argc, char **argv) {
-    const int REPS = 15;
+    const int REPS = 30;
     cudaEvent_t a, b;
     CHECK(cudaEventCreate(&a)); CHECK(cudaEventCreate(&b));
     for (int i = 1; i < argc; i++) {

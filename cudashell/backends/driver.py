@@ -98,7 +98,9 @@ class Driver:
         return self.fn[name](*args)
 
     def call(self, name: str, *args, hint: str | None = None) -> None:
-        res = self.fn[name](*args)
+        self.check(self.fn[name](*args), name, hint)
+
+    def check(self, res: int, name: str, hint: str | None = None) -> None:
         if res != CUDA_SUCCESS:
             raise ShellError(self.error_name(res), f"{name} failed: {self.error_string(res)}", hint)
 
@@ -176,7 +178,9 @@ class Driver:
         self.call("cuModuleGetFunction", C.byref(fn), mod, name.encode())
         return mod.value, fn.value
 
-    def launch(self, fn: int, grid: int, block: int, stream: int | None, *params) -> None:
-        holders = list(params)  # ctypes values; the array holds their addresses
-        ptrs = (C.c_void_p * len(holders))(*[C.addressof(p) for p in holders])
-        self.call("cuLaunchKernel", fn, grid, 1, 1, block, 1, 1, 0, stream, ptrs, None)
+    @staticmethod
+    def launch_args(fn: int, grid: int, block: int, stream: int | None, *params) -> tuple:
+        """cuLaunchKernel's arguments; the ctypes values must stay alive until the call, so the returned
+        tuple holds them (as the array of their addresses does not)."""
+        ptrs = (C.c_void_p * len(params))(*[C.addressof(p) for p in params])
+        return (fn, grid, 1, 1, block, 1, 1, 0, stream, ptrs, None), params
