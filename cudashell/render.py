@@ -170,7 +170,21 @@ def _free(d):
                                  f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
 
 
+def _calibrate(d):
+    p = d["profile"]
+    out = [f"{p['name']} — figures {d['timing']}" + (f", written to {d['path']}" if d["path"] else "")]
+    for key, value in p.items():
+        if key.endswith(("_h2d", "_d2h", "d2d", "_read")):
+            out.append(f"  {key:<24} {value / 1e9:10.2f} GB/s")
+        elif key.endswith(("latency", "per_mib")):
+            out.append(f"  {key:<24} {fmt_seconds(value):>13}")
+    if d["path"]:
+        out.append(f"use it with: cudashell --sim-profile {d['path']}")
+    return out
+
+
 SIMPLE = {
+    "calibrate": _calibrate,
     "alloc": _alloc, "buffer": lambda d: [_buffer_line(d["buffer"]) + f"  — {d['call']}"],
     "copy": _copy, "memset": _memset, "info": _info, "show": _show, "compare": _compare,
     "launch": _launch, "stream": _stream, "help": _help, "help_command": _help_command, "device": _device,

@@ -231,3 +231,24 @@ def test_timings_say_how_they_were_obtained(cush):
     done = cush.ok("sync")
     if async_copy["seconds"] is None:  # still running when the call returned: resolved at sync
         assert done["completed"][0]["op"] == "memcpy h2d" and done["completed"][0]["seconds"] > 0
+
+
+def test_calibrate_writes_a_profile_the_simulator_loads(cush, tmp_path):
+    from cudashell.backends.profile import Profile
+    from cudashell.backends.sim import SimBackend
+    from tests.conftest import Cush
+
+    path = tmp_path / "lab.json"
+    res = cush.ok(f"calibrate out {path}")
+    p = res["profile"]
+    assert p["pinned_h2d"] > p["pageable_h2d"] > 0 and p["d2d"] > p["pinned_h2d"]
+    assert p["kernel_device_read"] > p["kernel_zero_copy_read"] > 0
+    assert 0 < p["copy_latency"] < 1e-3
+    assert cush.ok("ls")["buffers"] == []  # its scratch buffers are gone
+    sim = Cush(SimBackend(Profile.load(str(path))))
+    modeled = sim.ok("alloc pinned 64MB; alloc device 64MB; memcpy p0 d0")
+    assert modeled["gbps"] == pytest.approx(64 * 2**20 / (p["copy_latency"] + 64 * 2**20 / p["pinned_h2d"]) / 1e9)
+    if cush.backend.name == "sim":  # calibrating the simulator gives back its own profile
+        default = Profile()
+        for key in ("pinned_h2d", "pageable_d2h", "d2d", "kernel_device_read", "kernel_zero_copy_read"):
+            assert p[key] == pytest.approx(getattr(default, key), rel=0.01), key

@@ -1,0 +1,129 @@
+"""calibrate: measure the figures a simulator profile holds, so a teacher can calibrate on the lab GPU
+and teach on laptops (`--sim-profile FILE`)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import fields
+from pathlib import Path
+
+from ..backends.profile import Profile
+from ..errors import ShellError
+from ..grammar import Arg, Opt
+from ..registry import command
+from ..results import Result
+from ..session import Buffer
+
+SIZE = 64 << 20
+REPS = 5
+MIB = 1 << 20
+
+
+class Scratch:
+    """Buffers made straight through the backend (not the session) and always freed."""
+
+    def __init__(self, backend):
+        self.backend, self.bufs = backend, []
+
+    def alloc(self, kind: str, size: int, flags=frozenset()) -> tuple[Buffer, float]:
+        a, t = self.backend.alloc(kind, size, frozenset(flags))
+        buf = Buffer(f"calibrate{len(self.bufs)}", kind, size, frozenset(flags), a.host_ptr, a.device_ptr, a.handle)
+        self.bufs.append(buf)
+        return buf, t.seconds
+
+    def free_all(self) -> None:
+        for buf in self.bufs:
+            self.backend.free(buf)
+        self.bufs.clear()
+
+
+def gpu_seconds(backend, t) -> float:
+    if t.seconds is not None:
+        return t.seconds
+    backend.device_sync()
+    return backend.resolve(t.token)
+
+
+def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
+    """Bytes per second once the fixed cost of a copy is paid, as the profile models a copy:
+    latency + bytes / rate."""
+    backend.memcpy(src, 0, dst, 0, nbytes, None, False)  # warm-up
+    t = statistics.median(backend.memcpy(src, 0, dst, 0, nbytes, None, False).seconds for _ in range(REPS))
+    return nbytes / max(t - latency, 1e-9)
+
+
+def kernel_rate(backend, a, b, c, n: int, latency: float) -> float:
+    """Bytes per second a streaming kernel gets from these buffers (two reads and a write of n floats)."""
+    grid = -(-n // 256)
+    gpu_seconds(backend, backend.launch_sum(a, b, c, n, grid, 256, None))
+    t = statistics.median(gpu_seconds(backend, backend.launch_sum(a, b, c, n, grid, 256, None))
+                          for _ in range(REPS))
+    return 3 * n * 4 / max(t - latency, 1e-9)
+
+
+def measure(backend) -> dict:
+    s = Scratch(backend)
+    try:
+        pinned, t_pin = s.alloc("pinned", SIZE)
+        wc, _ = s.alloc("pinned", SIZE, {"writecombined"})
+        pageable, _ = s.alloc("pageable", SIZE)
+        dev, _ = s.alloc("device", SIZE)
+        dev2, _ = s.alloc("device", SIZE)
+        for buf in (pinned, wc, pageable):
+            backend.write(buf, 0, _ones(SIZE))
+        small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
+        latency = statistics.median(gpu_seconds(backend, backend.launch_sum(dev, dev, dev2, 1, 1, 1, None))
+                                    for _ in range(REPS))
+        n = SIZE // 4
+        figures = {
+            "pinned_h2d": copy_rate(backend, pinned, dev, small),
+            "pinned_d2h": copy_rate(backend, dev, pinned, small),
+            "writecombined_h2d": copy_rate(backend, wc, dev, small),
+            "pageable_h2d": copy_rate(backend, pageable, dev, small),
+            "pageable_d2h": copy_rate(backend, dev, pageable, small),
+            "d2d": 2 * copy_rate(backend, dev, dev2, small),
+            "copy_latency": small, "launch_latency": latency,
+            "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
+            "kernel_device_read": kernel_rate(backend, dev, dev2, dev, n, latency),
+            "kernel_zero_copy_read": kernel_rate(backend, pinned, wc, pinned, n, latency),
+        }
+    finally:
+        s.free_all()
+    return figures
+
+
+def _ones(n: int):
+    import numpy as np
+
+    return np.ones(n, np.uint8)
+
+
+@command("calibrate", "session", "measure this device's figures and write them as a simulator profile",
+         "calibrate out lab-gpu.json", "cudaMemcpy / cudaHostAlloc / kernel launches, timed with events",
+         opts=(Opt("out", Arg("FILE", "file")),),
+         details="Measures pinned, write-combined and pageable copy bandwidth (64 MiB), device-to-device, the "
+                 "latency of a 4-byte copy and of a launch, pinned allocation cost per MiB, and what a kernel "
+                 "reads per second from device and from zero-copy memory. `cudashell --sim-profile FILE` then "
+                 "models timings with them.")
+def calibrate(session, backend, args):
+    info = backend.info
+    figures = measure(backend)
+    known = {f.name for f in fields(Profile)}
+    profile = {"name": f"{info.name} (calibrated)", "compute_capability": info.compute_capability,
+               "pci_bus_id": info.pci_bus_id, "device_memory": info.total_mem,
+               "unified_addressing": info.unified_addressing, "can_map_host_memory": info.can_map_host_memory,
+               "pageable_memory_access": info.pageable_memory_access, "managed_memory": info.managed_memory,
+               "concurrent_managed_access": info.concurrent_managed_access,
+               "async_engine_count": info.async_engine_count, "concurrent_kernels": info.concurrent_kernels,
+               **figures}
+    least, greatest = backend.priority_range()
+    profile.update(priority_least=least, priority_greatest=greatest)
+    assert set(profile) <= known
+    path = args.get("FILE")
+    if path:
+        try:
+            Path(path).write_text(json.dumps(profile, indent=2) + "\n")
+        except OSError as e:
+            raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
+    return Result("calibrate", {"profile": profile, "path": path, "timing": backend.timing_label})
