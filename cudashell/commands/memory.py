@@ -54,7 +54,8 @@ def alloc(session, backend, args):
     if kind == "pinned":
         check_pin_limit(session, backend, size, args.col("SIZE"))
     allocation, t = backend.alloc(kind, size, flags)
-    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle)
+    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle,
+                 device=backend.info.ordinal)
     session.add_buffer(buf)
     return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)})
 

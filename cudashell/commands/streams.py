@@ -30,7 +30,7 @@ def stream_create(session, backend, args):
     if name.lower() in RESERVED or name in session.streams or name.lower() == "0":
         raise usage(f"'{name}' cannot name a new stream", args.col("NAME"), "pick another name")
     handle, priority = backend.stream_create("nonblocking" in args.flags, args.get("N", 0))
-    s = Stream(name, number, handle, "nonblocking" in args.flags, priority)
+    s = Stream(name, number, handle, "nonblocking" in args.flags, priority, backend.info.ordinal)
     session.add_stream(s)
     least, greatest = backend.priority_range()
     return Result("stream", {**stream_row(backend, s), "asked_priority": args.get("N", 0),
