@@ -35,7 +35,8 @@ class Segment:
         return self.line[self.tokens[0].col - 1 : self.end].strip()
 
 
-_TOKEN = re.compile(r"""\s*(?:(?P<sep>;)|(?P<comment>\#)|(?P<q>["'])(?P<quoted>.*?)(?P=q)|(?P<open>["'])|(?P<word>[^\s;#"']+))""")
+_TOKEN = re.compile(r"""\s*(?:<<<(?P<source>.*?)>>>|(?P<opensrc><<<)|(?P<sep>;)|(?P<comment>\#)"""
+                    r"""|(?P<q>["'])(?P<quoted>.*?)(?P=q)|(?P<open>["'])|(?P<word>[^\s;#"']+))""", re.S)
 
 
 def tokenize(line: str) -> list[Token | str]:
@@ -47,7 +48,12 @@ def tokenize(line: str) -> list[Token | str]:
         if m is None or m.end() == pos:  # only whitespace was left
             break
         pos = m.end()
-        if m.group("sep"):
+        if m.group("source") is not None:  # CUDA C between <<< and >>>: `;` and `#` are its own
+            out.append(Token(m.group("source").strip(), m.start() + 1 + len(m.group(0)) - len(m.group(0).lstrip()),
+                             m.end(), quoted=True))
+        elif m.group("opensrc"):
+            raise usage("unterminated <<<", m.start("opensrc") + 1, "end the source with >>>")
+        elif m.group("sep"):
             out.append(";")
         elif m.group("comment"):
             break
@@ -178,6 +184,7 @@ class Parsed:
     values: dict = field(default_factory=dict)
     flags: set = field(default_factory=set)
     cols: dict = field(default_factory=dict)
+    many_cols: dict = field(default_factory=dict)  # the column of each value of a repeated argument
     end_col: int = 1
 
     def get(self, name: str, default=None):
@@ -263,6 +270,7 @@ def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, 
         if arg.many:
             p.values.setdefault(arg.name, []).append(value)
             p.cols.setdefault(arg.name, tok.col)
+            p.many_cols.setdefault(arg.name, []).append(tok.col)
         else:
             p.values[arg.name] = value
             p.cols[arg.name] = tok.col

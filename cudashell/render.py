@@ -117,9 +117,46 @@ def _compare(d):
 
 
 def _launch(d):
-    part = f" ({d['computed']} computed: grid×block < n)" if d["computed"] < d["n"] else ""
-    return [f"launch sum<<<{d['grid']}, {d['block']}>>>({', '.join(d['buffers'])}, n={d['n']}){part} on stream "
-            f"{d['stream']}: kernel {_gpu_time(d)}, did not block {_timing(d)}"]
+    part = f" ({d['computed']} computed: grid×block < n)" if d["builtin"] and d["computed"] < d["n"] else ""
+    shared = f", {d['shared']}" if d["shared"] else ""
+    n = f", n={d['n']}" if d["builtin"] and d["kernel"] != "spin" else ""
+    return [f"launch {d['kernel']}<<<{d['grid']}, {d['block']}{shared}>>>({', '.join(map(str, d['args']))}{n})"
+            f"{part} on stream {d['stream']}: kernel {_gpu_time(d)}, "
+            f"{'host blocked' if d['blocking'] else 'did not block'} {_timing(d)}"]
+
+
+def _timeline(d):
+    if not d["rows"]:
+        return ["no finished GPU work in the trace yet" + (f" ({d['pending']} still running)" if d["pending"] else "")]
+    width = max(len(r["name"]) for r in d["rows"])
+    out = [f"timeline of {d['ops']} operations, {fmt_seconds(d['start'])} … {fmt_seconds(d['end'])} "
+           f"({d['timing']}); one column = {fmt_seconds(d['per_cell'])}"]
+    out += [f"  {r['name']:<{width}} |{r['cells']}|" for r in d["rows"]]
+    out.append("  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch  # two at once on one engine")
+    if d["pending"]:
+        out.append(f"  ({d['pending']} operations still running are not shown: `sync` first)")
+    return out
+
+
+def _profile(d, tablefmt):
+    out = [f"==cudashell== Profiling result ({d['timing']}):"]
+    rows = []
+    for label, stats in (("GPU activities", d["gpu"]), ("API calls", d["api"])):
+        for i, r in enumerate(stats):
+            rows.append([label + ":" if i == 0 else "", f"{r['percent']:.2f}%", fmt_seconds(r["total"]), r["calls"],
+                         fmt_seconds(r["avg"]), fmt_seconds(r["min"]), fmt_seconds(r["max"]), r["name"]])
+    if not rows:
+        return out + ["nothing has run yet"]
+    out.append(tabulate(rows, ["Type", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"], tablefmt,
+                        colalign=("right",) * 7 + ("left",)))
+    if d["pending"]:
+        out.append(f"({d['pending']} operations still running are not counted: `sync` first)")
+    return out
+
+
+def _kernel_list(d, tablefmt):
+    rows = [[k["signature"], "built-in" if k["builtin"] else "loaded", k["summary"]] for k in d["kernels"]]
+    return [tabulate(rows, ["kernel", "", "what it does"], tablefmt)]
 
 
 def _streams(d, tablefmt):
@@ -185,6 +222,11 @@ def _calibrate(d):
 
 SIMPLE = {
     "calibrate": _calibrate,
+    "timeline": _timeline,
+    "event": lambda d: [f"event {d['name']} recorded on stream {d['stream']}" + (" (new)" if d["created"] else "")],
+    "elapsed": lambda d: [f"elapsed {d['from']} → {d['to']}: {d['ms']:.3f} ms ({d['timing']})"],
+    "kernels": lambda d: ["loaded " + ", ".join(d["loaded"])],
+    "callback": lambda d: [f"callback on stream {d['stream']} at {fmt_seconds(d['at'])}: {d['text']}"],
     "alloc": _alloc, "buffer": lambda d: [_buffer_line(d["buffer"]) + f"  — {d['call']}"],
     "copy": _copy, "memset": _memset, "info": _info, "show": _show, "compare": _compare,
     "launch": _launch, "stream": _stream, "help": _help, "help_command": _help_command, "device": _device,
@@ -198,9 +240,11 @@ SIMPLE = {
     "history": lambda d: [f"{e['n']:>4}  {e['text']}" + ("" if e["ok"] else f"   # failed: {e['code']}")
                           for e in d["entries"]],
     "settings": lambda d: [f"{k} = {v}" for k, v in d["settings"].items()],
-    "expect": lambda d: [], "run": lambda d: [], "quit": lambda d: [],
+    "expect": lambda d: ([f"expect faster: {d['ms'][0]:.3f} ms < {d['ms'][1]:.3f} ms ({d['speedup']:.2f}× faster, "
+                          f"{d['timing']})"] if d["expected"] == "faster" else []),
+    "run": lambda d: [], "quit": lambda d: [],
 }
-TABLES = {"ls": _ls, "streams": _streams}
+TABLES = {"ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
 
 
 def human(result: Result, tablefmt: str = "simple") -> str:
@@ -224,10 +268,12 @@ def error_line(e: ShellError, file: str | None = None, line: int | None = None) 
 
 
 def json_line(cmd: str, result: Result | None, error: ShellError | None = None, file: str | None = None,
-              line: int | None = None) -> str:
+              line: int | None = None, wall: float | None = None) -> str:
     err = None
     if error is not None:
         err = {"code": error.code, "message": error.message, "hint": error.hint, "file": file, "line": line,
                "col": error.col}
-    return json.dumps({"cmd": cmd, "ok": error is None, "error": err,
-                       "result": result.data if result is not None else None}, ensure_ascii=False)
+    obj = {"cmd": cmd, "ok": error is None, "error": err, "result": result.data if result is not None else None}
+    if wall is not None:
+        obj["wall_seconds"] = wall
+    return json.dumps(obj, ensure_ascii=False)

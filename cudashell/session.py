@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .errors import ShellError
+from .kernels import BUILTINS
 
 KINDS = ("pageable", "pinned", "device", "managed")
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
@@ -70,7 +72,14 @@ class Entry:
     code: str | None = None
 
 
-SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto"}
+@dataclass
+class Event:
+    name: str
+    handle: object = field(repr=False, default=None)
+    stream: str | None = None  # where it was last recorded; None until then
+
+
+SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off"}
 
 
 @dataclass
@@ -82,6 +91,10 @@ class Session:
     settings: dict = field(default_factory=lambda: dict(SETTINGS))
     counters: dict = field(default_factory=dict)
     stream_counter: int = 0
+    events: dict = field(default_factory=dict)
+    kernels: dict = field(default_factory=lambda: dict(BUILTINS))
+    api: list = field(default_factory=list)  # (CUDA call, host seconds) of every command, for `profile`
+    script_dir: Path = field(default_factory=Path.cwd)  # where relative input paths are resolved
 
     # -------------------------------------------------------------- buffers
     def buffer(self, name: str, col: int | None = None) -> Buffer:
@@ -142,19 +155,28 @@ class Session:
 
     # -------------------------------------------------------------- trace
     def trace_op(self, op: str, stream: Stream | None, nbytes: int, timing) -> None:
-        self.trace.append({"op": op, "stream": stream.name if stream else "0", "bytes": nbytes,
-                           "seconds": timing.seconds, "timing": timing.label, "token": timing.token})
+        self.trace.append({"op": op, "engine": engine_of(op), "stream": stream.name if stream else "0",
+                           "bytes": nbytes, "seconds": timing.seconds, "start": timing.start, "end": timing.end,
+                           "timing": timing.label, "token": timing.token})
 
     def resolve_pending(self, resolve) -> list[dict]:
         """Fill in GPU times of async work that has now finished; return those entries."""
         done = []
         for entry in self.trace:
             if entry["seconds"] is None and entry["token"] is not None:
-                seconds = resolve(entry["token"])
-                if seconds is not None:
-                    entry["seconds"] = seconds
+                span = resolve(entry["token"])
+                if span is not None:
+                    entry["seconds"], entry["start"], entry["end"] = span
                     done.append(entry)
         return done
+
+    # -------------------------------------------------------------- events
+    def event(self, name: str, col: int | None = None) -> Event:
+        try:
+            return self.events[name]
+        except KeyError:
+            raise ShellError("NO_SUCH_EVENT", f"no event named '{name}'",
+                             "`event record NAME` makes one", col) from None
 
     # -------------------------------------------------------------- history
     def record(self, text: str, ok: bool, code: str | None = None) -> None:
@@ -162,3 +184,15 @@ class Session:
 
     def last(self) -> Entry | None:
         return self.history[-1] if self.history else None
+
+
+def engine_of(op: str) -> str:
+    """The hardware a traced operation used, for the timeline: the H2D and D2H copy engines, the
+    compute queue (kernels, memsets, device-to-device copies), or the host."""
+    if op in ("memcpy h2d", "prefetch device"):
+        return "copy H2D"
+    if op in ("memcpy d2h", "prefetch host"):
+        return "copy D2H"
+    if op == "memcpy h2h" or op.startswith("callback"):
+        return "host"
+    return "compute"

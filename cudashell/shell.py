@@ -4,6 +4,7 @@ REPL and the CLI are thin layers over this; output goes to injected streams."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from . import render
@@ -46,6 +47,7 @@ class Shell:
         if self.echo and not self.json_mode:
             self._write(self.out, f"cush> {seg.text}")
         result, error = None, None
+        t0 = time.perf_counter()
         try:
             cmd = parse_segment(seg)
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
@@ -59,19 +61,31 @@ class Shell:
             if self.debug:
                 raise
             error = ShellError("INTERNAL_ERROR", f"{type(e).__name__}: {e}", "run with --debug for the traceback")
+        wall = time.perf_counter() - t0
         self.session.record(seg.text, error is None, error.code if error else None)
-        self._report(seg.text, result, error, file, lineno)
+        if result is not None and "call" in result.data and "host_seconds" in result.data:
+            self.session.api.append((result.data["call"], result.data["host_seconds"]))
+        self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None)
+        self._report_callbacks()
         return error is None
 
-    def _report(self, text, result: Result | None, error: ShellError | None, file, lineno) -> None:
+    def _report_callbacks(self) -> None:
+        """Host callbacks that fired while the command ran (cuLaunchHostFunc runs them on a driver thread)."""
+        for fired in self.backend.fired_callbacks():
+            self._report("(callback)", Result("callback", fired), None, None, None)
+
+    def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
+                wall: float | None = None) -> None:
         if self.json_mode:
-            self._write(self.out, render.json_line(text, result, error, file, lineno))
+            self._write(self.out, render.json_line(text, result, error, file, lineno, wall))
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
         else:
             body = render.human(result, self.session.settings["tablefmt"])
             if body:
                 self._write(self.out, body)
+        if wall is not None and not self.json_mode:
+            self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
 
     @staticmethod
     def _write(stream, text: str) -> None:
@@ -113,7 +127,8 @@ class Shell:
 
     def script_items(self, text: str) -> list[tuple[Segment | ShellError, int]]:
         items: list[tuple[Segment | ShellError, int]] = []
-        for lineno, line in enumerate(text.splitlines(), 1):
+        lines = text.splitlines()
+        for lineno, line in joined_source_lines(lines):
             try:
                 items += [(s, lineno) for s in split_commands(line)]
             except ShellError as e:
@@ -132,11 +147,13 @@ class Shell:
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
         self.dirs.append(path.parent)
+        self.session.script_dir = path.parent
         try:
             return self.run_items(self.script_items(text), str(path.relative_to(Path.cwd()))
                                   if path.is_relative_to(Path.cwd()) else str(path))
         finally:
             self.dirs.pop()
+            self.session.script_dir = self.dirs[-1]
 
     def _run_nested(self, result: Result) -> None:
         path = result.data["path"]
@@ -165,3 +182,15 @@ class Shell:
             del self.session.streams[s.name]
         self.backend.close()
         return left
+
+
+def joined_source_lines(lines: list[str]):
+    """(line number, line) with a `<<< … >>>` block that spans lines joined into its first line."""
+    i = 0
+    while i < len(lines):
+        line, start = lines[i], i + 1
+        while line.count("<<<") > line.count(">>>") and i + 1 < len(lines):
+            i += 1
+            line += "\n" + lines[i]
+        yield start, line
+        i += 1

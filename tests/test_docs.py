@@ -23,5 +23,5 @@ def test_help_lists_every_command_and_explains_one():
     h = c.ok("help memcpy")
     assert h["syntax"].startswith("memcpy [h2d|d2h|d2d|h2h] SRC DST") and "cudaMemcpy" in h["cuda"]
     assert c.ok("help stream create")["name"] == "stream create"
-    assert {x["name"] for x in c.ok("help stream")["groups"]["stream"]} == {"stream create", "stream destroy"}
+    assert {x["name"] for x in c.ok("help stream")["groups"]["stream"]} == {"stream create", "stream destroy", "stream query"}
     assert c.fails("help memcopy")["hint"] == "did you mean `memcpy`?"

@@ -67,10 +67,11 @@ def test_legacy_default_stream_waits_for_blocking_streams_not_nonblocking_ones()
     c.ok("alloc pinned 512MB; alloc device 512MB; alloc device 4KB as small; alloc pinned 4KB as ps")
     c.ok("stream create; stream create nonblocking")
     c.ok("memcpy p0 d0 async stream 1")
-    waited = c.ok("memcpy ps small")["host_seconds"]
+    waited = c.ok("memcpy small ps")["host_seconds"]  # D2H: its copy engine is free
     assert waited > 5e-3  # the sync copy on the default stream waited for stream 1's 512 MB
     c.ok("memcpy p0 d0 async stream 2")
-    assert c.ok("memcpy ps small")["host_seconds"] < 1e-4  # a nonblocking stream is not waited for
+    assert c.ok("memcpy small ps")["host_seconds"] < 1e-4  # a nonblocking stream is not waited for
+    assert c.ok("memcpy ps small")["host_seconds"] > 5e-3  # but an H2D copy queues behind it on the engine
 
 
 def test_profile_from_json_file_and_bad_profiles(tmp_path):

@@ -54,6 +54,8 @@ class Timing:
     blocking: bool
     label: str  # "measured" or "modeled"
     token: int | None = None
+    start: float | None = None  # GPU-side start and end, seconds since the session began
+    end: float | None = None
 
 
 class Backend(ABC):
@@ -118,11 +120,48 @@ class Backend(ABC):
         """(least, greatest) as cuCtxGetStreamPriorityRange returns them."""
 
     @abstractmethod
-    def launch_sum(self, a, b, c, n: int, grid: int, block: int, stream) -> Timing:
-        """sumArraysGPU: c[i] = a[i] + b[i] (float32) for i < min(n, grid*block)."""
+    def launch(self, kernel, args: list, count: int, grid: int, block: int, shared: int, stream) -> Timing:
+        """Launch a Kernel (built-in or loaded) with its arguments in order: Buffers for its buffer
+        parameters, numpy scalars for the others; built-ins get `count` as their element count."""
 
-    def resolve(self, token: int) -> float | None:
-        """The GPU seconds of async work reported as pending, once it has finished."""
+    @abstractmethod
+    def load_kernels(self, source: str) -> list:
+        """Compile CUDA C and return its kernels with backend handles (cuda only)."""
+
+    # events and host callbacks
+    @abstractmethod
+    def event_create(self): ...
+
+    @abstractmethod
+    def event_record(self, event, stream) -> Timing: ...
+
+    @abstractmethod
+    def event_query(self, event) -> bool: ...
+
+    @abstractmethod
+    def event_sync(self, event) -> Timing: ...
+
+    @abstractmethod
+    def event_elapsed(self, start, end) -> float:
+        """Seconds between two completed events (cuEventElapsedTime)."""
+
+    @abstractmethod
+    def event_destroy(self, event) -> None: ...
+
+    @abstractmethod
+    def stream_wait(self, stream, event) -> None:
+        """Make `stream` wait for `event` (cuStreamWaitEvent)."""
+
+    @abstractmethod
+    def host_callback(self, stream, text: str, label: str) -> Timing:
+        """Queue a host function that reports `text` when the stream reaches it (cuLaunchHostFunc)."""
+
+    @abstractmethod
+    def fired_callbacks(self) -> list[dict]:
+        """Callbacks that ran since the last call: {text, stream, at} (seconds since the session began)."""
+
+    def resolve(self, token: int) -> tuple[float, float, float] | None:
+        """(seconds, start, end) of async work reported as pending, once it has finished."""
         return None
 
     @abstractmethod

@@ -10,21 +10,19 @@ import mmap
 import resource
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+import threading
+
 from ..errors import ShellError
+from ..kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
 from . import driver as D
 from .base import Allocation, Backend, DeviceInfo, Timing
 
-SUM_SOURCE = r"""
-extern "C" __global__ void sumArraysGPU(const float *A, const float *B, float *C, const int N)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < N) C[i] = A[i] + B[i];
-}
-"""
+CTYPE = {"float32": C.c_float, "float64": C.c_double, "int32": C.c_int32, "uint32": C.c_uint32,
+         "int64": C.c_int64, "uint64": C.c_uint64, "int8": C.c_int8, "uint8": C.c_uint8, "int16": C.c_int16}
 # An async call that held the host this long was staging (pageable memory): wait for its tail to judge it.
 STAGING_SUSPECT = 50e-6
 EVENT_MIN_BYTES = 64 << 10
@@ -91,20 +89,29 @@ class CudaBackend(Backend):
             self.pending: dict[int, Pending] = {}
             self.next_token = 1
             self.streams: set[int] = set()
-            self.module: tuple[int, int] | None = None
+            self.modules: list[int] = []
+            self.builtin_fns: dict[str, int] | None = None
+            self.clock_khz = self._attr("CLOCK_RATE", 1_980_000)
+            self.lock = threading.Lock()
+            self.fired: list[dict] = []
+            self.callback_refs: list = []  # ctypes callbacks must outlive the stream reaching them
+            self.origin = self.drv.event()  # time zero of the trace
+            self.all_events.append(self.origin)
+            self.drv.call("cuEventRecord", self.origin, None)
+            self.drv.call("cuEventSynchronize", self.origin)
+            self.t0 = time.perf_counter()
         except BaseException:
             self.close()
             raise
 
+    def _attr(self, name: str, default=0):
+        try:
+            return self.dev.get_attribute(getattr(self.cuda.device_attribute, name))
+        except (AttributeError, self.cuda.Error):
+            return default
+
     def _device_info(self, ordinal: int) -> DeviceInfo:
-        a = self.cuda.device_attribute
-
-        def attr(name, default=0):
-            try:
-                return self.dev.get_attribute(getattr(a, name))
-            except (AttributeError, self.cuda.Error):
-                return default
-
+        attr = self._attr
         major, minor = self.dev.compute_capability()
         return DeviceInfo(self.dev.name(), ordinal, self.dev.total_memory(), f"{major}.{minor}",
                           self.dev.pci_bus_id(), bool(attr("UNIFIED_ADDRESSING")), bool(attr("CAN_MAP_HOST_MEMORY")),
@@ -148,7 +155,7 @@ class CudaBackend(Backend):
             res = f(*args)
             host = time.perf_counter() - t0
             check(res, name)
-            return Timing(host, host, True, self.timing_label)
+            return Timing(host, host, True, self.timing_label, None, t0 - self.t0, t0 - self.t0 + host)
         start, end = self._event(), self._event()
         record = self.drv.fn["cuEventRecord"]
         check(record(start, stream), "cuEventRecord")
@@ -161,22 +168,26 @@ class CudaBackend(Backend):
         check(record(end, stream), "cuEventRecord")
         if sync or self.drv.event_done(end) or host > STAGING_SUSPECT:
             self.drv.call("cuEventSynchronize", end)
-            seconds = self.drv.elapsed(start, end)
-            self.free_events += [start, end]
+            seconds, t_start, t_end = self._span(start, end)
             blocked = sync or (host > STAGING_SUSPECT and host >= 0.5 * seconds)
-            return Timing(seconds, host, blocked, self.timing_label)
+            return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end)
         token = self.next_token
         self.next_token += 1
         self.pending[token] = Pending(start, end)
         return Timing(None, host, False, self.timing_label, token)
+
+    def _span(self, start: int, end: int) -> tuple[float, float, float]:
+        """(duration, start, end) of a finished event pair, on the trace's clock; frees the events."""
+        t_start, t_end = self.drv.elapsed(self.origin, start), self.drv.elapsed(self.origin, end)
+        self.free_events += [start, end]
+        return t_end - t_start, t_start, t_end
 
     def resolve(self, token):
         p = self.pending.get(token)
         if p is None or not self.drv.event_done(p.end):
             return None
         del self.pending[token]
-        self.free_events += [p.start, p.end]
-        return self.drv.elapsed(p.start, p.end)
+        return self._span(p.start, p.end)
 
     def _host_timing(self, t0: float) -> Timing:
         host = time.perf_counter() - t0
@@ -304,24 +315,88 @@ class CudaBackend(Backend):
             return self._timed(stream, "cuMemsetD8Async", (ptr, value, nbytes, stream), False)
         return self._timed(None, "cuMemsetD8_v2", (ptr, value, nbytes), True)
 
-    def _sum_function(self) -> int:
-        if self.module is None:
-            from pycuda.compiler import compile as nvcc_compile
+    def _load(self, source: str, names: list[str], extern_c: bool) -> dict[str, int]:
+        from pycuda.compiler import compile as nvcc_compile
 
-            with self._pycuda_errors():
-                cubin = nvcc_compile(SUM_SOURCE, no_extern_c=True)
-            self.module = self.drv.load_function(cubin, "sumArraysGPU")
+        with self._pycuda_errors():
+            cubin = nvcc_compile(source, no_extern_c=not extern_c)
+        mod = self.drv.load_module(cubin)
+        self.modules.append(mod)
+        return {name: self.drv.function(mod, name) for name in names}
+
+    def _builtin(self, kernel) -> int:
+        if self.builtin_fns is None:
+            self.builtin_fns = self._load(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
             # one empty launch now, so lazy loading is not billed to the user's first launch
-            args, _keepalive = self.drv.launch_args(self.module[1], 1, 1, None, C.c_uint64(0), C.c_uint64(0),
-                                              C.c_uint64(0), C.c_int(0))
+            args, _keepalive = self.drv.launch_args(self.builtin_fns["k_fill"], 1, 1, None, C.c_uint64(0),
+                                                    C.c_float(0), C.c_int(0))
             self.drv.call("cuLaunchKernel", *args)
             self.drv.call("cuCtxSynchronize")
-        return self.module[1]
+        return self.builtin_fns[kernel.symbol]
 
-    def launch_sum(self, a, b, c, n, grid, block, stream):
-        args, _keepalive = self.drv.launch_args(self._sum_function(), grid, block, stream, C.c_uint64(a.device_ptr),
-                                          C.c_uint64(b.device_ptr), C.c_uint64(c.device_ptr), C.c_int(n))
-        return self._timed(stream, "cuLaunchKernel", args, sync=False)
+    def launch(self, kernel, args, count, grid, block, shared, stream):
+        fn = self._builtin(kernel) if kernel.builtin else kernel.handle
+        values = []
+        for param, arg in zip(kernel.params, args):
+            if param.is_buffer:
+                values.append(C.c_uint64(arg.device_ptr))
+            elif kernel.name == "spin" and kernel.builtin:
+                values.append(C.c_int64(int(arg) * self.clock_khz // 1000))
+            else:
+                values.append(CTYPE[param.dtype](arg.item()))
+        if kernel.builtin and kernel.name != "spin":
+            values.append(C.c_int(count))
+        call, _keepalive = self.drv.launch_args(fn, grid, block, stream, *values, shared=shared)
+        return self._timed(stream, "cuLaunchKernel", call, sync=False)
+
+    def load_kernels(self, source):
+        kernels = parse_kernels(source)
+        fns = self._load(source, [k.symbol for k in kernels], extern_c=True)
+        return [replace(k, handle=fns[k.symbol]) for k in kernels]
+
+    # ------------------------------------------------------------------ events and callbacks
+    def event_create(self):
+        ev = self.drv.event()
+        return ev
+
+    def event_record(self, event, stream):
+        t0 = time.perf_counter()
+        self.drv.call("cuEventRecord", event, stream)
+        host = time.perf_counter() - t0
+        return Timing(0.0, host, False, self.timing_label)
+
+    def event_query(self, event):
+        return self.drv.event_done(event)
+
+    def event_sync(self, event):
+        t0 = time.perf_counter()
+        self.drv.call("cuEventSynchronize", event)
+        return self._host_timing(t0)
+
+    def event_elapsed(self, start, end):
+        return self.drv.elapsed(start, end)
+
+    def event_destroy(self, event):
+        self.drv.call("cuEventDestroy_v2", event)
+
+    def stream_wait(self, stream, event):
+        self.drv.call("cuStreamWaitEvent", stream, event, 0)
+
+    def host_callback(self, stream, text, label):
+        def fire(_):
+            with self.lock:
+                self.fired.append({"text": text, "stream": label, "at": time.perf_counter() - self.t0})
+
+        fn = D.HOST_FN(fire)
+        self.callback_refs.append(fn)
+        t0 = time.perf_counter()
+        self.drv.call("cuLaunchHostFunc", stream, C.cast(fn, C.c_void_p), None)
+        return self._host_timing(t0)
+
+    def fired_callbacks(self):
+        with self.lock:
+            fired, self.fired = self.fired, []
+        return fired
 
     def prefetch(self, buf, where, stream):
         loc = D.CUmemLocation(D.LOCATION_DEVICE if where == "device" else D.LOCATION_HOST,
@@ -373,8 +448,8 @@ class CudaBackend(Backend):
                               ("cuEventDestroy_v2", list(getattr(self, "all_events", [])))):
             for h in handles:
                 self.drv.raw(name, h)
-        if getattr(self, "module", None):
-            self.drv.raw("cuModuleUnload", self.module[0])
+        for mod in getattr(self, "modules", []):
+            self.drv.raw("cuModuleUnload", mod)
         try:
             self.ctx.pop()
         finally:

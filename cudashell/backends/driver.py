@@ -25,6 +25,10 @@ LOCATION_DEVICE, LOCATION_HOST = 1, 2
 DEVICE_CPU = -1
 
 
+HOST_FN = C.CFUNCTYPE(None, C.c_void_p)
+ATTRIBUTE_CLOCK_RATE = 13  # kHz
+
+
 class CUmemLocation(C.Structure):
     _fields_ = [("type", C.c_int), ("id", C.c_int)]
 
@@ -63,6 +67,9 @@ _SIGNATURES = {
     "cuModuleUnload": [C.c_void_p],
     "cuLaunchKernel": [C.c_void_p, C.c_uint, C.c_uint, C.c_uint, C.c_uint, C.c_uint, C.c_uint, C.c_uint,
                        C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_void_p)],
+    "cuStreamWaitEvent": [C.c_void_p, C.c_void_p, C.c_uint],
+    "cuLaunchHostFunc": [C.c_void_p, C.c_void_p, C.c_void_p],
+    "cuDeviceGetAttribute": [C.POINTER(C.c_int), C.c_int, C.c_int],
     "cuMemPrefetchAsync_v2": [C.c_uint64, C.c_size_t, CUmemLocation, C.c_uint, C.c_void_p],
     "cuMemAdvise_v2": [C.c_uint64, C.c_size_t, C.c_int, CUmemLocation],
     "cuMemRangeGetAttribute": [C.c_void_p, C.c_size_t, C.c_int, C.c_uint64, C.c_size_t],
@@ -172,15 +179,19 @@ class Driver:
         self.call("cuEventElapsedTime_v2", C.byref(ms), start, end)
         return ms.value / 1e3
 
-    def load_function(self, image: bytes, name: str) -> tuple[int, int]:
-        mod, fn = C.c_void_p(), C.c_void_p()
+    def load_module(self, image: bytes) -> int:
+        mod = C.c_void_p()
         self.call("cuModuleLoadData", C.byref(mod), image)
+        return mod.value
+
+    def function(self, mod: int, name: str) -> int:
+        fn = C.c_void_p()
         self.call("cuModuleGetFunction", C.byref(fn), mod, name.encode())
-        return mod.value, fn.value
+        return fn.value
 
     @staticmethod
-    def launch_args(fn: int, grid: int, block: int, stream: int | None, *params) -> tuple:
+    def launch_args(fn: int, grid: int, block: int, stream: int | None, *params, shared: int = 0) -> tuple:
         """cuLaunchKernel's arguments; the ctypes values must stay alive until the call, so the returned
         tuple holds them (as the array of their addresses does not)."""
         ptrs = (C.c_void_p * len(params))(*[C.addressof(p) for p in params])
-        return (fn, grid, 1, 1, block, 1, 1, 0, stream, ptrs, None), params
+        return (fn, grid, 1, 1, block, 1, 1, shared, stream, ptrs, None), params

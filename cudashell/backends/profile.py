@@ -73,6 +73,8 @@ class Profile:
 
 
 BUILTIN = {
+    "one-copy-engine": Profile(name="H100 with one copy engine (simulated, like GPUs before Kepler)",
+                               async_engine_count=1),
     "no-uva": Profile(name="32-bit system without UVA (simulated, for teaching)", unified_addressing=False,
                       managed_memory=False, concurrent_managed_access=False),
 }

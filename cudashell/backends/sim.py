@@ -16,6 +16,8 @@ from .sparse import Budget, SparseBytes
 MIB = 1 << 20
 STEP = 64 * MIB
 INVALID = "CUDA_ERROR_INVALID_VALUE"
+STICKY_HINT = ("the context is now unusable: every later CUDA call fails with this error; `quit` releases "
+               "everything (a future `reset` will make a new context)")
 
 # Where each kind of memory lives in the simulated address space (deterministic from run to run).
 REGIONS = {"pageable": (0x7F3C_0000_0000, 4096), "pinned": (0x7F5A_0000_0000, 4096),
@@ -42,6 +44,14 @@ class SimStream:
     priority: int = 0
 
 
+@dataclass
+class SimEvent:
+    time: float | None = None  # when the GPU reaches it; None until recorded
+
+
+CALLBACK_COST = 5e-6  # a host function holds its stream this long
+
+
 class SimBackend(Backend):
     name = "sim"
     timing_label = "modeled"
@@ -59,13 +69,14 @@ class SimBackend(Backend):
         self.now = 0.0  # the host's virtual clock, seconds
         self.default = SimStream()
         self.streams: list[SimStream] = []
+        self.engines: dict[str, float] = {}  # engine → when it is free: copies queue in issue order
+        self.callbacks: list[dict] = []
         self.dead: str | None = None  # a sticky error after a kernel fault, as the driver has
 
     # ------------------------------------------------------------------ helpers
     def _alive(self) -> None:
         if self.dead:
-            raise ShellError(self.dead, "the context is unusable after an earlier kernel fault",
-                             "every CUDA call now fails; quit (everything is released) and start again")
+            raise ShellError(self.dead, "the context is unusable after an earlier kernel fault", STICKY_HINT)
 
     def _address(self, region: str, size: int) -> int:
         align = REGIONS[region][1]
@@ -76,20 +87,32 @@ class SimBackend(Backend):
     def _timing(self, seconds: float, host: float, blocking: bool) -> Timing:
         return Timing(seconds, host, blocking, self.timing_label)
 
-    def _enqueue(self, stream: SimStream | None, duration: float, blocking: bool) -> Timing:
-        """Put work on a stream's queue: after that stream's earlier work and, by the legacy default
-        stream's rule, after the default stream (or, on it, after every blocking stream)."""
+    def engine(self, kind: str) -> str | None:
+        """The hardware queue an operation runs on: with asyncEngineCount ≥ 2, H2D and D2H copies have
+        an engine each and overlap each other and compute; with 1 they share one; with 0 copies wait
+        for compute. Kernels, memsets and device-to-device copies use the compute queue."""
+        if kind not in ("h2d", "d2h"):
+            return kind  # "compute", or None for markers (events) that occupy no engine
+        n = self.profile.async_engine_count
+        return kind if n >= 2 else "copy" if n == 1 else "compute"
+
+    def _enqueue(self, stream: SimStream | None, duration: float, blocking: bool, engine: str | None) -> Timing:
+        """Put work on a stream's queue: after that stream's earlier work, after the work issued before
+        it on the same engine, and, by the legacy default stream's rule, after the default stream (or,
+        on it, after every blocking stream). Only different non-default streams run concurrently."""
         q = stream or self.default
-        start = max(self.now + self.profile.async_call, q.ready_at)
+        start = max(self.now + self.profile.async_call, q.ready_at, self.engines.get(engine, 0.0))
         if stream is None:
             start = max([start] + [s.ready_at for s in self.streams if not s.nonblocking])
         elif not stream.nonblocking:
             start = max(start, self.default.ready_at)
         end = start + duration
         q.ready_at = end
+        if engine:
+            self.engines[engine] = end
         before = self.now
         self.now = end if blocking else self.now + self.profile.async_call
-        return self._timing(duration, self.now - before, blocking)
+        return Timing(duration, self.now - before, blocking, self.timing_label, None, start, end)
 
     def _host_rate(self, buf) -> tuple[str, float, float]:
         """(class, h2d rate, d2h rate) of a host-side buffer."""
@@ -224,7 +247,8 @@ class SimBackend(Backend):
         a: SimAlloc = buf.handle
         a.managed["last_prefetch_location"] = "device 0" if where == "device" else "host"
         rate = self.profile.pinned_h2d if where == "device" else self.profile.pinned_d2h
-        return self._enqueue(stream, self.profile.copy_latency + a.size / rate, blocking=False)
+        engine = self.engine("h2d" if where == "device" else "d2h")
+        return self._enqueue(stream, self.profile.copy_latency + a.size / rate, False, engine)
 
     def advise(self, buf, advice, where):
         self._alive()
@@ -253,35 +277,102 @@ class SimBackend(Backend):
         rate, staged = self._copy_rate(src, dst)
         duration = self.profile.copy_latency + nbytes / rate
         dst.handle.data.copy_from(src.handle.data, src_off, dst_off, nbytes)
+        s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
+        kind = ("compute" if s_dev else "h2d") if d_dev else ("d2h" if s_dev else None)
         # a sync copy, and an async one from/to pageable memory (staged), hold the host until done
-        return self._enqueue(stream, duration, blocking=not async_ or staged)
+        return self._enqueue(stream, duration, not async_ or staged, self.engine(kind) if kind else None)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
         self._alive()
         buf.handle.data.fill(offset, value, nbytes)
-        return self._enqueue(stream, self.profile.copy_latency + nbytes / self.profile.memset, not async_)
+        return self._enqueue(stream, self.profile.copy_latency + nbytes / self.profile.memset, not async_, "compute")
 
-    def launch_sum(self, a, b, c, n, grid, block, stream):
+    def launch(self, kernel, args, count, grid, block, shared, stream):
         self._alive()
-        if c.handle.readonly:
-            self.dead = "CUDA_ERROR_ILLEGAL_ADDRESS"
-            raise ShellError(self.dead, f"the kernel wrote to {c.name}, registered read-only, and faulted",
-                             "the context is now unusable: every later CUDA call fails; quit to release it")
+        if not kernel.builtin:
+            raise ShellError("NOT_SUPPORTED_ON_SIM", f"{kernel.name} is CUDA C, which the simulator cannot run")
         p = self.profile
-        count = min(n, grid * block)
-        nbytes = count * 4
-        if a.handle.data.touched(0, nbytes) or b.handle.data.touched(0, nbytes):
-            c.handle.data.reserve(0, nbytes)
+        named = dict(zip((q.name for q in kernel.params), args))
+        for q in kernel.params:
+            if q.writes and named[q.name].handle.readonly:
+                self.dead = "CUDA_ERROR_ILLEGAL_ADDRESS"
+                raise ShellError(self.dead, f"the kernel wrote to {named[q.name].name}, registered read-only, "
+                                 "and faulted", STICKY_HINT)
+        if kernel.name == "spin":
+            return self._enqueue(stream, int(named["us"]) * 1e-6, False, "compute")
+        n = min(count, grid * block)
+        nbytes = n * 4
+        bufs = {q.name: named[q.name] for q in kernel.params if q.is_buffer}
+        scalars = {q.name: named[q.name] for q in kernel.params if not q.is_buffer}
+        outputs = [q.name for q in kernel.params if q.writes]
+        if any(b.handle.data.touched(0, nbytes) for b in bufs.values()) or scalars:
+            for name in outputs:
+                bufs[name].handle.data.reserve(0, nbytes)
         for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM
-            n = min(STEP, nbytes - pos)
-            x = a.handle.data.read(pos, n).view(np.float32)
-            y = b.handle.data.read(pos, n).view(np.float32)
+            size = min(STEP, nbytes - pos)
+            arrays = {k: b.handle.data.read(pos, size).view(np.float32) for k, b in bufs.items()}
             with np.errstate(over="ignore", invalid="ignore"):  # the GPU gives inf/nan silently too
-                c.handle.data.write(pos, x + y)
-        seconds = p.launch_latency + sum(
-            count * 4 / (p.kernel_device_read if buf.kind in ("device", "managed") else p.kernel_zero_copy_read)
-            for buf in (a, b, c))
-        return self._enqueue(stream, seconds, blocking=False)
+                for name, values in kernel.sim(arrays, scalars).items():
+                    bufs[name].handle.data.write(pos, values.astype(np.float32))
+        moved = sum(nbytes * (2 if q.kind == "inout" else 1) /
+                    (p.kernel_device_read if bufs[q.name].kind in ("device", "managed") else p.kernel_zero_copy_read)
+                    for q in kernel.params if q.is_buffer)
+        return self._enqueue(stream, p.launch_latency + moved, False, "compute")
+
+    def load_kernels(self, source):
+        raise ShellError("NOT_SUPPORTED_ON_SIM", "the simulator cannot compile or run CUDA C",
+                         "the built-in kernels (sum, fill, scale, saxpy, increment, touch, spin) run on both "
+                         "backends; user kernels need --backend cuda")
+
+    # ------------------------------------------------------------------ events and callbacks
+    def event_create(self):
+        self._alive()
+        return SimEvent()
+
+    def event_record(self, event, stream):
+        self._alive()
+        t = self._enqueue(stream, 0.0, False, None)
+        event.time = t.end
+        return t
+
+    def event_query(self, event):
+        self._alive()
+        return event.time is None or event.time <= self.now
+
+    def event_sync(self, event):
+        self._alive()
+        before = self.now
+        self.now = max(self.now, event.time or 0.0)
+        return self._timing(self.now - before, self.now - before, True)
+
+    def event_elapsed(self, start, end):
+        self._alive()
+        if start.time is None or end.time is None:
+            raise ShellError("CUDA_ERROR_INVALID_HANDLE", "an event that was never recorded has no time",
+                             "`event record` both events first")
+        if max(start.time, end.time) > self.now:
+            raise ShellError("CUDA_ERROR_NOT_READY", "the GPU has not reached both events yet",
+                             "`event sync` the later one first")
+        return end.time - start.time
+
+    def event_destroy(self, event):
+        pass
+
+    def stream_wait(self, stream, event):
+        self._alive()
+        q = stream or self.default
+        q.ready_at = max(q.ready_at, event.time or 0.0)
+
+    def host_callback(self, stream, text, label):
+        self._alive()
+        t = self._enqueue(stream, CALLBACK_COST, False, None)
+        self.callbacks.append({"text": text, "at": t.start, "stream": label})
+        return t
+
+    def fired_callbacks(self):
+        fired = [c for c in self.callbacks if c["at"] <= self.now]
+        self.callbacks = [c for c in self.callbacks if c["at"] > self.now]
+        return fired
 
     # ------------------------------------------------------------------ streams
     def stream_create(self, nonblocking, priority):

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..backends.profile import Profile
 from ..errors import ShellError
 from ..grammar import Arg, Opt
+from ..kernels import BUILTINS
 from ..registry import command
 from ..results import Result
 from ..session import Buffer
@@ -53,12 +54,15 @@ def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
     return nbytes / max(t - latency, 1e-9)
 
 
+def launch_sum(backend, a, b, c, n: int, grid: int, block: int):
+    return backend.launch(BUILTINS["sum"], [a, b, c], n, grid, block, 0, None)
+
+
 def kernel_rate(backend, a, b, c, n: int, latency: float) -> float:
     """Bytes per second a streaming kernel gets from these buffers (two reads and a write of n floats)."""
     grid = -(-n // 256)
-    gpu_seconds(backend, backend.launch_sum(a, b, c, n, grid, 256, None))
-    t = statistics.median(gpu_seconds(backend, backend.launch_sum(a, b, c, n, grid, 256, None))
-                          for _ in range(REPS))
+    gpu_seconds(backend, launch_sum(backend, a, b, c, n, grid, 256))
+    t = statistics.median(gpu_seconds(backend, launch_sum(backend, a, b, c, n, grid, 256)) for _ in range(REPS))
     return 3 * n * 4 / max(t - latency, 1e-9)
 
 
@@ -73,7 +77,7 @@ def measure(backend) -> dict:
         for buf in (pinned, wc, pageable):
             backend.write(buf, 0, _ones(SIZE))
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
-        latency = statistics.median(gpu_seconds(backend, backend.launch_sum(dev, dev, dev2, 1, 1, 1, None))
+        latency = statistics.median(gpu_seconds(backend, launch_sum(backend, dev, dev, dev2, 1, 1, 1))
                                     for _ in range(REPS))
         n = SIZE // 4
         figures = {

@@ -1,44 +1,123 @@
-"""launch: the seeds' sumArraysGPU, on whatever memory the GPU can reach."""
+"""launch, kernel load/define, kernels: built-in kernels on both backends, user CUDA C on the GPU."""
 
 from __future__ import annotations
 
-from ..errors import usage
+from pathlib import Path
+
+from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
+from ..kernels import Kernel, parse_kernels, scalar
 from ..registry import command
 from ..results import Result, timing_data
 from .checks import check_device_accessible, check_range
 
-KERNELS = ("sum",)
+
+def _buffer_arg(session, backend, text: str, col: int):
+    buf = session.buffer(text, col)
+    check_device_accessible(buf, col, backend.info.unified_addressing)
+    return buf
 
 
-@command("launch", "kernels", "run a built-in kernel: sum A B C computes C[i] = A[i] + B[i] (float32)",
-         "launch sum d0 d1 d2 n 2^20 block 256", "sumArraysGPU<<<grid, block, 0, stream>>>(A, B, C, n)",
-         args=(Arg("KERNEL", choices=KERNELS), Arg("BUF", "buffer", many=True)),
+@command("launch", "kernels", "launch a kernel: built-ins sum, fill, scale, saxpy, increment, touch, spin, or "
+         "a loaded one", "launch saxpy 2.0 x y stream 1",
+         "kernel<<<grid, block, shared, stream>>>(args…) (cuLaunchKernel)",
+         args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True)),
          opts=(Opt("n", Arg("N", "count")), Opt("grid", Arg("G", "count")), Opt("block", Arg("B", "count")),
-               Opt("stream", Arg("S", "stream"))),
-         details="A, B and C must be device-accessible: device or managed memory, or pinned/registered memory "
-                 "on a UVA system (only mapped memory without UVA) — that is zero-copy. N defaults to the "
-                 "elements of the smallest buffer, block to 256, grid to cover N. Launches are asynchronous.")
+               Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
+         details="Buffer names become device pointers (the host pointer itself for pinned memory under UVA); "
+                 "a buffer the GPU cannot reach is refused before launch. Scalars follow the kernel's "
+                 "signature or take a suffix (2.5f, 7i, 9ul). Built-ins work on float32 elements: N defaults to "
+                 "the smallest buffer's, block to 256, grid to cover N; only grid×block elements are computed. "
+                 "`spin US` busy-waits. Launches are asynchronous.")
 def launch(session, backend, args):
-    names = args.get("BUF")
-    if len(names) != 3:
-        raise usage(f"sum takes three buffers A B C, got {len(names)}", args.col("BUF"))
-    bufs = [session.buffer(n, args.col("BUF")) for n in names]
-    for buf in bufs:
-        check_device_accessible(buf, args.col("BUF"), backend.info.unified_addressing)
-    n = args.get("N", min(b.size for b in bufs) // 4)
-    for buf in bufs:
-        check_range(buf, 0, n * 4, args.col("N"), f"{n} float32 elements")
-    block = args.get("B", 256)
+    name = args.get("KERNEL")
+    kernel: Kernel | None = session.kernels.get(name)
+    if kernel is None:
+        raise ShellError("NO_SUCH_KERNEL", f"no kernel named '{name}'",
+                         "kernels: " + ", ".join(session.kernels) + "; `kernel load FILE.cu` adds yours",
+                         args.col("KERNEL"))
+    texts = args.get("ARG") or []
+    if len(texts) != len(kernel.params):
+        raise usage(f"{name} takes {len(kernel.params)} arguments, got {len(texts)}", args.col("ARG"),
+                    f"launch {kernel.signature()}")
+    cols = args.many_cols.get("ARG", [])
+    values = [(_buffer_arg(session, backend, t, c) if p.is_buffer else scalar(t, p.dtype, c))
+              for p, t, c in zip(kernel.params, texts, cols)]
+    bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
+    if not kernel.builtin and "N" in args.values:
+        raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("N"))
+    block = args.get("B", 1 if kernel.name == "spin" else 256)
     if not 1 <= block <= 1024:
         raise usage(f"block {block} is outside 1..1024", args.col("B"))
-    grid = args.get("G", max(1, -(-n // block)))
+    if bufs:
+        count = args.get("N", (min if kernel.builtin else max)(b.size for b in bufs) // 4)
+    else:
+        count = args.get("N", 1)
+    if kernel.builtin:
+        for buf in bufs:
+            check_range(buf, 0, count * 4, args.col("N"), f"{count} float32 elements")
+    grid = args.get("G", max(1, -(-count // block)))
     if grid < 1:
         raise usage("grid must be at least 1", args.col("G"))
     stream = session.stream(args.get("S"), args.col("S"))
-    t = backend.launch_sum(*bufs, n, grid, block, stream.handle if stream else None)
-    session.mark_pending(stream, bufs[2])
-    session.trace_op("kernel sum", stream, n * 12, t)
-    return Result("launch", {"kernel": "sum", "buffers": names, "n": n, "grid": grid, "block": block,
-                             "computed": min(n, grid * block), "stream": stream.name if stream else "0",
-                             **timing_data(t)})
+    t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle if stream else None)
+    session.mark_pending(stream, *[v for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
+    moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
+    session.trace_op(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t)
+    shown = [v.name if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
+    return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": grid, "block": block,
+                             "shared": args.get("BYTES", 0), "computed": min(count, grid * block),
+                             "builtin": kernel.builtin, "stream": stream.name if stream else "0",
+                             "call": "cudaLaunchKernel", **timing_data(t)})
+
+
+def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int) -> list[str]:
+    named = [(f"{prefix}.{k.name}" if prefix else k.name, k) for k in kernels]
+    for name, _ in named:
+        if name in session.kernels:
+            raise ShellError("NAME_TAKEN", f"a kernel named '{name}' exists", "load it `as` another name", col)
+    for name, k in named:
+        session.kernels[name] = k
+    return [f"{name}{k.signature()[len(k.name):]}" for name, k in named]
+
+
+@command("kernel load", "kernels", "compile a .cu file's __global__ kernels (GPU only)",
+         "kernel load kernels/mine.cu as mine", "nvcc via pycuda.compiler, then cuModuleLoadData",
+         args=(Arg("FILE", "file"),), opts=(Opt("as", Arg("MOD", "newname")),),
+         details="Paths are relative to the calling script. With `as MOD` the kernels are named MOD.kernel. "
+                 "Pointer parameters take buffers (written unless const); scalars take numbers.")
+def kernel_load(session, backend, args):
+    path = Path(args.get("FILE"))
+    if not path.is_absolute():
+        path = session.script_dir / path
+    try:
+        source = path.read_text()
+    except OSError as e:
+        raise ShellError("NO_SUCH_FILE", f"cannot read {path}: {e.strerror}", None, args.col("FILE")) from None
+    parse_kernels(source)  # a bad signature is a usage error before any compiler runs
+    kernels = backend.load_kernels(source)
+    return Result("kernels", {"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
+                              "from": str(path)})
+
+
+@command("kernel define", "kernels", "compile an inline kernel (GPU only)",
+         "kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + "
+         "threadIdx.x; if (i < n) a[i] *= 2; } >>>", "nvcc via pycuda.compiler (SourceModule)",
+         args=(Arg("NAME", "newname"), Arg("SOURCE", "source")),
+         details="The CUDA C goes between <<< and >>>; in a script it may span lines. If the source's one "
+                 "kernel has another name, it is registered as NAME.")
+def kernel_define(session, backend, args):
+    name, source = args.get("NAME"), args.get("SOURCE")
+    found = parse_kernels(source)
+    kernels = backend.load_kernels(source)
+    if name not in [k.name for k in kernels]:
+        if len(kernels) != 1:
+            raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
+        kernels = [Kernel(name, found[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle)]
+    return Result("kernels", {"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
+
+
+@command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)")
+def kernels(session, backend, args):
+    return Result("kernel_list", {"kernels": [{"name": n, "signature": k.signature(), "builtin": k.builtin,
+                                               "summary": k.summary} for n, k in session.kernels.items()]})

@@ -11,7 +11,7 @@ from ..registry import GROUPS, command, lookup, specs
 from ..results import Result
 from .data import compare_buffers
 
-META = {"help", "history", "save", "quit", "echo", "expect ok", "expect error", "expect equal"}
+META = {"help", "history", "save", "quit", "echo"}
 
 
 def spec_help(spec) -> dict:
@@ -165,3 +165,20 @@ def expect_equal(session, backend, args):
                  if "offset" in data else f"sizes differ: {data['sizes'][0]} vs {data['sizes'][1]}")
         raise ShellError("EXPECT_FAILED", f"{data['a']} and {data['b']} differ — {where}", None, args.col("A"))
     return Result("expect", {"expected": "equal", "passed": True, **data})
+
+
+@command("expect faster", "scripts", "check that the time between two events is shorter than between two others",
+         "expect faster b0 b1 than n0 n1", "cudaEventElapsedTime",
+         args=(Arg("A1", "event"), Arg("A2", "event"), Arg("THAN", choices=("than",)), Arg("B1", "event"),
+               Arg("B2", "event")))
+def expect_faster(session, backend, args):
+    a = backend.event_elapsed(session.event(args.get("A1"), args.col("A1")).handle,
+                              session.event(args.get("A2"), args.col("A2")).handle)
+    b = backend.event_elapsed(session.event(args.get("B1"), args.col("B1")).handle,
+                              session.event(args.get("B2"), args.col("B2")).handle)
+    if not a < b:
+        raise ShellError("EXPECT_FAILED", f"{args.get('A1')}→{args.get('A2')} took {a * 1e3:.3f} ms, not less than "
+                         f"{args.get('B1')}→{args.get('B2')} ({b * 1e3:.3f} ms) ({backend.timing_label})",
+                         None, args.col("A1"))
+    return Result("expect", {"expected": "faster", "passed": True, "ms": [a * 1e3, b * 1e3],
+                             "speedup": b / a if a else None, "timing": backend.timing_label})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt
+from ..grammar import Arg, Flag, Opt, parse_int
 from ..registry import command
 from ..results import Result, timing_data
 from ..session import Stream
@@ -20,20 +20,22 @@ def stream_row(backend, s: Stream | None) -> dict:
 
 @command("stream create", "streams", "create a stream (numbered 1, 2, …)",
          "stream create nonblocking priority -2", "cudaStreamCreateWithPriority (cuStreamCreateWithPriority)",
-         flags=(Flag("nonblocking"),), opts=(Opt("priority", Arg("N", "int")), Opt("as", Arg("NAME", "newname"))),
+         flags=(Flag("nonblocking"),), opts=(Opt("priority", Arg("N", "word")), Opt("as", Arg("NAME", "newname"))),
          details="A blocking stream (the default) waits for the legacy default stream and the default stream "
                  "waits for it; `nonblocking` opts out. Lower numbers are higher priority; the driver clamps "
-                 "N into its range (0 least … -5 greatest on the H100).")
+                 "N into its range (0 least … -5 greatest on the H100); `high` and `low` name its ends.")
 def stream_create(session, backend, args):
     number = session.next_stream_number()
     name = args.get("NAME") or str(number)
     if name.lower() in RESERVED or name in session.streams or name.lower() == "0":
         raise usage(f"'{name}' cannot name a new stream", args.col("NAME"), "pick another name")
-    handle, priority = backend.stream_create("nonblocking" in args.flags, args.get("N", 0))
+    least, greatest = backend.priority_range()
+    asked = args.get("N", "0").lower()
+    asked = {"high": greatest, "low": least}.get(asked) if asked in ("high", "low") else parse_int(asked, args.col("N"))
+    handle, priority = backend.stream_create("nonblocking" in args.flags, asked)
     s = Stream(name, number, handle, "nonblocking" in args.flags, priority, backend.info.ordinal)
     session.add_stream(s)
-    least, greatest = backend.priority_range()
-    return Result("stream", {**stream_row(backend, s), "asked_priority": args.get("N", 0),
+    return Result("stream", {**stream_row(backend, s), "asked_priority": asked,
                              "priority_range": [least, greatest]})
 
 
@@ -48,6 +50,14 @@ def stream_destroy(session, backend, args):
     return Result("message", {"text": f"stream {s.name} destroyed"})
 
 
+@command("stream query", "streams", "is a stream's work done?", "stream query 1", "cudaStreamQuery (cuStreamQuery)",
+         args=(Arg("S", "stream"),))
+def stream_query(session, backend, args):
+    s = session.stream(args.get("S"), args.col("S"))
+    row = stream_row(backend, s)
+    return Result("message", {"text": f"stream {row['name']}: {'idle' if row['idle'] else 'busy'}", **row})
+
+
 @command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)")
 def streams(session, backend, args):
     rows = [stream_row(backend, None)] + [stream_row(backend, s) for s in session.streams.values()]
@@ -56,21 +66,30 @@ def streams(session, backend, args):
 
 @command("sync", "streams", "wait for the device, or for one stream", "sync stream 1",
          "cudaDeviceSynchronize / cudaStreamSynchronize",
-         args=(Arg("WHAT", choices=("device",), optional=True),), opts=(Opt("stream", Arg("S", "stream")),))
+         args=(Arg("WHAT", choices=("device",), optional=True),),
+         opts=(Opt("stream", Arg("S", "stream")), Opt("event", Arg("E", "event"))))
 def sync(session, backend, args):
+    if len([k for k in ("WHAT", "S", "E") if k in args.values]) > 1:
+        raise usage("sync the device, one stream or one event", args.col("S"))
+    if "E" in args.values:
+        event = session.event(args.get("E"), args.col("E"))
+        t = backend.event_sync(event.handle)
+        return Result("sync", {"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
+                               "completed": completed(session, backend)})
     if "S" in args.values:
-        if "WHAT" in args.values:
-            raise usage("sync either the device or one stream", args.col("S"))
         s = session.stream(args.get("S"), args.col("S"))
         t = backend.stream_sync(s.handle if s else None)
         session.clear_pending(s.name if s else "0")
-        return Result("sync", {"what": f"stream {s.name if s else '0'}", **timing_data(t),
+        return Result("sync", {"what": f"stream {s.name if s else '0'}", "call": "cudaStreamSynchronize",
+                               **timing_data(t),
                                "completed": completed(session, backend)})
     t = backend.device_sync()
     session.clear_pending()
-    return Result("sync", {"what": "device", **timing_data(t), "completed": completed(session, backend)})
+    return Result("sync", {"what": "device", "call": "cudaDeviceSynchronize", **timing_data(t),
+                           "completed": completed(session, backend)})
 
 
 def completed(session, backend) -> list[dict]:
     """The async work whose GPU time was pending and is now known."""
-    return [{k: e[k] for k in ("op", "stream", "bytes", "seconds")} for e in session.resolve_pending(backend.resolve)]
+    return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")}
+            for e in session.resolve_pending(backend.resolve)]

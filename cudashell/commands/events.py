@@ -1,0 +1,74 @@
+"""Events, cross-stream waits and host callbacks: ordering work between streams and seeing when it ran."""
+
+from __future__ import annotations
+
+from ..grammar import Arg, Opt
+from ..registry import command
+from ..results import Result, timing_data
+from ..session import Event
+from .streams import completed
+
+
+@command("event record", "streams", "record an event on a stream (made on first use)", "event record start stream 1",
+         "cudaEventRecord (cuEventRecord)", args=(Arg("E", "newname"),), opts=(Opt("stream", Arg("S", "stream")),))
+def event_record(session, backend, args):
+    stream = session.stream(args.get("S"), args.col("S"))
+    name = args.get("E")
+    event = session.events.get(name)
+    created = event is None
+    if created:
+        event = Event(name, backend.event_create())
+    t = backend.event_record(event.handle, stream.handle if stream else None)
+    event.stream = stream.name if stream else "0"
+    session.events[name] = event
+    return Result("event", {"name": name, "stream": event.stream, "created": created, "call": "cudaEventRecord",
+                            **timing_data(t)})
+
+
+@command("event sync", "streams", "wait on the host until the GPU reaches an event", "event sync stop",
+         "cudaEventSynchronize (cuEventSynchronize)", args=(Arg("E", "event"),))
+def event_sync(session, backend, args):
+    event = session.event(args.get("E"), args.col("E"))
+    t = backend.event_sync(event.handle)
+    return Result("sync", {"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
+                           "completed": completed(session, backend)})
+
+
+@command("event query", "streams", "has the GPU reached an event yet?", "event query stop",
+         "cudaEventQuery (cuEventQuery)", args=(Arg("E", "event"),))
+def event_query(session, backend, args):
+    event = session.event(args.get("E"), args.col("E"))
+    done = backend.event_query(event.handle)
+    return Result("message", {"text": f"event {event.name}: {'reached' if done else 'not reached yet'}",
+                              "name": event.name, "done": done})
+
+
+@command("elapsed", "streams", "milliseconds between two recorded events", "elapsed start stop",
+         "cudaEventElapsedTime (cuEventElapsedTime)", args=(Arg("E1", "event"), Arg("E2", "event")))
+def elapsed(session, backend, args):
+    e1, e2 = session.event(args.get("E1"), args.col("E1")), session.event(args.get("E2"), args.col("E2"))
+    seconds = backend.event_elapsed(e1.handle, e2.handle)
+    return Result("elapsed", {"from": e1.name, "to": e2.name, "ms": seconds * 1e3, "timing": backend.timing_label})
+
+
+@command("wait", "streams", "make a stream wait for an event (recorded on another stream)", "wait 1 copied",
+         "cudaStreamWaitEvent (cuStreamWaitEvent)", args=(Arg("S", "stream"), Arg("E", "event")))
+def wait(session, backend, args):
+    stream = session.stream(args.get("S"), args.col("S"))
+    event = session.event(args.get("E"), args.col("E"))
+    backend.stream_wait(stream.handle if stream else None, event.handle)
+    return Result("message", {"text": f"stream {stream.name if stream else '0'} waits for event {event.name}",
+                              "stream": stream.name if stream else "0", "event": event.name})
+
+
+@command("callback", "streams", "print TEXT on the host when a stream reaches this point", "callback 1 copy done",
+         "cudaLaunchHostFunc (cuLaunchHostFunc)", args=(Arg("S", "stream"), Arg("TEXT", "rest")),
+         details="The text appears (with the time) once the stream has run everything queued before it — "
+                 "shown after the command during which it fired, e.g. a `sync`.")
+def callback(session, backend, args):
+    stream = session.stream(args.get("S"), args.col("S"))
+    label = stream.name if stream else "0"
+    t = backend.host_callback(stream.handle if stream else None, args.get("TEXT"), label)
+    return Result("message", {"text": f"callback queued on stream {label}", "stream": label,
+                              "call": "cudaLaunchHostFunc", **timing_data(t)})
+

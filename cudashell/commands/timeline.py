@@ -1,0 +1,119 @@
+"""time, timeline, trace export, profile: what ran when, from the trace of every GPU operation."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from ..errors import ShellError, usage
+from ..grammar import Arg, Opt
+from ..registry import command
+from ..results import Result
+
+GLYPH = {"memcpy h2d": "H", "memcpy d2h": "D", "memcpy d2d": "C", "memcpy h2h": "h", "memset": "M",
+         "prefetch device": "P", "prefetch host": "P"}
+ACTIVITY = {"memcpy h2d": "[CUDA memcpy HtoD]", "memcpy d2h": "[CUDA memcpy DtoH]",
+            "memcpy d2d": "[CUDA memcpy DtoD]", "memcpy h2h": "[CUDA memcpy HtoH]", "memset": "[CUDA memset]",
+            "prefetch device": "[Unified Memory prefetch HtoD]", "prefetch host": "[Unified Memory prefetch DtoH]"}
+
+
+ENGINES = ("copy H2D", "copy D2H", "compute", "host")
+
+
+def glyph(op: str) -> str:
+    return GLYPH.get(op, "K" if op.startswith("kernel") else "E")
+
+
+def finished(session, backend) -> tuple[list[dict], int]:
+    """Trace entries with known start and end (pending ones are resolved first when they can be)."""
+    session.resolve_pending(backend.resolve)
+    done = [e for e in session.trace if e["start"] is not None and e["end"] is not None]
+    return done, len(session.trace) - len(done)
+
+
+@command("time", "session", "time every command (host wall time) — on or off", "time on", "(none)",
+         args=(Arg("SWITCH", choices=("on", "off")),))
+def time_(session, backend, args):
+    session.settings["time"] = args.get("SWITCH")
+    return Result("settings", {"settings": {"time": session.settings["time"]}})
+
+
+@command("timeline", "streams", "an ASCII Gantt chart of the GPU work, per stream and per engine",
+         "timeline last 12", "(CUDA events around every operation; modeled on the simulator)",
+         opts=(Opt("last", Arg("N", "count")), Opt("width", Arg("W", "count"))),
+         details="One row per stream and per engine (copy H2D, copy D2H, compute): overlap shows as letters "
+                 "in the same columns. H h2d copy, D d2h copy, C d2d copy, M memset, K kernel, P prefetch; "
+                 "# where one engine row holds two operations at once.")
+def timeline(session, backend, args):
+    done, pending = finished(session, backend)
+    if "N" in args.values:
+        done = done[-args.get("N"):]
+    width = args.get("W", 64)
+    if not 16 <= width <= 400:
+        raise usage("width must be 16..400", args.col("W"))
+    if not done:
+        return Result("timeline", {"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label})
+    t0, t1 = min(e["start"] for e in done), max(e["end"] for e in done)
+    scale = max(t1 - t0, 1e-9) / width
+    rows: dict[str, list[str]] = {}
+    streams = sorted({e["stream"] for e in done}, key=lambda s: (s != "0", s.isdigit() and int(s) or 0, s))
+    engines = [e for e in ENGINES if e in {x["engine"] for x in done}]
+    for name in [f"stream {s}" for s in streams] + engines:
+        rows[name] = [" "] * width
+    for e in done:
+        a = min(width - 1, int((e["start"] - t0) / scale))
+        b = max(a + 1, min(width, round((e["end"] - t0) / scale)))
+        g = glyph(e["op"])
+        for row in (f"stream {e['stream']}", e["engine"]):
+            cells = rows[row]
+            for i in range(a, b):  # a stream runs one thing at a time: only an engine row can clash
+                cells[i] = g if row.startswith("stream") or cells[i] in (" ", g) else "#"
+    return Result("timeline", {"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()],
+                               "start": t0, "end": t1, "per_cell": scale, "ops": len(done), "pending": pending,
+                               "timing": backend.timing_label})
+
+
+@command("trace export", "streams", "write the trace as Chrome trace JSON (Perfetto, chrome://tracing)",
+         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),))
+def trace_export(session, backend, args):
+    done, pending = finished(session, backend)
+    events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}
+              for pid, label in ((1, "streams"), (2, "engines"))]
+    for e in done:
+        common = {"name": e["op"], "cat": e["engine"], "ph": "X", "ts": e["start"] * 1e6,
+                  "dur": (e["end"] - e["start"]) * 1e6, "args": {"bytes": e["bytes"], "timing": e["timing"]}}
+        events.append({**common, "pid": 1, "tid": f"stream {e['stream']}"})
+        events.append({**common, "pid": 2, "tid": e["engine"]})
+    path = Path(args.get("FILE"))
+    try:
+        path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
+                                    "otherData": {"timing": backend.timing_label, "device": backend.info.name}}))
+    except OSError as e:
+        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
+    return Result("message", {"text": f"wrote {len(done)} operations to {path}"
+                              + (f" ({pending} still running were left out)" if pending else ""),
+                              "path": str(path), "ops": len(done), "pending": pending})
+
+
+def _stats(name_times: dict) -> list[dict]:
+    total = sum(sum(v) for v in name_times.values()) or 1.0
+    rows = [{"name": n, "percent": 100 * sum(v) / total, "total": sum(v), "calls": len(v), "avg": sum(v) / len(v),
+             "min": min(v), "max": max(v)} for n, v in name_times.items()]
+    return sorted(rows, key=lambda r: -r["total"])
+
+
+@command("profile", "streams", "an nvprof-style summary: GPU activities and API calls", "profile",
+         "(what nvprof / nsys print: the trace and the host time of every CUDA call)")
+def profile(session, backend, args):
+    done, pending = finished(session, backend)
+    gpu = defaultdict(list)
+    for e in done:
+        name = ACTIVITY.get(e["op"]) or e["op"].removeprefix("kernel ")
+        kernel = session.kernels.get(name)
+        gpu[kernel.signature() if kernel else name].append(e["end"] - e["start"])
+    api = defaultdict(list)
+    for call, seconds in session.api:
+        api[call].append(seconds)
+    return Result("profile", {"gpu": _stats(gpu), "api": _stats(api), "pending": pending,
+                              "timing": backend.timing_label})

@@ -1,0 +1,146 @@
+"""Kernels: the built-ins (one CUDA C source for the GPU, the same arithmetic in numpy for the simulator)
+and the signatures of user kernels, parsed from their CUDA C. Pure: no CUDA here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .errors import ShellError
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "in", "out", "inout" (a buffer) or "scalar"
+    dtype: str = "float32"
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.kind != "scalar"
+
+    @property
+    def writes(self) -> bool:
+        return self.kind in ("out", "inout")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    params: tuple[Param, ...]
+    summary: str = ""
+    builtin: bool = True
+    sim: Callable | None = field(default=None, compare=False)  # (arrays, scalars) -> {name: new array}
+    symbol: str = ""  # the function's name in the compiled module
+    handle: object = field(default=None, compare=False)  # the backend's function, for user kernels
+
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"
+
+
+BUILTIN_SOURCE = r"""
+extern "C" {
+__global__ void k_sum(const float *A, const float *B, float *C, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) C[i] = A[i] + B[i]; }
+
+__global__ void k_fill(float *A, float value, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] = value; }
+
+__global__ void k_scale(float *A, float factor, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] *= factor; }
+
+__global__ void k_saxpy(float a, const float *X, float *Y, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) Y[i] = a * X[i] + Y[i]; }
+
+__global__ void k_increment(float *A, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] += 1.0f; }
+
+__global__ void k_touch(float *A, int n)
+{   /* reads every element; the impossible test keeps the reads from being optimised away */
+    float acc = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) acc += A[i];
+    if (acc == -1.2345e-38f) A[0] = acc;
+}
+
+__global__ void k_spin(long long cycles)
+{ long long start = clock64(); while (clock64() - start < cycles) { } }
+}
+"""
+
+
+def _b(name, kind):
+    return Param(name, kind)
+
+
+BUILTINS = {k.name: k for k in (
+    Kernel("sum", (_b("A", "in"), _b("B", "in"), _b("C", "out")), "C[i] = A[i] + B[i] (the seeds' sumArraysGPU)",
+           sim=lambda a, s: {"C": a["A"] + a["B"]}, symbol="k_sum"),
+    Kernel("fill", (_b("A", "out"), Param("value", "scalar")), "A[i] = value",
+           sim=lambda a, s: {"A": np.full_like(a["A"], s["value"])}, symbol="k_fill"),
+    Kernel("scale", (_b("A", "inout"), Param("factor", "scalar")), "A[i] *= factor",
+           sim=lambda a, s: {"A": a["A"] * np.float32(s["factor"])}, symbol="k_scale"),
+    Kernel("saxpy", (Param("a", "scalar"), _b("X", "in"), _b("Y", "inout")), "Y[i] = a·X[i] + Y[i]",
+           sim=lambda a, s: {"Y": np.float32(s["a"]) * a["X"] + a["Y"]}, symbol="k_saxpy"),
+    Kernel("increment", (_b("A", "inout"),), "A[i] += 1",
+           sim=lambda a, s: {"A": a["A"] + np.float32(1)}, symbol="k_increment"),
+    Kernel("touch", (_b("A", "in"),), "reads every element: how fast a kernel reads this memory",
+           sim=lambda a, s: {}, symbol="k_touch"),
+    Kernel("spin", (Param("us", "scalar", "int64"),), "busy-waits US microseconds (to make overlap visible)",
+           sim=lambda a, s: {}, symbol="k_spin"),
+)}
+
+# ------------------------------------------------------------------ user kernels
+
+C_TYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32",
+           "unsigned int": "uint32", "long": "int64", "long long": "int64", "unsigned long long": "uint64",
+           "size_t": "uint64", "char": "int8", "unsigned char": "uint8", "short": "int16", "bool": "uint8",
+           "int32_t": "int32", "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64"}
+_GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)", re.S)
+
+
+def parse_kernels(source: str) -> list[Kernel]:
+    """The __global__ functions of a CUDA C source with their parameters: pointers become buffer
+    parameters (written unless const), scalars take the dtype of their C type."""
+    found = []
+    for name, params in _GLOBAL.findall(source):
+        out = []
+        for raw in filter(None, (p.strip() for p in params.split(","))):
+            words = raw.replace("*", " * ").replace("__restrict__", "").split()
+            pname = words[-1]
+            if "*" in words:
+                out.append(Param(pname, "in" if "const" in words else "inout"))
+                continue
+            ctype = " ".join(w for w in words[:-1] if w not in ("const", "volatile"))
+            if ctype not in C_TYPES:
+                raise ShellError("USAGE", f"kernel {name}: cannot pass a '{ctype}' from the shell",
+                                 "parameters may be pointers or " + ", ".join(sorted(C_TYPES)))
+            out.append(Param(pname, "scalar", C_TYPES[ctype]))
+        found.append(Kernel(name, tuple(out), "user kernel", builtin=False, symbol=name))
+    if not found:
+        raise ShellError("USAGE", "no __global__ function found", "e.g. __global__ void k(float *a, int n) {…}")
+    return found
+
+
+_SUFFIX = {"f": "float32", "d": "float64", "i": "int32", "u": "uint32", "l": "int64", "ul": "uint64"}
+_NUMBER = re.compile(r"([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:e[-+]?\d+)?)(ul|f|d|i|u|l)?", re.I)
+
+
+def scalar(text: str, dtype: str, col: int | None = None):
+    """A scalar argument: `2.5`, `3`, or with a suffix that names its type (`2.5f`, `7i`, `9ul`)."""
+    m = _NUMBER.fullmatch(text)
+    if not m:
+        raise ShellError("USAGE", f"expected a number for a {dtype} parameter, got '{text}'", None, col)
+    number, suffix = m.group(1), (m.group(2) or "").lower()
+    if suffix and _SUFFIX[suffix] != dtype:
+        raise ShellError("USAGE", f"'{text}' is {_SUFFIX[suffix]} but the parameter is {dtype}", None, col)
+    dt = np.dtype(dtype)
+    value = float(number)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not value.is_integer() or not info.min <= value <= info.max:
+            raise ShellError("USAGE", f"{text} is not a {dtype} ({info.min}..{info.max})", None, col)
+        return dt.type(int(value))
+    return dt.type(value)

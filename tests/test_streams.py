@@ -1,0 +1,111 @@
+"""Streams, events, callbacks, kernels and the trace, on both backends (issue 4's scenarios)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_a_kernel_after_wait_sees_the_data_copied_on_another_stream(cush):
+    cush.ok("alloc pinned 4MB as src; alloc device 4MB as d; alloc pinned 4MB as back")
+    cush.ok("fill src 1 dtype float32; stream create; stream create")
+    cush.ok("launch spin 20000 stream 2")  # delay the copy, so only the wait orders it before the kernel
+    cush.ok("memcpy src d async stream 2; event record copied stream 2; wait 1 copied")
+    cush.ok("launch increment d stream 1; sync; memcpy d back")
+    assert set(cush.ok("show back dtype float32 count 1048576")["values"]) == {2.0}
+
+
+def test_event_times_are_monotonic(cush):
+    cush.ok("event record a; launch spin 1000; event record b; launch spin 2000; event record c; sync")
+    ab, ac = cush.ok("elapsed a b")["ms"], cush.ok("elapsed a c")["ms"]
+    assert 0.9 <= ab < ac and ac >= 2.9
+    assert cush.ok("elapsed a a")["ms"] == 0
+    assert cush.ok("event query c")["done"] is True
+    assert cush.fails("elapsed a nope")["code"] == "NO_SUCH_EVENT"
+
+
+def test_callbacks_fire_once_in_order(cush):
+    cush.ok("stream create; launch spin 5000 stream 1")
+    cush.ok("callback 1 first; callback 1 second")
+    objs = cush.run("sync")
+    fired = [o["result"]["text"] for o in objs if o["cmd"] == "(callback)"]
+    later = [o for o in cush.run("ls") if o["cmd"] == "(callback)"]
+    assert fired == ["first", "second"] and later == []
+
+
+def test_priorities_come_from_the_device(cush):
+    high = cush.ok("stream create priority high")
+    low = cush.ok("stream create priority low")
+    least, greatest = high["priority_range"]
+    assert high["priority"] == greatest < least == low["priority"]
+
+
+@pytest.mark.parametrize("line,expect", [
+    ("launch fill a 2.5", [2.5] * 4),
+    ("launch fill a 2.0; launch scale a 3", [6.0] * 4),
+    ("launch fill a 1.0; launch fill b 4; launch saxpy 0.5 a b", [4.5] * 4),
+    ("launch fill a 7; launch increment a", [8.0] * 4),
+])
+def test_builtin_kernels_compute_the_same_on_both_backends(cush, line, expect):
+    cush.ok("alloc device 16 as a; alloc managed 16 as b; alloc pinned 16 as r")
+    cush.ok(line)
+    out = "b" if "saxpy" in line else "a"
+    cush.ok(f"sync; memcpy {out} r")
+    assert cush.ok("show r dtype float32 count 4")["values"] == expect
+
+
+def test_launch_checks_arguments_before_the_gpu(cush):
+    cush.ok("alloc device 16 as a; alloc pageable 16 as h")
+    assert cush.fails("launch saxpy a a")["code"] == "USAGE"
+    assert cush.fails("launch saxpy x a a")["code"] == "USAGE"
+    assert cush.fails("launch increment h")["code"] == "NOT_DEVICE_ACCESSIBLE"
+    assert cush.fails("launch nosuch a")["code"] == "NO_SUCH_KERNEL"
+    assert cush.fails("launch increment a n 5")["code"] == "OUT_OF_BOUNDS"
+
+
+def test_trace_export_is_valid_chrome_trace(cush, tmp_path):
+    cush.ok("alloc pinned 8MB; alloc device 8MB; stream create; stream create")
+    cush.ok("memcpy p0 d0 async stream 1; launch increment d0 stream 1; memcpy d0 p0 async stream 2; sync")
+    path = tmp_path / "t.json"
+    cush.ok(f"trace export {path}")
+    trace = json.loads(path.read_text())
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) == 6 and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    assert {e["tid"] for e in spans if e["pid"] == 1} == {"stream 1", "stream 2"}
+    assert {"copy H2D", "copy D2H", "compute"} <= {e["tid"] for e in spans if e["pid"] == 2}
+
+
+def test_timeline_shows_copies_overlapping_on_two_engines(cush):
+    cush.ok("alloc pinned 64MB as a; alloc pinned 64MB as b; alloc device 64MB as da; alloc device 64MB as db")
+    cush.ok("stream create; stream create")
+    cush.ok("memcpy a da async stream 1; memcpy db b async stream 2; sync")
+    rows = {r["name"]: r["cells"] for r in cush.ok("timeline width 40")["rows"]}
+    assert set(rows) >= {"stream 1", "stream 2", "copy H2D", "copy D2H"}
+    both = [i for i in range(40) if rows["copy H2D"][i] == "H" and rows["copy D2H"][i] == "D"]
+    assert len(both) > 20  # the two copies ran at the same time, on different engines
+
+
+def test_profile_counts_activities_and_calls(cush):
+    cush.ok("alloc pinned 1MB; alloc device 1MB")
+    for _ in range(3):
+        cush.ok("memcpy p0 d0")
+    cush.ok("launch increment d0; sync")
+    prof = cush.ok("profile")
+    gpu = {r["name"]: r for r in prof["gpu"]}
+    api = {r["name"]: r for r in prof["api"]}
+    assert gpu["[CUDA memcpy HtoD]"]["calls"] == 3 and gpu["increment(A)"]["calls"] == 1
+    assert api["cudaMemcpy"]["calls"] == 3 and api["cudaHostAlloc"]["calls"] == 1
+    assert sum(r["percent"] for r in prof["gpu"]) == pytest.approx(100)
+
+
+def test_user_kernels_run_on_the_gpu_and_are_refused_by_the_simulator(cush):
+    line = ("kernel define twice <<< __global__ void twice(float *a, int n) "
+            "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; } >>>")
+    if cush.backend.name == "sim":
+        assert cush.fails(line)["code"] == "NOT_SUPPORTED_ON_SIM"
+        return
+    cush.ok(line)
+    cush.ok("alloc device 4KB as a; alloc pinned 4KB as r; launch fill a 1.5; launch twice a 1024i; sync")
+    cush.ok("memcpy a r")
+    assert set(cush.ok("show r dtype float32 count 1024")["values"]) == {3.0}
