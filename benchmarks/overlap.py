@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cudashell.shell import Shell
 
-CHUNKS, BYTES, SPIN_US, GRID = 8, 8 << 20, 150, 264
+CHUNKS, BYTES, SPIN_US, GRID = 8, 16 << 20, 300, 264
 STREAMS = (1, 2, 4, 8)
 HERE = Path(__file__).resolve().parent
 

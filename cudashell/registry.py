@@ -4,7 +4,6 @@ completion and docs/commands.md all read these specs, so they cannot disagree.""
 from __future__ import annotations
 
 import difflib
-from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -119,9 +118,22 @@ def resolve(segment: Segment) -> tuple[Spec, int]:
     raise ShellError("UNKNOWN_COMMAND", f"unknown command '{toks[0].text}'", hint, toks[0].col)
 
 
-@lru_cache(maxsize=4096)
+_PARSED: dict[tuple[str, int, int], Command] = {}
+
+
 def parse_segment(segment: Segment) -> Command:
-    """Parsing is pure, so a line seen before (a script's loop) reuses its parse; errors are not cached."""
+    """Parsing is pure, so a line seen before (a script's loop) reuses its parse; errors are not cached.
+    The key is the line and the command's place in it: strings keep their hash, tuples of tokens do not."""
+    key = (segment.line, segment.tokens[0].col, segment.end)
+    cmd = _PARSED.get(key)
+    if cmd is None:
+        if len(_PARSED) > 4096:
+            _PARSED.clear()
+        cmd = _PARSED[key] = _parse(segment)
+    return cmd
+
+
+def _parse(segment: Segment) -> Command:
     spec, used = resolve(segment)
     try:
         parsed = parse_args(segment.tokens[used:], segment.line, segment.end, spec.args, spec.opts,

@@ -88,6 +88,7 @@ class Session:
     streams: dict = field(default_factory=dict)
     history: list = field(default_factory=list)
     trace: list = field(default_factory=list)
+    unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
     settings: dict = field(default_factory=lambda: dict(SETTINGS))
     counters: dict = field(default_factory=dict)
     stream_counter: int = 0
@@ -155,19 +156,24 @@ class Session:
 
     # -------------------------------------------------------------- trace
     def trace_op(self, op: str, stream: Stream | None, nbytes: int, timing) -> None:
-        self.trace.append({"op": op, "engine": engine_of(op), "stream": stream.name if stream else "0",
-                           "bytes": nbytes, "seconds": timing.seconds, "start": timing.start, "end": timing.end,
-                           "timing": timing.label, "token": timing.token})
+        entry = {"op": op, "engine": engine_of(op), "stream": stream.name if stream else "0", "bytes": nbytes,
+                 "seconds": timing.seconds, "start": timing.start, "end": timing.end, "timing": timing.label,
+                 "token": timing.token}
+        self.trace.append(entry)
+        if timing.token is not None:
+            self.unresolved.append(entry)
 
     def resolve_pending(self, resolve) -> list[dict]:
         """Fill in GPU times of async work that has now finished; return those entries."""
-        done = []
-        for entry in self.trace:
-            if entry["seconds"] is None and entry["token"] is not None:
-                span = resolve(entry["token"])
-                if span is not None:
-                    entry["seconds"], entry["start"], entry["end"] = span
-                    done.append(entry)
+        done, still = [], []
+        for entry in self.unresolved:
+            span = resolve(entry["token"])
+            if span is None:
+                still.append(entry)
+            else:
+                entry["seconds"], entry["start"], entry["end"] = span
+                done.append(entry)
+        self.unresolved = still
         return done
 
     # -------------------------------------------------------------- events

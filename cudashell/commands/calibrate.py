@@ -43,7 +43,7 @@ def gpu_seconds(backend, t) -> float:
     if t.seconds is not None:
         return t.seconds
     backend.device_sync()
-    return backend.resolve(t.token)
+    return backend.resolve(t.token)[0]
 
 
 def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
