@@ -116,3 +116,17 @@ def test_internal_errors_are_one_line():
     sh.session.settings["count"] = "not a number"  # corrupt state a handler trips over
     sh.execute("alloc pinned 4KB; show p0")
     assert err.getvalue().count("\n") == 1 and "INTERNAL_ERROR" in err.getvalue()
+
+
+def test_the_shipped_examples_check_themselves_on_the_simulator():
+    from pathlib import Path
+
+    from cudashell.backends.profile import Profile
+
+    root = Path(__file__).resolve().parent.parent / "examples"
+    for name, profile in (("tour.cush", None), ("streams.cush", None),
+                          ("streams-one-copy-engine.cush", "one-copy-engine")):
+        out, err = io.StringIO(), io.StringIO()
+        sh = Shell(SimBackend(Profile.load(profile)), out=out, err=err)
+        assert sh.run_script(root / name) is True, (name, err.getvalue())
+        sh.close()

@@ -69,7 +69,8 @@ class SimBackend(Backend):
         self.now = 0.0  # the host's virtual clock, seconds
         self.default = SimStream()
         self.streams: list[SimStream] = []
-        self.engines: dict[str, float] = {}  # engine → when it is free: copies queue in issue order
+        self.engines: dict[str, float] = {}  # copy engine → when it is free: copies queue in issue order
+        self.compute_busy: list[tuple[float, float]] = []  # when kernels occupy the GPU
         self.callbacks: list[dict] = []
         self.dead: str | None = None  # a sticky error after a kernel fault, as the driver has
 
@@ -88,9 +89,9 @@ class SimBackend(Backend):
         return Timing(seconds, host, blocking, self.timing_label)
 
     def engine(self, kind: str) -> str | None:
-        """The hardware queue an operation runs on: with asyncEngineCount ≥ 2, H2D and D2H copies have
-        an engine each and overlap each other and compute; with 1 they share one; with 0 copies wait
-        for compute. Kernels, memsets and device-to-device copies use the compute queue."""
+        """The hardware an operation runs on: with asyncEngineCount ≥ 2, H2D and D2H copies have an
+        engine each and overlap each other and compute; with 1 they share one; with 0 copies wait for
+        compute. Kernels, memsets and device-to-device copies use the compute queue."""
         if kind not in ("h2d", "d2h"):
             return kind  # "compute", or None for markers (events) that occupy no engine
         n = self.profile.async_engine_count
@@ -101,18 +102,35 @@ class SimBackend(Backend):
         it on the same engine, and, by the legacy default stream's rule, after the default stream (or,
         on it, after every blocking stream). Only different non-default streams run concurrently."""
         q = stream or self.default
-        start = max(self.now + self.profile.async_call, q.ready_at, self.engines.get(engine, 0.0))
+        start = max(self.now + self.profile.async_call, q.ready_at)
         if stream is None:
             start = max([start] + [s.ready_at for s in self.streams if not s.nonblocking])
         elif not stream.nonblocking:
             start = max(start, self.default.ready_at)
+        if engine == "compute":
+            start = self._compute_slot(start, duration)
+        elif engine:
+            start = max(start, self.engines.get(engine, 0.0))
         end = start + duration
         q.ready_at = end
-        if engine:
+        if engine and engine != "compute":
             self.engines[engine] = end
         before = self.now
         self.now = end if blocking else self.now + self.profile.async_call
         return Timing(duration, self.now - before, blocking, self.timing_label, None, start, end)
+
+    def _compute_slot(self, ready: float, duration: float) -> float:
+        """The earliest start ≥ ready at which the compute queue is free for `duration`. Kernels run one at
+        a time, but, as with Hyper-Q's many hardware queues, a kernel whose stream is ready may run in a gap
+        before one issued earlier that is still waiting (copy engines, by contrast, serve in issue order)."""
+        self.compute_busy = [(a, b) for a, b in self.compute_busy if b > self.now]
+        start = ready
+        for a, b in sorted(self.compute_busy):
+            if start + duration <= a:
+                break
+            start = max(start, b)
+        self.compute_busy.append((start, start + duration))
+        return start
 
     def _host_rate(self, buf) -> tuple[str, float, float]:
         """(class, h2d rate, d2h rate) of a host-side buffer."""
