@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, render
+from . import __version__, config, render
+from .config import DEFAULTS
 from .backends import open_backend
 from .errors import ShellError
 from .shell import Shell
@@ -16,8 +17,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cudashell", description="Explore how CUDA host and device memory behave.")
     p.add_argument("scripts", nargs="*", metavar="FILE.cush", help="scripts to run in order")
     p.add_argument("-c", dest="commands", metavar="CMDS", help="run these commands (`;` separates them)")
-    p.add_argument("--backend", default="auto", choices=("auto", "sim", "cuda"),
-                   help="cuda needs PyCUDA and a GPU; auto falls back to the simulator")
+    p.add_argument("--backend", choices=("auto", "sim", "cuda"),
+                   help="cuda needs PyCUDA and a GPU; auto (the default, or the config file's) falls back to the "
+                        "simulator")
     p.add_argument("--sim-profile", metavar="FILE|NAME", help="simulator profile: JSON file, or no-uva")
     p.add_argument("--json", action="store_true", help="one JSON object per executed command")
     p.add_argument("--keep-going", action="store_true", help="run on after a failed command (exit 1 at the end)")
@@ -35,19 +37,22 @@ def banner(reason: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    interactive = not args.scripts and args.commands is None and sys.stdin.isatty()
+    settings = config.load(create=interactive)
+    choice = args.backend or settings["backend"]
     try:
-        backend, reason = open_backend(args.backend, args.sim_profile)
+        backend, reason = open_backend(choice, args.sim_profile)
     except ShellError as e:
         print(render.error_line(e), file=sys.stderr)
         return 2
-    interactive = not args.scripts and args.commands is None and sys.stdin.isatty()
     echo = args.echo if args.echo is not None else bool(args.scripts)
     shell = Shell(backend, reason, json_mode=args.json, keep_going=args.keep_going, debug=args.debug, echo=echo)
+    apply_settings(shell, settings)
     try:
         if interactive:
             from .repl import repl
 
-            return repl(shell, banner(reason))
+            return repl(shell, banner(reason), settings)
         if not args.quiet and not args.json:
             print(banner(reason), file=sys.stderr)
         return run_batch(shell, args)
@@ -56,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         shell.close()
+
+
+def apply_settings(shell: Shell, settings: dict) -> None:
+    """The config file's defaults for the session; a bad value there is ignored with a warning."""
+    for key, setting in (("tablefmt", "tablefmt"), ("time", "time"), ("explain", "explain"), ("limit", "pinlimit")):
+        if settings[key] == DEFAULTS[key]:
+            continue
+        if not shell.execute_quietly(f"set {setting} {settings[key]}"):
+            print(f"config: ignoring {key} = {settings[key]}", file=sys.stderr)
 
 
 def run_batch(shell: Shell, args) -> int:

@@ -74,12 +74,22 @@ def _memset(d):
             f"{d['call']}, {'host blocked' if d['blocking'] else 'did not block'} {_timing(d)}"]
 
 
-def _ls(d, tablefmt):
+def fit(rows, headers, tablefmt: str, width: int) -> str:
+    """A table no wider than the terminal: long cells wrap before the table overflows."""
+    text = tabulate(rows, headers, tablefmt)
+    for limit in (24, 18, 14, 10, 8):
+        if not width or max(map(len, text.splitlines())) <= width:
+            break
+        text = tabulate(rows, headers, tablefmt, maxcolwidths=limit)
+    return text
+
+
+def _ls(d, tablefmt, width=0):
     if not d["buffers"]:
         return ["no buffers"]
     rows = [[r["name"], r["kind"], format_size_exact(r["size"]), _flags_text(r), r["host_ptr"] or "-",
              _device_ptr_text(r), r["state"]] for r in d["buffers"]]
-    return [tabulate(rows, ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"], tablefmt)]
+    return [fit(rows, ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"], tablefmt, width)]
 
 
 def _info(d):
@@ -102,7 +112,10 @@ def _info(d):
 
 
 def _show(d):
-    shown = " ".join(str(v) for v in d["values"])
+    values = [str(v) for v in d["values"]]
+    if len(values) > 64:  # long output is elided in the middle; --json has every value
+        values = values[:48] + [f"… {len(values) - 56} more …"] + values[-8:]
+    shown = " ".join(values)
     more = f"  … ({d['count']} of {d['elements']} shown)" if d["count"] < d["elements"] else ""
     return [f"{d['name']} [{d['dtype']}] @{d['offset']}: {shown}{more}"]
 
@@ -138,7 +151,7 @@ def _timeline(d):
     return out
 
 
-def _profile(d, tablefmt):
+def _profile(d, tablefmt, width=0):
     out = [f"==cudashell== Profiling result ({d['timing']}):"]
     rows = []
     for label, stats in (("GPU activities", d["gpu"]), ("API calls", d["api"])):
@@ -154,16 +167,16 @@ def _profile(d, tablefmt):
     return out
 
 
-def _kernel_list(d, tablefmt):
+def _kernel_list(d, tablefmt, width=0):
     rows = [[k["signature"], "built-in" if k["builtin"] else "loaded", k["summary"]] for k in d["kernels"]]
-    return [tabulate(rows, ["kernel", "", "what it does"], tablefmt)]
+    return [fit(rows, ["kernel", "", "what it does"], tablefmt, width)]
 
 
-def _streams(d, tablefmt):
+def _streams(d, tablefmt, width=0):
     rows = [[r["name"] + (" (legacy default)" if r["legacy_default"] else ""),
              "nonblocking" if r["nonblocking"] else "blocking", r["priority"], "idle" if r["idle"] else "busy"]
             for r in d["streams"]]
-    return [tabulate(rows, ["stream", "sync with default", "priority", "work"], tablefmt)]
+    return [fit(rows, ["stream", "sync with default", "priority", "work"], tablefmt, width)]
 
 
 def _stream(d):
@@ -247,9 +260,9 @@ SIMPLE = {
 TABLES = {"ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
 
 
-def human(result: Result, tablefmt: str = "simple") -> str:
+def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:
     if result.kind in TABLES:
-        lines = TABLES[result.kind](result.data, tablefmt)
+        lines = TABLES[result.kind](result.data, tablefmt, width)
     else:
         lines = SIMPLE[result.kind](result.data)
     return "\n".join(lines)
@@ -268,7 +281,7 @@ def error_line(e: ShellError, file: str | None = None, line: int | None = None) 
 
 
 def json_line(cmd: str, result: Result | None, error: ShellError | None = None, file: str | None = None,
-              line: int | None = None, wall: float | None = None) -> str:
+              line: int | None = None, wall: float | None = None, explained: list | None = None) -> str:
     err = None
     if error is not None:
         err = {"code": error.code, "message": error.message, "hint": error.hint, "file": file, "line": line,
@@ -276,4 +289,6 @@ def json_line(cmd: str, result: Result | None, error: ShellError | None = None, 
     obj = {"cmd": cmd, "ok": error is None, "error": err, "result": result.data if result is not None else None}
     if wall is not None:
         obj["wall_seconds"] = wall
+    if explained:
+        obj["explain"] = {"c": explained[0], "driver": explained[1]}
     return json.dumps(obj, ensure_ascii=False)

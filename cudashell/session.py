@@ -79,7 +79,8 @@ class Event:
     stream: str | None = None  # where it was last recorded; None until then
 
 
-SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off"}
+SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
+            "explain": "off", "width": 0}
 
 
 @dataclass

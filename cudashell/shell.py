@@ -11,6 +11,7 @@ from . import render
 from .backends.base import Backend
 from .commands.memory import release
 from .errors import ShellError
+from .explain import explain
 from .grammar import Segment, split_commands
 from .registry import parse_segment
 from .results import Result
@@ -49,6 +50,8 @@ class Shell:
         result, error = None, None
         t0 = time.perf_counter()
         try:
+            if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
+                seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
             if result.action == "run":
@@ -57,6 +60,8 @@ class Shell:
                 self.quitting = True
         except ShellError as e:
             error = e
+        except KeyboardInterrupt:  # Ctrl-C during a long command: back to the prompt
+            error = ShellError("INTERRUPTED", "interrupted", "the session keeps what finished before Ctrl-C")
         except Exception as e:  # a bug of ours: still one line, unless --debug
             if self.debug:
                 raise
@@ -76,14 +81,17 @@ class Shell:
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
                 wall: float | None = None) -> None:
+        explained = explain(result.kind, result.data) if result and self.session.settings["explain"] == "on" else None
         if self.json_mode:
-            self._write(self.out, render.json_line(text, result, error, file, lineno, wall))
+            self._write(self.out, render.json_line(text, result, error, file, lineno, wall, explained))
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
         else:
-            body = render.human(result, self.session.settings["tablefmt"])
+            body = render.human(result, self.session.settings["tablefmt"], int(self.session.settings["width"]))
             if body:
                 self._write(self.out, body)
+        if explained and not self.json_mode:
+            self._write(self.out, f"  C:      {explained[0]}\n  driver: {explained[1]}")
         if wall is not None and not self.json_mode:
             self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
 
@@ -116,6 +124,15 @@ class Shell:
             if not self.keep_going:
                 break
         return ok_all
+
+    def execute_quietly(self, line: str) -> bool:
+        """Run a command whose output nobody needs (settings from the config file); not in history."""
+        try:
+            cmd = parse_segment(split_commands(line)[0])
+            cmd.spec.handler(self.session, self.backend, cmd.args)
+        except ShellError:
+            return False
+        return True
 
     def execute(self, line: str) -> bool:
         """Run one line as typed: `;`-separated commands, `#` comments; a blank line does nothing."""

@@ -75,6 +75,8 @@ SETTING_CHECKS = {
     "format": ("table or json", lambda v: v in ("table", "json"), str),
     "tablefmt": ("a tabulate format: simple, plain, github, grid, psql, …",
                  lambda v: v in _tabulate_formats(), str),
+    "time": ("on or off", lambda v: v in ("on", "off"), str),
+    "explain": ("on or off", lambda v: v in ("on", "off"), str),
     "pinlimit": ("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
                  lambda v: v if v == "auto" else parse_size(v)),
 }
@@ -86,7 +88,8 @@ def _tabulate_formats() -> list[str]:
     return tabulate.tabulate_formats
 
 
-@command("set", "session", "show or change a setting (count, format, tablefmt, pinlimit)", "set count 32",
+@command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit)",
+         "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True)),
          details="count: elements `show` prints by default; format: table or json output; tablefmt: the "

@@ -39,6 +39,13 @@ def time_(session, backend, args):
     return Result("settings", {"settings": {"time": session.settings["time"]}})
 
 
+@command("explain", "session", "after each command, show the CUDA runtime C and the driver call — on or off",
+         "explain on", "(none)", args=(Arg("SWITCH", choices=("on", "off")),))
+def explain_(session, backend, args):
+    session.settings["explain"] = args.get("SWITCH")
+    return Result("settings", {"settings": {"explain": session.settings["explain"]}})
+
+
 @command("timeline", "streams", "an ASCII Gantt chart of the GPU work, per stream and per engine",
          "timeline last 12", "(CUDA events around every operation; modeled on the simulator)",
          opts=(Opt("last", Arg("N", "count")), Opt("width", Arg("W", "count"))),

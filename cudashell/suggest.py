@@ -1,0 +1,166 @@
+"""What may come next on a line, from the registry and the session: the pure engine under the REPL's
+completer (like pgcli's sqlcompletion), testable without a terminal."""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+
+from .errors import ShellError
+from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize
+from .registry import REGISTRY, command_words, lookup
+
+SETTING_KEYS = ("count", "format", "tablefmt", "pinlimit", "time", "explain")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str
+    start: int  # negative: how many characters before the cursor the completion replaces
+    meta: str = ""
+
+
+def _current_command(text: str) -> str:
+    """The text of the command the cursor is in (after the last `;` outside quotes and <<< >>>)."""
+    try:
+        toks = tokenize(text)
+    except ShellError:
+        return text.rsplit(";", 1)[-1]
+    last_sep = None
+    pos = 0
+    for t in toks:
+        if t == ";":
+            idx = text.find(";", pos)
+            last_sep = idx
+            pos = idx + 1
+        else:
+            pos = t.end
+    return text[last_sep + 1:] if last_sep is not None else text
+
+
+def _words(text: str) -> tuple[list[str], str]:
+    """Complete words before the cursor, and the partial word under it."""
+    try:
+        toks = [t.text for t in tokenize(text) if t != ";"]
+    except ShellError:
+        toks = text.split()
+    if text and not text[-1].isspace() and toks:
+        return toks[:-1], toks[-1]
+    return toks, ""
+
+
+def _buffer_names(session, spec_name: str, arg: Arg, words: list[str]) -> list[tuple[str, str]]:
+    bufs = list(session.buffers.values())
+    direction = words[1].lower() if spec_name == "memcpy" and len(words) > 1 else None
+    if direction in ("h2d", "d2h", "d2d", "h2h") and arg.name in ("SRC", "DST"):
+        side = direction[0] if arg.name == "SRC" else direction[2]
+        bufs = [b for b in bufs if side in b.side]
+    elif spec_name in ("launch", "memset"):
+        bufs = [b for b in bufs if b.device_accessible]
+    elif spec_name in ("show", "fill"):
+        bufs = [b for b in bufs if b.host_accessible]
+    elif spec_name in ("register",):
+        bufs = [b for b in bufs if b.kind == "pageable" and b.registered is None]
+    elif spec_name in ("unregister",):
+        bufs = [b for b in bufs if b.registered is not None]
+    elif spec_name in ("prefetch", "advise"):
+        bufs = [b for b in bufs if b.kind == "managed"]
+    return [(b.name, f"{b.kind} {b.size} B") for b in bufs]
+
+
+def _files(partial: str) -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(glob.glob(os.path.expanduser(partial) + "*"))[:50]:
+        out.append((path + ("/" if os.path.isdir(path) else ""), "dir" if os.path.isdir(path) else "file"))
+    return out
+
+
+def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: str) -> list[tuple[str, str]]:
+    if arg.choices:
+        return [(c, arg.name.lower()) for c in arg.choices]
+    kind = arg.kind
+    if kind == "buffer":
+        return _buffer_names(session, spec_name, arg, words) + ([("all", "every buffer")] if spec_name == "free" else [])
+    if kind == "stream":
+        return [("0", "default stream")] + [(s, "stream") for s in session.streams]
+    if kind == "event":
+        return [(e, "event") for e in session.events]
+    if kind == "kernel":
+        return [(k, v.signature()) for k, v in session.kernels.items()]
+    if kind == "dtype":
+        return [(d, "dtype") for d in DTYPES]
+    if kind == "value":
+        return [(v, "fill") for v in VALUE_WORDS]
+    if kind == "file":
+        return _files(partial)
+    if kind == "command":
+        return [(w, "command") for w in command_words()]
+    if kind == "key":
+        return [(k, "setting") for k in SETTING_KEYS]
+    return []
+
+
+def suggest(text: str, session) -> list[Suggestion]:
+    """Completions for the text before the cursor."""
+    current = _current_command(text)
+    words, partial = _words(current)
+    low = partial.lower()
+    if not words:
+        firsts = sorted({n.split()[0] for n in REGISTRY} | set(command_words()))
+        return [Suggestion(w, -len(partial), _summary(w)) for w in firsts if w.startswith(low)]
+    spec = lookup(f"{words[0]} {words[1]}") if len(words) > 1 else None
+    used = 2 if spec else 1
+    spec = spec or lookup(words[0])
+    if spec is None:
+        subs = sorted(n.split()[1] for n in REGISTRY if n.startswith(words[0].lower() + " "))
+        if len(words) == 1:
+            return [Suggestion(s, -len(partial), _summary(f"{words[0]} {s}")) for s in subs if s.startswith(low)]
+        return []
+    rest = words[used:]
+    candidates = _next(spec, rest, session, words, partial)
+    return [Suggestion(t, -len(partial), m) for t, m in candidates if t.lower().startswith(low) and t != partial]
+
+
+def _summary(name: str) -> str:
+    spec = lookup(name)
+    return spec.summary if spec else ""
+
+
+def _next(spec, rest: list[str], session, words: list[str], partial: str) -> list[tuple[str, str]]:
+    """Walk the typed arguments like the parser does, then offer what fits at the cursor."""
+    opt_by_kw = {o.keyword: o for o in spec.opts}
+    flag_words = {w: f.word for f in spec.flags for w in (f.word,) + f.aliases}
+    seen_opts, seen_flags, pi, i = set(), set(), 0, 0
+    args = list(spec.args)
+    while i < len(rest):
+        w = rest[i].lower()
+        if w in opt_by_kw:
+            if i + 1 == len(rest):  # the cursor is at this option's value
+                return _values_for(opt_by_kw[w].arg, session, spec.name, words, partial)
+            seen_opts.add(w)
+            i += 2
+            continue
+        if w in flag_words:
+            seen_flags.add(flag_words[w])
+            i += 1
+            continue
+        while pi < len(args) and args[pi].choices and args[pi].optional and w not in args[pi].choices:
+            pi += 1
+        if pi < len(args) and args[pi].kind == "rest":
+            return []
+        if pi < len(args) and not args[pi].many:
+            pi += 1
+        i += 1
+    out: list[tuple[str, str]] = []
+    for arg in args[pi:]:
+        out += _values_for(arg, session, spec.name, words, partial)
+        if not arg.optional:
+            break
+    out += [(f.word, "flag") for f in spec.flags if f.word not in seen_flags]
+    out += [(o.keyword, o.arg.name) for o in spec.opts if o.keyword not in seen_opts]
+    if spec.name == "alloc":  # flags that fit the kind typed so far
+        kind = rest[0].lower() if rest else ""
+        allowed = {"pinned": {"portable", "mapped", "writecombined"}, "managed": {"global", "host"}}.get(kind, set())
+        out = [(t, m) for t, m in out if m != "flag" or t in allowed]
+    return out
