@@ -46,6 +46,9 @@ extern "C" {
 __global__ void k_sum(const float *A, const float *B, float *C, int n)
 { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) C[i] = A[i] + B[i]; }
 
+__global__ void k_copy(const float *X, float *Y, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) Y[i] = X[i]; }
+
 __global__ void k_fill(float *A, float value, int n)
 { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] = value; }
 
@@ -78,6 +81,8 @@ def _b(name, kind):
 BUILTINS = {k.name: k for k in (
     Kernel("sum", (_b("A", "in"), _b("B", "in"), _b("C", "out")), "C[i] = A[i] + B[i] (the seeds' sumArraysGPU)",
            sim=lambda a, s: {"C": a["A"] + a["B"]}, symbol="k_sum"),
+    Kernel("copy", (_b("X", "in"), _b("Y", "out")), "Y[i] = X[i]: a copy done by the GPU's threads (zero-copy)",
+           sim=lambda a, s: {"Y": a["X"].copy()}, symbol="k_copy"),
     Kernel("fill", (_b("A", "out"), Param("value", "scalar")), "A[i] = value",
            sim=lambda a, s: {"A": np.full_like(a["A"], s["value"])}, symbol="k_fill"),
     Kernel("scale", (_b("A", "inout"), Param("factor", "scalar")), "A[i] *= factor",

@@ -257,7 +257,41 @@ SIMPLE = {
                           f"{d['timing']})"] if d["expected"] == "faster" else []),
     "run": lambda d: [], "quit": lambda d: [],
 }
-TABLES = {"ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
+def _bench(d, tablefmt, width=0):
+    if d.get("json"):
+        return [json.dumps(d)]
+    rows, bench, label = d["rows"], d["bench"], d["timing"]
+    if bench == "memcpy":
+        head = f"bench memcpy {d['direction']} ({label}); % of {d['peak_of']}" + (
+            f" = {d['peak'] / 1e9:.1f} GB/s" if d["peak"] else "")
+        table = [[r["kind"], format_size(r["size"]), f"{r['gbps']:.2f}", f"{100 * r['cv']:.1f}%",
+                  f"{r['percent_of_peak']:.0f}%" if r["percent_of_peak"] is not None else "-", r["copies"]]
+                 for r in rows]
+        headers = ["kind", "size", "GB/s (median)", "CV", "of peak", "copies/rep"]
+    elif bench == "alloc":
+        head = f"bench alloc ({label}): seconds per GiB"
+        table = [[r["kind"], format_size(r["size"]), r["call"], f"{r['alloc_s_per_gib']:.4f}",
+                  f"{r['free_s_per_gib']:.4f}"] for r in rows]
+        headers = ["kind", "size", "call", "alloc s/GiB", "free s/GiB"]
+    elif bench == "zerocopy":
+        head = f"bench zerocopy ({label}): sumArraysGPU, µs"
+        table = [[r["n"], f"{r['zc_kernel_us']:.1f}", f"{r['dev_kernel_us']:.1f}", f"{r['zc_step_us']:.1f}",
+                  f"{r['dev_step_us']:.1f}"] for r in rows]
+        headers = ["n", "zero-copy kernel", "device kernel", "zero-copy step", "device step (copies)"]
+    else:
+        head = f"bench overlap ({label})"
+        table = [[r["streams"], f"{r['ms']:.3f}", f"{r['speedup']:.2f}×"] for r in rows]
+        headers = ["streams", "ms", "speedup"]
+    out = [head, fit(table, headers, tablefmt, width)]
+    if bench == "zerocopy":
+        out.append(f"whole step: zero-copy is faster up to n = {d['crossover'] // 2 if d['crossover'] else rows[-1]['n'] if rows else '-'}"
+                   + (f", device memory from n = {d['crossover']}" if d["crossover"] else " (in this range)"))
+    if d.get("interrupted"):
+        out.append("interrupted: the points measured so far")
+    return out
+
+
+TABLES = {"bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
 
 
 def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:

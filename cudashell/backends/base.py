@@ -177,5 +177,13 @@ class Backend(ABC):
         """cuMemAdvise: readmostly | preferred (device/host) | accessed-by (device)."""
 
     @abstractmethod
+    def clock(self) -> float:
+        """The host's clock in seconds: real on a GPU, the simulator's virtual one on the simulator."""
+
+    @abstractmethod
+    def memory_paths(self) -> dict:
+        """{"pcie": {current_gen, current_width, max_gen, max_width, numa_node} or None, "hbm_peak": B/s}."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release the context and everything in it; safe to call twice."""

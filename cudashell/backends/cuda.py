@@ -130,6 +130,16 @@ class CudaBackend(Backend):
             code = self.drv.name_for_description(desc) or "CUDA_ERROR_UNKNOWN"
             raise ShellError(code, text) from None
 
+    def clock(self) -> float:
+        return time.perf_counter()
+
+    def memory_paths(self) -> dict:
+        from ..machine import pcie_link
+
+        clock_khz, bus_bits = self._attr("MEMORY_CLOCK_RATE"), self._attr("GLOBAL_MEMORY_BUS_WIDTH")
+        return {"pcie": pcie_link(self.info.pci_bus_id),
+                "hbm_peak": 2 * clock_khz * 1e3 * bus_bits / 8 if clock_khz and bus_bits else None}
+
     def pin_limit(self) -> tuple[int, str]:
         limit, why = host_memory_total() // 2, "half of MemTotal"
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)

@@ -27,6 +27,9 @@ class Profile:
     concurrent_managed_access: bool = True
     async_engine_count: int = 3
     concurrent_kernels: bool = True
+    pcie_gen: int = 5
+    pcie_width: int = 16
+    hbm_peak: float = 3350 * GB  # bytes/s, read + write
     priority_least: int = 0
     priority_greatest: int = -5
     # bandwidths in bytes/s
@@ -67,6 +70,11 @@ class Profile:
         if unknown:
             raise ShellError("BAD_PROFILE", f"{spec}: unknown keys {', '.join(unknown)}")
         return replace(cls(), **data)
+
+    def memory_paths(self) -> dict:
+        link = {"current_gen": self.pcie_gen, "current_width": self.pcie_width, "max_gen": self.pcie_gen,
+                "max_width": self.pcie_width, "numa_node": 0}
+        return {"pcie": link, "hbm_peak": self.hbm_peak}
 
     def as_dict(self) -> dict:
         return asdict(self)

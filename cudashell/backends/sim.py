@@ -257,6 +257,12 @@ class SimBackend(Backend):
                          **a.managed})
         return info
 
+    def clock(self):
+        return self.now
+
+    def memory_paths(self):
+        return self.profile.memory_paths()
+
     def pin_limit(self):
         return self.profile.host_memory // 2, "half of the profile's host memory"
 

@@ -1,0 +1,394 @@
+"""bench memcpy | alloc | zerocopy | overlap: measured on a GPU, modeled on the simulator, and said so.
+Method as bandwidth tools do it: a warm-up, CUDA events around N back-to-back operations, buffers rotated
+so caches do not flatter, optionally a spin kernel gating the queue so launch gaps are not timed."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+
+from ..errors import ShellError, usage
+from ..grammar import Arg, Flag, Opt, parse_size
+from ..kernels import BUILTINS
+from ..machine import pcie_peak
+from ..registry import command
+from ..results import Result
+from .calibrate import Scratch, gpu_seconds
+
+MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
+ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")
+DIRECTIONS = ("h2d", "d2h", "d2d", "bidir")
+
+
+def parse_sizes(text: str, col: int, default: list[int]) -> list[int]:
+    """`4KB..64MB` (powers of two in between) or `4KB,1MB,64MB`."""
+    if text is None:
+        return default
+    if ".." in text:
+        lo, hi = (parse_size(x, col) for x in text.split("..", 1))
+        if not 0 < lo <= hi:
+            raise usage(f"empty size range {text}", col)
+        out, n = [], lo
+        while n <= hi:
+            out.append(n)
+            n *= 2
+        return out
+    return [parse_size(x, col) for x in text.split(",") if x]
+
+
+class Progress:
+    """A one-line progress bar on a terminal's stderr; silent elsewhere."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.done, self.label = total, 0, label
+        self.on = sys.stderr.isatty()
+
+    def step(self) -> None:
+        self.done += 1
+        if self.on:
+            filled = 30 * self.done // max(self.total, 1)
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{' ' * (30 - filled)}] {self.done}/{self.total}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.on:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+
+
+def timed_batch(backend, ops, gate: bool) -> float:
+    """Seconds for the operations back to back between two events on the default stream."""
+    e0, e1 = backend.event_create(), backend.event_create()
+    try:
+        if gate:  # hold the queue until every op is queued, so no launch gap is timed
+            backend.launch(BUILTINS["spin"], [_us(2000)], 1, 1, 1, 0, None)
+        backend.event_record(e0, None)
+        for op in ops:
+            op()
+        backend.event_record(e1, None)
+        backend.event_sync(e1)
+        return backend.event_elapsed(e0, e1)
+    finally:
+        backend.event_destroy(e0)
+        backend.event_destroy(e1)
+
+
+def _us(n: int):
+    import numpy as np
+
+    return np.int64(n)
+
+
+def _copy_ops(backend, s: Scratch, kind: str, direction: str, size: int, streams):
+    """Two rotating buffer pairs, and the operation list for one batch element."""
+    dev = [s.alloc("device", size)[0] for _ in range(2)]
+    if direction == "d2d":
+        return lambda i: backend.memcpy(dev[i % 2], 0, dev[(i + 1) % 2], 0, size, None, True)
+    host = []
+    for _ in range(2):
+        if kind == "registered":
+            buf = s.alloc("pageable", size)[0]
+            buf.device_ptr = backend.register(buf, frozenset())
+            buf.registered = frozenset()
+        elif kind in ("pinned", "writecombined", "mapped"):
+            buf = s.alloc("pinned", size, {"writecombined"} if kind == "writecombined" else {"mapped"} if kind == "mapped" else set())[0]
+        else:
+            buf = s.alloc(kind, size)[0]
+        backend.write(buf, 0, _ones(size))
+        host.append(buf)
+    n = size // 4
+
+    def one(i, d):
+        h, g = host[i % 2], dev[i % 2]
+        if kind == "mapped":  # a kernel's threads do the copy through the mapped pointer
+            src, dst = (h, g) if d == "h2d" else (g, h)
+            return backend.launch(BUILTINS["copy"], [src, dst], n, -(-n // 256), 256, 0, streams[d])
+        if kind == "managed":
+            return backend.prefetch(h, "device" if d == "h2d" else "host", streams[d])
+        src, dst = (h, g) if d == "h2d" else (g, h)
+        return backend.memcpy(src, 0, dst, 0, size, streams[d], True)
+
+    if direction == "bidir":
+        return lambda i: (one(i, "h2d"), one(i, "d2h"))
+    return lambda i: one(i, direction)
+
+
+def _ones(n: int):
+    import numpy as np
+
+    return np.ones(n, np.uint8)
+
+
+def _peak(backend, direction: str) -> tuple[float | None, str]:
+    paths = backend.memory_paths()
+    if direction == "d2d":
+        return paths["hbm_peak"], "HBM peak (read + write counted)"
+    link = paths["pcie"]
+    if not link or not link.get("current_gen"):
+        return None, "link unknown"
+    peak = pcie_peak(link["current_gen"], link["current_width"])
+    what = f"PCIe Gen{link['current_gen']} x{link['current_width']}"
+    return (2 * peak, what + ", both directions") if direction == "bidir" else (peak, what + " per direction")
+
+
+@command("bench memcpy", "copies", "copy bandwidth by memory kind and size, against the link's peak",
+         "bench memcpy h2d pinned pageable sizes 4KB..256MB reps 5",
+         "cudaMemcpyAsync between cudaEventRecord pairs (bandwidthTest's method)",
+         args=(Arg("DIR", choices=DIRECTIONS, optional=True),
+               Arg("KIND", choices=MEMCPY_KINDS, optional=True, many=True)),
+         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("reps", Arg("N", "count")), Opt("--csv", Arg("FILE", "file")),
+               Opt("--plot", Arg("PNG", "file"))),
+         flags=(Flag("gate"), Flag("--json")),
+         details="Kinds: pageable, pinned, writecombined, registered, mapped (a kernel copies through the "
+                 "mapped pointer), managed (prefetch migrates the pages). Each point: the median and coefficient "
+                 "of variation over `reps` batches of back-to-back copies, GB/s, and % of the PCIe link's peak "
+                 "(read from sysfs; D2D against HBM, read + write counted). `gate` holds the queue with a spin "
+                 "kernel so launch gaps are not timed. Ctrl-C keeps the points measured so far.")
+def bench_memcpy(session, backend, args):
+    direction = args.get("DIR") or "h2d"
+    kinds = args.get("KIND") or (["device"] if direction == "d2d" else ["pageable", "pinned"])
+    if direction == "d2d":
+        kinds = ["device"]
+    sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [1 << 20, 16 << 20, 64 << 20])
+    reps = max(2, args.get("N", 5))
+    peak, peak_what = _peak(backend, direction)
+    rows, interrupted = [], False
+    progress = Progress(len(kinds) * len(sizes), "bench memcpy")
+    try:
+        for kind in kinds:
+            for size in sizes:
+                rows.append(_memcpy_point(backend, kind, direction, size, reps, "gate" in args.flags, peak))
+                progress.step()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    data = {"bench": "memcpy", "direction": direction, "rows": rows, "peak": peak, "peak_of": peak_what,
+            "interrupted": interrupted, "timing": backend.timing_label}
+    return _outputs(Result("bench", data), args, "GB/s")
+
+
+def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
+    s = Scratch(backend)
+    streams = {"h2d": None, "d2h": None}
+    made = []
+    try:
+        if direction == "bidir":
+            for d in ("h2d", "d2h"):
+                streams[d] = backend.stream_create(False, 0)[0]  # blocking: the timing events see them
+                made.append(streams[d])
+        op = _copy_ops(backend, s, kind, direction, size, streams)
+        n = max(2, min(32, (256 << 20) // size))
+        moved = size * n * (2 if direction == "bidir" else 1)
+        timed_batch(backend, [lambda i=i: op(i) for i in range(n)], gate)  # warm-up
+        rates = [moved / timed_batch(backend, [lambda i=i: op(i) for i in range(n)], gate) for _ in range(reps)]
+    finally:
+        for h in made:
+            backend.stream_destroy(h)
+        for buf in s.bufs:
+            if buf.registered is not None:
+                backend.unregister(buf)
+        s.free_all()
+    med = statistics.median(rates)
+    cv = statistics.pstdev(rates) / statistics.mean(rates)
+    return {"kind": kind, "size": size, "gbps": med / 1e9, "cv": cv, "percent_of_peak": 100 * med / peak if peak else None,
+            "copies": n, "reps": reps}
+
+
+@command("bench alloc", "memory", "what allocating, pinning and freeing cost per GiB",
+         "bench alloc pinned registered device sizes 64MB,256MB",
+         "malloc, cudaHostAlloc (each flag), cudaHostRegister, cudaMalloc, cudaMallocManaged and their frees",
+         args=(Arg("KIND", choices=ALLOC_KINDS, optional=True, many=True),),
+         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         flags=(Flag("--json"),))
+def bench_alloc(session, backend, args):
+    kinds = args.get("KIND") or list(ALLOC_KINDS)
+    sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [64 << 20, 256 << 20])
+    rows, interrupted = [], False
+    progress = Progress(len(kinds) * len(sizes), "bench alloc")
+    try:
+        for kind in kinds:
+            for size in sizes:
+                rows.append(_alloc_point(backend, kind, size))
+                progress.step()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    return _outputs(Result("bench", {"bench": "alloc", "rows": rows, "interrupted": interrupted,
+                                     "timing": backend.timing_label}), args, "s/GiB")
+
+
+def _alloc_point(backend, kind: str, size: int) -> dict:
+    s = Scratch(backend)
+    flags = {"portable": {"portable"}, "mapped": {"mapped"}, "writecombined": {"writecombined"}}.get(kind, set())
+    base = "pinned" if kind in ("pinned", "portable", "mapped", "writecombined") else \
+        "pageable" if kind == "registered" else kind
+    t0 = backend.clock()
+    buf, _ = s.alloc(base, size, flags)
+    alloc_s = backend.clock() - t0
+    call = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc", "managed": "cudaMallocManaged"}[base]
+    if kind == "registered":
+        t0 = backend.clock()
+        backend.register(buf, frozenset())
+        buf.registered = frozenset()
+        alloc_s = backend.clock() - t0
+        call = "cudaHostRegister"
+    t0 = backend.clock()
+    if kind == "registered":
+        backend.unregister(buf)
+    s.free_all()
+    free_s = backend.clock() - t0
+    gib = size / (1 << 30)
+    return {"kind": kind, "size": size, "call": call, "alloc_s_per_gib": alloc_s / gib, "free_s_per_gib": free_s / gib}
+
+
+@command("bench zerocopy", "kernels", "seed 003's table: the vector sum on zero-copy vs device memory",
+         "bench zerocopy 2^10..2^22", "sumArraysGPU on mapped host memory vs cudaMalloc'd memory, events",
+         args=(Arg("RANGE", "word", optional=True),),
+         opts=(Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))), flags=(Flag("--json"),),
+         details="For each n (float32 elements, powers of two): the kernel alone, reading A and B from zero-copy "
+                 "(mapped pinned) memory vs from device memory; and the whole step — device: copy A and B in from "
+                 "pageable memory, sum, copy C out; zero-copy: sum, copy C out. Says where zero-copy stops paying.")
+def bench_zerocopy(session, backend, args):
+    rng = args.get("RANGE") or "2^10..2^20"
+    counts = parse_sizes(rng, args.col("RANGE"), [])
+    rows, interrupted = [], False
+    progress = Progress(len(counts), "bench zerocopy")
+    try:
+        for n in counts:
+            rows.append(_zerocopy_point(backend, n))
+            progress.step()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    crossover = next((r["n"] for r in rows if r["zc_step_us"] > r["dev_step_us"]), None)
+    kernel_cross = next((r["n"] for r in rows if r["zc_kernel_us"] > 2 * r["dev_kernel_us"]), None)
+    return _outputs(Result("bench", {"bench": "zerocopy", "rows": rows, "crossover": crossover,
+                                     "kernel_2x": kernel_cross, "interrupted": interrupted,
+                                     "timing": backend.timing_label}), args, "µs")
+
+
+def _zerocopy_point(backend, n: int) -> dict:
+    s = Scratch(backend)
+    size = n * 4
+    try:
+        za, zb = (s.alloc("pinned", size, {"mapped"})[0] for _ in range(2))
+        ha, hb, hc = (s.alloc("pageable", size)[0] for _ in range(3))
+        da, db, dc = (s.alloc("device", size)[0] for _ in range(3))
+        for buf in (za, zb, ha, hb):
+            backend.write(buf, 0, _ones(size))
+        grid = -(-n // 256)
+
+        def kernel(a, b):
+            return lambda: backend.launch(BUILTINS["sum"], [a, b, dc], n, grid, 256, 0, None)
+
+        def copy(src, dst):
+            return lambda: backend.memcpy(src, 0, dst, 0, size, None, True)
+
+        def best(ops):
+            timed_batch(backend, ops, False)
+            return min(timed_batch(backend, ops, False) for _ in range(5)) * 1e6
+
+        return {"n": n, "zc_kernel_us": best([kernel(za, zb)]), "dev_kernel_us": best([kernel(da, db)]),
+                "zc_step_us": best([kernel(za, zb), copy(dc, hc)]),
+                "dev_step_us": best([copy(ha, da), copy(hb, db), kernel(da, db), copy(dc, hc)])}
+    finally:
+        s.free_all()
+
+
+@command("bench overlap", "streams", "copy/compute overlap: the same work on 1, 2, 4, 8 streams",
+         "bench overlap streams 1,2,4,8", "cudaMemcpyAsync + kernels on several streams, events around it all",
+         opts=(Opt("streams", Arg("LIST", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         flags=(Flag("--json"),),
+         details="8 chunks of 16 MiB on pinned memory: each copied in, worked on by a kernel spinning 300 µs on "
+                 "every SM, copied out; chunk c on stream c mod S. Prints the speedup over one stream.")
+def bench_overlap(session, backend, args):
+    counts = [int(x) for x in (args.get("LIST") or "1,2,4,8").split(",") if x.strip().isdigit()]
+    if not counts or min(counts) < 1 or max(counts) > 32:
+        raise usage("streams takes a list such as 1,2,4,8 (1..32)", args.col("LIST"))
+    chunks, size = 8, 16 << 20
+    s = Scratch(backend)
+    handles = []
+    rows = []
+    try:
+        host = [s.alloc("pinned", size)[0] for _ in range(chunks)]
+        dev = [s.alloc("device", size)[0] for _ in range(chunks)]
+        handles = [backend.stream_create(False, 0)[0] for _ in range(max(counts))]
+        grid = 264  # two blocks per SM on an H100/H200: the kernel holds the whole GPU
+        for k in counts:
+            ops = []
+            for c in range(chunks):
+                st = handles[c % k]
+                ops += [lambda c=c, st=st: backend.memcpy(host[c], 0, dev[c], 0, size, st, True),
+                        lambda st=st: backend.launch(BUILTINS["spin"], [_us(300)], 1, grid, 256, 0, st),
+                        lambda c=c, st=st: backend.memcpy(dev[c], 0, host[c], 0, size, st, True)]
+            timed_batch(backend, ops, False)
+            ms = statistics.median(timed_batch(backend, ops, False) for _ in range(3)) * 1e3
+            rows.append({"streams": k, "ms": ms})
+    finally:
+        for h in handles:
+            backend.stream_destroy(h)
+        s.free_all()
+    for r in rows:
+        r["speedup"] = rows[0]["ms"] / r["ms"]
+    return _outputs(Result("bench", {"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args, "×")
+
+
+def _outputs(result: Result, args, unit: str) -> Result:
+    """--csv FILE and --plot FILE.png beside the table; --json prints this result as JSON."""
+    rows = result.data["rows"]
+    if args.get("FILE") and rows:
+        try:
+            with open(args.get("FILE"), "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+        except OSError as e:
+            raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
+    if args.get("PNG") and rows:
+        _plot(result.data, args.get("PNG"), args.col("PNG"))
+    result.data["json"] = "--json" in args.flags
+    return result
+
+
+def _plot(data: dict, path: str, col: int) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ShellError("NOT_INSTALLED", "--plot needs matplotlib", "pip install 'cudashell[plot]'", col) from None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    rows, bench = data["rows"], data["bench"]
+    if bench == "memcpy":
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            pts = [r for r in rows if r["kind"] == kind]
+            ax.plot([r["size"] for r in pts], [r["gbps"] for r in pts], marker="o", label=kind)
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="bytes per copy", ylabel="GB/s")
+    elif bench == "zerocopy":
+        for key in ("zc_kernel_us", "dev_kernel_us", "zc_step_us", "dev_step_us"):
+            ax.plot([r["n"] for r in rows], [r[key] for r in rows], marker="o", label=key)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set(xlabel="elements", ylabel="µs")
+    elif bench == "overlap":
+        ax.plot([r["streams"] for r in rows], [r["speedup"] for r in rows], marker="o", label="speedup")
+        ax.set(xlabel="streams", ylabel="× one stream")
+    else:
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            pts = [r for r in rows if r["kind"] == kind]
+            ax.plot([r["size"] for r in pts], [r["alloc_s_per_gib"] for r in pts], marker="o", label=kind)
+        ax.set(xlabel="bytes", ylabel="seconds per GiB")
+    ax.set_title(f"cudashell bench {bench} ({data['timing']})")
+    ax.legend()
+    try:
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    except OSError as e:
+        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, col) from None
+    finally:
+        plt.close(fig)
+
