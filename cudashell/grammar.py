@@ -36,7 +36,7 @@ class Segment:
 
 
 _TOKEN = re.compile(r"""\s*(?:<<<(?P<source>.*?)>>>|(?P<opensrc><<<)|(?P<sep>;)|(?P<comment>\#)"""
-                    r"""|(?P<q>["'])(?P<quoted>.*?)(?P=q)|(?P<open>["'])|(?P<word>[^\s;#"']+))""", re.S)
+                    r"""|(?P<q>["'])(?P<quoted>.*?)(?P=q)|(?P<open>["'])|(?P<word>[^\s;#"'][^\s;#]*))""", re.S)
 
 
 def tokenize(line: str) -> list[Token | str]:

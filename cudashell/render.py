@@ -235,6 +235,10 @@ def _calibrate(d):
 
 SIMPLE = {
     "calibrate": _calibrate,
+    "say": lambda d: [d["text"]] if d["shown"] else [],
+    "repeat": lambda d: [f"repeated {d['times']}× ({d['ran']} commands) in {fmt_seconds(d['wall'])} host wall time"],
+    "demos": lambda d: [f"  {x['name']:<20} {x['title']}" for x in d["demos"]]
+    + [f"run one with `demo NAME` (`lang zh` for Chinese narration); the scripts are in {d['folder']}"],
     "timeline": _timeline,
     "event": lambda d: [f"event {d['name']} recorded on stream {d['stream']}" + (" (new)" if d["created"] else "")],
     "elapsed": lambda d: [f"elapsed {d['from']} → {d['to']}: {d['ms']:.3f} ms ({d['timing']})"],

@@ -80,7 +80,7 @@ class Event:
 
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
-            "explain": "off", "width": 0}
+            "explain": "off", "width": 0, "lang": "en"}
 
 
 @dataclass

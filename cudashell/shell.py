@@ -3,6 +3,7 @@ REPL and the CLI are thin layers over this; output goes to injected streams."""
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from pathlib import Path
@@ -56,6 +57,8 @@ class Shell:
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
             if result.action == "run":
                 self._run_nested(result)
+            elif result.action == "repeat":
+                self._repeat(result)
             elif result.action == "quit":
                 self.quitting = True
         except ShellError as e:
@@ -171,6 +174,26 @@ class Shell:
         finally:
             self.dirs.pop()
             self.session.script_dir = self.dirs[-1]
+
+    def _repeat(self, result: Result) -> None:
+        """Run a block N times with its output held back; a failure stops it and is the repeat's error."""
+        segments = split_commands(result.data["commands"].replace("\n", ";"))
+        out, err, echo = self.out, self.err, self.echo
+        self.out = self.err = io.StringIO()
+        self.echo = False
+        t0 = time.perf_counter()
+        try:
+            for i in range(result.data["times"]):
+                for seg in segments:
+                    self.out.seek(0)
+                    self.out.truncate()
+                    if not self.run_segment(seg):
+                        last = self.session.last()
+                        raise ShellError(last.code, f"`{last.text}` failed in round {i + 1}: "
+                                         f"{self.out.getvalue().strip()}", None, result.data["col"])
+        finally:
+            self.out, self.err, self.echo = out, err, echo
+        result.data.update(wall=time.perf_counter() - t0, ran=result.data["times"] * len(segments))
 
     def _run_nested(self, result: Result) -> None:
         path = result.data["path"]

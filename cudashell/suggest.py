@@ -96,6 +96,10 @@ def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: st
         return _files(partial)
     if kind == "command":
         return [(w, "command") for w in command_words()]
+    if kind == "demo":
+        from .commands.meta import demos
+
+        return list(demos().items())
     if kind == "key":
         return [(k, "setting") for k in SETTING_KEYS]
     return []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from cudashell.backends.sim import SimBackend
 from cudashell.shell import Shell
 
@@ -124,9 +126,24 @@ def test_the_shipped_examples_check_themselves_on_the_simulator():
     from cudashell.backends.profile import Profile
 
     root = Path(__file__).resolve().parent.parent / "examples"
-    for name, profile in (("tour.cush", None), ("streams.cush", None),
+    for name, profile in (("tour.cush", None), ("../cudashell/demos/streams.cush", None),
                           ("streams-one-copy-engine.cush", "one-copy-engine")):
         out, err = io.StringIO(), io.StringIO()
         sh = Shell(SimBackend(Profile.load(profile)), out=out, err=err)
         assert sh.run_script(root / name) is True, (name, err.getvalue())
+        sh.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_demo_checks_itself_on_the_simulator(lang):
+    from cudashell.commands.meta import demos
+
+    names = list(demos())
+    assert len(names) >= 8
+    for name in names:
+        out, err = io.StringIO(), io.StringIO()
+        sh = Shell(SimBackend(), out=out, err=err)
+        assert sh.execute(f"demo {name} lang {lang}") is True, (name, err.getvalue())
+        chinese = any("\u4e00" <= ch <= "\u9fff" for ch in out.getvalue())
+        assert chinese == (lang == "zh"), name
         sh.close()

@@ -6,7 +6,7 @@ import difflib
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, parse_size
+from ..grammar import Arg, Opt, parse_size
 from ..registry import GROUPS, command, lookup, specs
 from ..results import Result
 from .data import compare_buffers
@@ -185,3 +185,57 @@ def expect_faster(session, backend, args):
                          None, args.col("A1"))
     return Result("expect", {"expected": "faster", "passed": True, "ms": [a * 1e3, b * 1e3],
                              "speedup": b / a if a else None, "timing": backend.timing_label})
+
+
+@command("repeat", "scripts", "run commands N times, quietly, and say how long it took", 
+         "repeat 100 <<< memcpy h2d p0 d0; memcpy d2h d0 p0 >>>", "(a loop in the host program)",
+         args=(Arg("N", "count"), Arg("COMMANDS", "source")),
+         details="The commands go between <<< and >>>; their output is not printed, a failure stops the loop "
+                 "and is reported. Time it with events around the repeat.")
+def repeat(session, backend, args):
+    n = args.get("N")
+    if not 1 <= n <= 1_000_000:
+        raise usage("repeat 1..1000000 times", args.col("N"))
+    return Result("repeat", {"times": n, "commands": args.get("COMMANDS"), "col": args.col("COMMANDS")},
+                  action="repeat")
+
+
+@command("say", "scripts", "narration in one language: printed when it is the session's (`demo … lang zh`)",
+         "say en Pinned memory is page-locked.", "(none)",
+         args=(Arg("LANG", choices=("en", "zh")), Arg("TEXT", "rest")))
+def say(session, backend, args):
+    shown = args.get("LANG") == session.settings["lang"]
+    return Result("say", {"text": args.get("TEXT"), "lang": args.get("LANG"), "shown": shown})
+
+
+DEMO_DIR = Path(__file__).resolve().parent.parent / "demos"
+
+
+def demos() -> dict[str, str]:
+    """Shipped demos: name → the title on their first line."""
+    out = {}
+    for path in sorted(DEMO_DIR.glob("*.cush")):
+        first = path.read_text(encoding="utf-8").splitlines()[0]
+        out[path.stem] = first.lstrip("# ").strip()
+    return out
+
+
+@command("demo", "scripts", "list the demos, or run one (narrated, self-checking)", "demo pinned-vs-pageable lang zh",
+         "(a shipped .cush script)", args=(Arg("NAME", "demo", optional=True),),
+         opts=(Opt("lang", Arg("L", choices=("en", "zh"))),),
+         details="Each demo reproduces an experiment of the source articles; its `expect` lines check the "
+                 "article's conclusion (on the simulator: the modeled figures, and it says so). The .cush files "
+                 "are in the package's demos/ folder: copy one to change it.")
+def demo(session, backend, args):
+    name = args.get("NAME")
+    available = demos()
+    if name is None:
+        return Result("demos", {"demos": [{"name": k, "title": v} for k, v in available.items()],
+                                "folder": str(DEMO_DIR)})
+    if name not in available:
+        close = difflib.get_close_matches(name, list(available), n=1)
+        raise ShellError("NO_SUCH_DEMO", f"no demo named '{name}'",
+                         f"did you mean `{close[0]}`?" if close else "`demo` lists them", args.col("NAME"))
+    if args.get("L"):
+        session.settings["lang"] = args.get("L")
+    return Result("run", {"path": str(DEMO_DIR / f"{name}.cush"), "col": args.col("NAME")}, action="run")
