@@ -295,7 +295,13 @@ def _bench(d, tablefmt, width=0):
     return out
 
 
-TABLES = {"bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
+def _doctor(d, tablefmt, width=0):
+    mark = {"ok": "✓", "warn": "!", "info": "·"}
+    rows = [[mark[f["level"]], f["topic"], f["value"], f["meaning"]] for f in d["findings"]]
+    return [fit(rows, ["", "what", "found", "what it means for your copies"], tablefmt, width or 160)]
+
+
+TABLES = {"doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
 
 
 def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:

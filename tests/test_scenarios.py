@@ -252,3 +252,25 @@ def test_calibrate_writes_a_profile_the_simulator_loads(cush, tmp_path):
         default = Profile()
         for key in ("pinned_h2d", "pageable_d2h", "d2d", "kernel_device_read", "kernel_zero_copy_read"):
             assert p[key] == pytest.approx(getattr(default, key), rel=0.01), key
+
+
+def test_doctor_explains_the_memory_path(cush):
+    found = {f["topic"]: f for f in cush.ok("doctor")["findings"]}
+    assert {"GPU", "PCIe link", "NUMA", "memlock", "huge pages", "IOMMU / virtualisation", "unifiedAddressing",
+            "pageableMemoryAccess", "asyncEngineCount"} <= set(found)
+    assert found["unifiedAddressing"]["value"] == "yes" and found["pageableMemoryAccess"]["value"] == "no"
+    assert all(f["meaning"] for f in found.values())
+
+
+def test_bench_memcpy_reports_rates_against_the_link(cush, tmp_path):
+    res = cush.ok(f"bench memcpy h2d pinned pageable sizes 1MB,4MB reps 3 --csv {tmp_path / 'b.csv'}")
+    rows = {(r["kind"], r["size"]): r for r in res["rows"]}
+    assert rows[("pinned", 4 << 20)]["gbps"] > rows[("pageable", 4 << 20)]["gbps"] > 0
+    assert 0 < rows[("pinned", 4 << 20)]["percent_of_peak"] <= 100 and res["timing"] in ("measured", "modeled")
+    assert (tmp_path / "b.csv").read_text().splitlines()[0].startswith("kind,size,gbps,cv")
+    z = cush.ok("bench zerocopy 2^16..2^18")
+    assert [r["n"] for r in z["rows"]] == [2**16, 2**17, 2**18]
+    assert all(r["zc_kernel_us"] > r["dev_kernel_us"] for r in z["rows"])
+    a = cush.ok("bench alloc pinned device sizes 64MB")
+    assert {r["call"] for r in a["rows"]} == {"cudaHostAlloc", "cudaMalloc"}
+    assert cush.ok("ls")["buffers"] == []

@@ -177,6 +177,10 @@ class Backend(ABC):
         """cuMemAdvise: readmostly | preferred (device/host) | accessed-by (device)."""
 
     @abstractmethod
+    def versions(self) -> dict:
+        """Driver and runtime versions, as words."""
+
+    @abstractmethod
     def clock(self) -> float:
         """The host's clock in seconds: real on a GPU, the simulator's virtual one on the simulator."""
 

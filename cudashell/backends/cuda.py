@@ -44,6 +44,14 @@ def cuda_unavailable_reason() -> str | None:
     return None
 
 
+def _nvidia_driver() -> str:
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            return f.readline().split("Kernel Module")[-1].split()[0]
+    except (OSError, IndexError):
+        return "unknown"
+
+
 def host_memory_total() -> int:
     with open("/proc/meminfo") as f:
         for line in f:
@@ -129,6 +137,11 @@ class CudaBackend(Backend):
             desc = text.split("failed:", 1)[-1].strip()
             code = self.drv.name_for_description(desc) or "CUDA_ERROR_UNKNOWN"
             raise ShellError(code, text) from None
+
+    def versions(self) -> dict:
+        v = self.cuda.get_driver_version()
+        return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": self.cuda.VERSION_TEXT
+                if hasattr(self.cuda, "VERSION_TEXT") else "", "NVIDIA driver": _nvidia_driver()}
 
     def clock(self) -> float:
         return time.perf_counter()

@@ -257,6 +257,9 @@ class SimBackend(Backend):
                          **a.managed})
         return info
 
+    def versions(self):
+        return {"driver": "simulated", "profile": self.profile.name}
+
     def clock(self):
         return self.now
 
