@@ -235,6 +235,7 @@ def _calibrate(d):
 
 SIMPLE = {
     "calibrate": _calibrate,
+    "checksums": lambda d: [f"checksum {k} {v}" for k, v in d["checksums"].items()],
     "say": lambda d: [d["text"]] if d["shown"] else [],
     "repeat": lambda d: [f"repeated {d['times']}× ({d['ran']} commands) in {fmt_seconds(d['wall'])} host wall time"],
     "demos": lambda d: [f"  {x['name']:<20} {x['title']}" for x in d["demos"]]

@@ -38,6 +38,8 @@ class Shell:
         self.quitting = False
         self.dirs: list[Path] = [Path.cwd()]
         self.closed = False
+        self.last_error: ShellError | None = None
+        self.recording = True  # off inside `repeat`: history keeps the repeat, not its thousand rounds
 
     @property
     def json_mode(self) -> bool:
@@ -70,12 +72,26 @@ class Shell:
                 raise
             error = ShellError("INTERNAL_ERROR", f"{type(e).__name__}: {e}", "run with --debug for the traceback")
         wall = time.perf_counter() - t0
-        self.session.record(seg.text, error is None, error.code if error else None)
+        self.last_error = error
+        if self.recording:
+            self.session.record(self._as_recorded(seg.text, result), error is None, error.code if error else None)
         if result is not None and "call" in result.data and "host_seconds" in result.data:
             self.session.api.append((result.data["call"], result.data["host_seconds"]))
         self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None)
         self._report_callbacks()
         return error is None
+
+    @staticmethod
+    def _as_recorded(text: str, result: Result | None) -> str:
+        """History names what the shell named (`alloc pinned 1MB as p0`), so saving or exporting it
+        replays to the same names."""
+        if result is None or " as " in f" {text.lower()} ":
+            return text
+        if result.kind == "alloc":
+            return f"{text} as {result.data['buffer']['name']}"
+        if result.kind == "stream":
+            return f"{text} as {result.data['name']}"
+        return text
 
     def _report_callbacks(self) -> None:
         """Host callbacks that fired while the command ran (cuLaunchHostFunc runs them on a driver thread)."""
@@ -180,7 +196,7 @@ class Shell:
         segments = split_commands(result.data["commands"].replace("\n", ";"))
         out, err, echo = self.out, self.err, self.echo
         self.out = self.err = io.StringIO()
-        self.echo = False
+        self.echo = self.recording = False
         t0 = time.perf_counter()
         try:
             for i in range(result.data["times"]):
@@ -188,11 +204,11 @@ class Shell:
                     self.out.seek(0)
                     self.out.truncate()
                     if not self.run_segment(seg):
-                        last = self.session.last()
-                        raise ShellError(last.code, f"`{last.text}` failed in round {i + 1}: "
-                                         f"{self.out.getvalue().strip()}", None, result.data["col"])
+                        e = self.last_error
+                        raise ShellError(e.code, f"`{seg.text}` failed in round {i + 1}: {e.message}", e.hint,
+                                         result.data["col"])
         finally:
-            self.out, self.err, self.echo = out, err, echo
+            self.out, self.err, self.echo, self.recording = out, err, echo, True
         result.data.update(wall=time.perf_counter() - t0, ran=result.data["times"] * len(segments))
 
     def _run_nested(self, result: Result) -> None:

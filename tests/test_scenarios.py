@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from cudashell.commands.data import random_values
 from tests.conftest import gpu_missing
 
 
@@ -25,7 +26,7 @@ def test_round_trip_through_device_is_byte_exact(cush):
     cush.ok("memcpy d0 back")
     assert cush.ok("compare src back")["equal"] is True
     shown = cush.ok("show back count 4")["values"]
-    expect = np.random.default_rng(7).integers(0, 255, 4, dtype=np.uint8, endpoint=True).tolist()
+    expect = random_values(7, 0, 4, np.dtype(np.uint8)).tolist()
     assert shown == expect
 
 

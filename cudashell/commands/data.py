@@ -13,14 +13,29 @@ from .checks import check_host_accessible, check_range
 STEP = 16 << 20  # bytes per piece, so big buffers are filled and compared without big temporaries
 
 
-def _values(value, dtype: np.dtype, start: int, count: int, rng) -> np.ndarray:
+def splitmix64(seed: int, start: int, count: int) -> np.ndarray:
+    """Counter-based random numbers (SplitMix64 of seed + k·golden, k = index + 1): the same in numpy and
+    in the C that `export c` writes, element by element, however the fill is split into pieces."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + (np.arange(start, start + count, dtype=np.uint64) + np.uint64(1)) \
+            * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def random_values(seed: int, start: int, count: int, dtype: np.dtype) -> np.ndarray:
+    z = splitmix64(seed, start, count)
+    if dtype.kind == "f":  # 53 random bits → [0, 1)
+        return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).astype(dtype)
+    return z.astype(dtype)  # the low bits, as a C cast keeps them
+
+
+def _values(value, dtype: np.dtype, start: int, count: int, seed: int) -> np.ndarray:
     if value == "iota":
         return np.arange(start, start + count).astype(dtype)
     if value == "random":
-        if dtype.kind == "f":
-            return rng.random(count, dtype=np.float64).astype(dtype)
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, count, dtype=dtype, endpoint=True)
+        return random_values(seed, start, count, dtype)
     return np.full(count, value, dtype)
 
 
@@ -49,12 +64,12 @@ def fill(session, backend, args):
     value = args.get("VALUE")
     _check_value(value, dtype, args.col("VALUE"))
     count = buf.size // dtype.itemsize
-    rng = np.random.default_rng(args.get("N", 0))
+    seed = args.get("N", 0)
     backend.reserve(buf, 0, count * dtype.itemsize)
     per = STEP // dtype.itemsize
     for start in range(0, count, per):
         n = min(per, count - start)
-        backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, rng).view(np.uint8))
+        backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, seed).view(np.uint8))
     return Result("fill", {"name": buf.name, "value": value, "dtype": dtype.name, "elements": count})
 
 
@@ -114,3 +129,20 @@ def compare(session, backend, args):
                            (args.col("A"), args.col("B"), args.col("SIZE")))
     return Result("compare", data)
 
+
+
+def checksum(backend, buf) -> int:
+    """Σ byte[i]·(i mod 251 + 1) mod 2^64: position-sensitive, vectorised here and one loop in C."""
+    total = 0
+    for pos in range(0, buf.size, STEP):
+        piece = backend.read(buf, pos, min(STEP, buf.size - pos)).astype(np.uint64)
+        weights = (np.arange(pos, pos + piece.size, dtype=np.uint64) % np.uint64(251)) + np.uint64(1)
+        total = (total + int(np.sum(piece * weights, dtype=np.uint64))) % (1 << 64)
+    return total
+
+
+@command("checksum", "data", "a position-sensitive checksum of buffers (the same one `export c` prints)",
+         "checksum h0 d0", "(a host loop; device memory is read through a copy)", args=(Arg("NAME", "buffer", many=True),))
+def checksum_(session, backend, args):
+    bufs = [session.buffer(n, c) for n, c in zip(args.get("NAME"), args.many_cols["NAME"])]
+    return Result("checksums", {"checksums": {b.name: checksum(backend, b) for b in bufs}})

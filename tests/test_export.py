@@ -1,0 +1,55 @@
+"""export c: the session as a CUDA C program that nvcc compiles and that, on a GPU, prints the checksums
+the session computed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import Cush, gpu_missing, make_backend
+
+SESSION = ("alloc pinned 1MB mapped; alloc device 1MB; alloc pageable 64KB; fill p0 random seed 5 dtype float32; "
+           "fill h0 iota dtype int32; register h0 portable; stream create; stream create nonblocking priority high; "
+           "event record a; memcpy p0 d0 async stream 1; launch scale d0 2.5 stream 1; launch spin 100 stream 2; "
+           "event record b stream 1; wait 2 b; memcpy d2h d0 p0 async stream 2; callback 2 done; sync; "
+           "elapsed a b; repeat 3 <<< launch increment d0; memset d0 1 16 >>>; alloc managed 4KB; "
+           "launch fill m0 3; launch saxpy 0.5 m0 m0; prefetch m0 host; advise m0 readmostly; sync; "
+           "alloc device 64KB as tmp; memcpy h0 tmp; launch sum tmp tmp tmp; sync; echo all done")
+NVCC = shutil.which("nvcc")
+
+
+def export(cush, path):
+    for line in SESSION.split("; "):
+        cush.ok(line)
+    sums = cush.ok("checksum p0 d0 h0 m0 tmp")["checksums"]
+    cush.ok(f"export c {path}")
+    return sums
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_export_compiles_with_nvcc(sim, tmp_path):
+    export(sim, tmp_path / "s.cu")
+    text = (tmp_path / "s.cu").read_text()
+    assert "cudaHostAlloc((void **)&b_p0, 1048576, cudaHostAllocMapped)" in text
+    assert "for (int round = 0; round < 3; round++)" in text and "k_scale<<<" in text
+    r = subprocess.run([NVCC, "-O2", "-o", str(tmp_path / "s"), str(tmp_path / "s.cu")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.gpu
+def test_the_export_prints_the_sessions_checksums_on_the_gpu(tmp_path):
+    if gpu_missing():
+        pytest.skip(f"no GPU: {gpu_missing()}")
+    cush = Cush(make_backend("cuda"))
+    try:
+        sums = export(cush, tmp_path / "s.cu")
+    finally:
+        cush.shell.close()
+    subprocess.run([NVCC, "-O2", "-o", str(tmp_path / "s"), str(tmp_path / "s.cu")], check=True, timeout=300)
+    out = subprocess.run([str(tmp_path / "s")], capture_output=True, text=True, timeout=120, check=True).stdout
+    printed = {m[0]: int(m[1]) for m in re.findall(r"^checksum (\S+) (\d+)$", out, re.M)}
+    assert printed == sums and "callback: done" in out and "all done" in out
