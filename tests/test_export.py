@@ -22,8 +22,8 @@ NVCC = shutil.which("nvcc")
 
 
 def export(cush, path):
-    for line in SESSION.split("; "):
-        cush.ok(line)
+    objs = cush.run(SESSION)
+    assert all(o["ok"] for o in objs), [o for o in objs if not o["ok"]]
     sums = cush.ok("checksum p0 d0 h0 m0 tmp")["checksums"]
     cush.ok(f"export c {path}")
     return sums

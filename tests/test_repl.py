@@ -83,7 +83,7 @@ def test_typing_tab_completion_and_ctrl_d_in_the_real_prompt(shell):
 
 def test_a_malformed_line_is_not_run_and_ctrl_c_cancels_it(shell):
     out = drive(shell, "alloc pinned 64QB", "\r", "\x03", "alloc device 1KB\r", "\x04")
-    assert [e.text for e in shell.session.history] == ["alloc device 1KB"]
+    assert [e.text for e in shell.session.history] == ["alloc device 1KB as d0"]
     assert "d0: device" in out
 
 
