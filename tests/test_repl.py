@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 
-import pexpect
 import pytest
 from prompt_toolkit.document import Document
 from prompt_toolkit.input import create_pipe_input
@@ -93,6 +92,7 @@ def test_inline_help_with_a_question_mark(shell):
 
 
 def test_the_installed_command_in_a_pseudo_terminal(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
                TERM="xterm", NO_COLOR="1")
     child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",

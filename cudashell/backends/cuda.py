@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import ctypes as C
 import mmap
+import re
 import resource
 import time
 from contextlib import contextmanager
@@ -47,9 +48,10 @@ def cuda_unavailable_reason() -> str | None:
 def _nvidia_driver() -> str:
     try:
         with open("/proc/driver/nvidia/version") as f:
-            return f.readline().split("Kernel Module")[-1].split()[0]
-    except (OSError, IndexError):
+            m = re.search(r"\s(\d+\.\d+(?:\.\d+)?)\s", f.readline())
+    except OSError:
         return "unknown"
+    return m.group(1) if m else "unknown"
 
 
 def host_memory_total() -> int:
@@ -140,8 +142,10 @@ class CudaBackend(Backend):
 
     def versions(self) -> dict:
         v = self.cuda.get_driver_version()
-        return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": self.cuda.VERSION_TEXT
-                if hasattr(self.cuda, "VERSION_TEXT") else "", "NVIDIA driver": _nvidia_driver()}
+        import pycuda
+
+        return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": pycuda.VERSION_TEXT,
+                "NVIDIA driver": _nvidia_driver()}
 
     def clock(self) -> float:
         return time.perf_counter()

@@ -103,8 +103,10 @@ def _copy_ops(backend, s: Scratch, kind: str, direction: str, size: int, streams
         if kind == "mapped":  # a kernel's threads do the copy through the mapped pointer
             src, dst = (h, g) if d == "h2d" else (g, h)
             return backend.launch(BUILTINS["copy"], [src, dst], n, -(-n // 256), 256, 0, streams[d])
-        if kind == "managed":
-            return backend.prefetch(h, "device" if d == "h2d" else "host", streams[d])
+        if kind == "managed":  # pages must move every time: there and back, both counted
+            first, back = ("device", "host") if d == "h2d" else ("host", "device")
+            backend.prefetch(h, first, streams[d])
+            return backend.prefetch(h, back, streams[d])
         src, dst = (h, g) if d == "h2d" else (g, h)
         return backend.memcpy(src, 0, dst, 0, size, streams[d], True)
 
@@ -140,7 +142,7 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
                Opt("--plot", Arg("PNG", "file"))),
          flags=(Flag("gate"), Flag("--json")),
          details="Kinds: pageable, pinned, writecombined, registered, mapped (a kernel copies through the "
-                 "mapped pointer), managed (prefetch migrates the pages). Each point: the median and coefficient "
+                 "mapped pointer), managed (prefetch migrates the pages there and back, both counted). Each point: the median and coefficient "
                  "of variation over `reps` batches of back-to-back copies, GB/s, and % of the PCIe link's peak "
                  "(read from sysfs; D2D against HBM, read + write counted). `gate` holds the queue with a spin "
                  "kernel so launch gaps are not timed. Ctrl-C keeps the points measured so far.")
@@ -179,7 +181,7 @@ def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
                 made.append(streams[d])
         op = _copy_ops(backend, s, kind, direction, size, streams)
         n = max(2, min(32, (256 << 20) // size))
-        moved = size * n * (2 if direction == "bidir" else 1)
+        moved = size * n * (2 if direction == "bidir" or kind == "managed" else 1)
         timed_batch(backend, [lambda i=i: op(i) for i in range(n)], gate)  # warm-up
         rates = [moved / timed_batch(backend, [lambda i=i: op(i) for i in range(n)], gate) for _ in range(reps)]
     finally:
@@ -287,9 +289,9 @@ def _zerocopy_point(backend, n: int) -> dict:
         def copy(src, dst):
             return lambda: backend.memcpy(src, 0, dst, 0, size, None, True)
 
-        def best(ops):
-            timed_batch(backend, ops, False)
-            return min(timed_batch(backend, ops, False) for _ in range(5)) * 1e6
+        def best(ops):  # gated: the shell's own time between launches is not the kernel's
+            timed_batch(backend, ops, True)
+            return min(timed_batch(backend, ops, True) for _ in range(5)) * 1e6
 
         return {"n": n, "zc_kernel_us": best([kernel(za, zb)]), "dev_kernel_us": best([kernel(da, db)]),
                 "zc_step_us": best([kernel(za, zb), copy(dc, hc)]),
