@@ -289,8 +289,10 @@ def _bench(d, tablefmt, width=0):
         headers = ["streams", "ms", "speedup"]
     out = [head, fit(table, headers, tablefmt, width)]
     if bench == "zerocopy":
-        out.append(f"whole step: zero-copy is faster up to n = {d['crossover'] // 2 if d['crossover'] else rows[-1]['n'] if rows else '-'}"
-                   + (f", device memory from n = {d['crossover']}" if d["crossover"] else " (in this range)"))
+        w, k = d["zc_step_wins_from"], d["kernel_2x"]
+        out.append((f"whole step (copies from pageable memory included): zero-copy wins from n = {w} on"
+                    if w else "whole step: device memory wins at the largest n measured")
+                   + (f"; the zero-copy kernel alone is over 2× slower from n = {k}" if k else ""))
     if d.get("interrupted"):
         out.append("interrupted: the points measured so far")
     return out

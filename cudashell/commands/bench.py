@@ -265,9 +265,14 @@ def bench_zerocopy(session, backend, args):
         interrupted = True
     finally:
         progress.close()
-    crossover = next((r["n"] for r in rows if r["zc_step_us"] > r["dev_step_us"]), None)
+    # the smallest n from which the zero-copy whole step keeps winning (noise at tiny n aside)
+    wins_from = None
+    for r in reversed(rows):
+        if r["zc_step_us"] >= r["dev_step_us"]:
+            break
+        wins_from = r["n"]
     kernel_cross = next((r["n"] for r in rows if r["zc_kernel_us"] > 2 * r["dev_kernel_us"]), None)
-    return _outputs(Result("bench", {"bench": "zerocopy", "rows": rows, "crossover": crossover,
+    return _outputs(Result("bench", {"bench": "zerocopy", "rows": rows, "zc_step_wins_from": wins_from,
                                      "kernel_2x": kernel_cross, "interrupted": interrupted,
                                      "timing": backend.timing_label}), args, "µs")
 
