@@ -14,7 +14,7 @@ from ..kernels import BUILTINS
 from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
-from .calibrate import Scratch, gpu_seconds
+from .calibrate import Scratch, ones
 
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")
@@ -94,7 +94,7 @@ def _copy_ops(backend, s: Scratch, kind: str, direction: str, size: int, streams
             buf = s.alloc("pinned", size, {"writecombined"} if kind == "writecombined" else {"mapped"} if kind == "mapped" else set())[0]
         else:
             buf = s.alloc(kind, size)[0]
-        backend.write(buf, 0, _ones(size))
+        backend.write(buf, 0, ones(size))
         host.append(buf)
     n = size // 4
 
@@ -113,12 +113,6 @@ def _copy_ops(backend, s: Scratch, kind: str, direction: str, size: int, streams
     if direction == "bidir":
         return lambda i: (one(i, "h2d"), one(i, "d2h"))
     return lambda i: one(i, direction)
-
-
-def _ones(n: int):
-    import numpy as np
-
-    return np.ones(n, np.uint8)
 
 
 def _peak(backend, direction: str) -> tuple[float | None, str]:
@@ -285,7 +279,7 @@ def _zerocopy_point(backend, n: int) -> dict:
         ha, hb, hc = (s.alloc("pageable", size)[0] for _ in range(3))
         da, db, dc = (s.alloc("device", size)[0] for _ in range(3))
         for buf in (za, zb, ha, hb):
-            backend.write(buf, 0, _ones(size))
+            backend.write(buf, 0, ones(size))
         grid = -(-n // 256)
 
         def kernel(a, b):

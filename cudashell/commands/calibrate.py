@@ -75,7 +75,7 @@ def measure(backend) -> dict:
         dev, _ = s.alloc("device", SIZE)
         dev2, _ = s.alloc("device", SIZE)
         for buf in (pinned, wc, pageable):
-            backend.write(buf, 0, _ones(SIZE))
+            backend.write(buf, 0, ones(SIZE))
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
         latency = statistics.median(gpu_seconds(backend, launch_sum(backend, dev, dev, dev2, 1, 1, 1))
                                     for _ in range(REPS))
@@ -97,7 +97,7 @@ def measure(backend) -> dict:
     return figures
 
 
-def _ones(n: int):
+def ones(n: int):
     import numpy as np
 
     return np.ones(n, np.uint8)

@@ -164,20 +164,18 @@ class Writer:
         src, dst = a.get("SRC"), a.get("DST")
         nbytes = a.get("SIZE", self.buffers[src][1])
         direction = a.get("DIR") or _infer(self.buffers[src][0], self.buffers[dst][0])
-        args = f"{ident('b', dst)}, {ident('b', src)}, {nbytes}, {DIRS[direction]}"
-        if "async" in a.flags:
-            self.emit(f"CHECK(cudaMemcpyAsync({args}, {self.stream(a.get('S'))}));", i)
-        else:
-            self.emit(f"CHECK(cudaMemcpy({args}));", i)
+        self.maybe_async(a, i, "cudaMemcpy", f"{ident('b', dst)}, {ident('b', src)}, {nbytes}, {DIRS[direction]}")
 
     def c_memset(self, a, i, text):
         name = a.get("NAME")
         nbytes = a.get("SIZE", self.buffers[name][1])
-        args = f"{ident('b', name)}, {a.get('BYTE')}, {nbytes}"
+        self.maybe_async(a, i, "cudaMemset", f"{ident('b', name)}, {a.get('BYTE')}, {nbytes}")
+
+    def maybe_async(self, a, i, call: str, args: str) -> None:
         if "async" in a.flags:
-            self.emit(f"CHECK(cudaMemsetAsync({args}, {self.stream(a.get('S'))}));", i)
+            self.emit(f"CHECK({call}Async({args}, {self.stream(a.get('S'))}));", i)
         else:
-            self.emit(f"CHECK(cudaMemset({args}));", i)
+            self.emit(f"CHECK({call}({args}));", i)
 
     # ------------------------------------------------------------------ streams and events
     def c_stream_create(self, a, i, text):
