@@ -275,3 +275,9 @@ def test_bench_memcpy_reports_rates_against_the_link(cush, tmp_path):
     a = cush.ok("bench alloc pinned device sizes 64MB")
     assert {r["call"] for r in a["rows"]} == {"cudaHostAlloc", "cudaMalloc"}
     assert cush.ok("ls")["buffers"] == []
+
+
+def test_bench_plot_writes_a_png(sim, tmp_path):
+    pytest.importorskip("matplotlib")
+    sim.ok(f"bench overlap streams 1,2 --plot {tmp_path / 'o.png'}")
+    assert (tmp_path / "o.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
