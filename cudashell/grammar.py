@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from dataclasses import dataclass, field
 
-from .errors import ShellError, usage
+from .errors import usage
 
 # ---------------------------------------------------------------- tokens
 

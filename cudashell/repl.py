@@ -20,6 +20,7 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
 from . import config
+from .commands.checks import pinned_bytes
 from .errors import ShellError
 from .grammar import format_size, parse_size, split_commands, tokenize
 from .registry import REGISTRY, lookup, parse_segment, specs
@@ -111,7 +112,7 @@ class ShellValidator(Validator):
 
 def toolbar(shell) -> str:
     s, b = shell.session, shell.backend
-    pinned = sum(x.size for x in s.buffers.values() if x.kind == "pinned" or x.registered is not None)
+    pinned = pinned_bytes(s)
     return (f" {b.name} · {b.info.name} · {len(s.buffers)} buffers · pinned {format_size(pinned)} · "
             f"device {format_size(s.bytes_in_use('device'))} · default stream 0 · time {s.settings['time']} · "
             f"explain {s.settings['explain']} · F1 help ")

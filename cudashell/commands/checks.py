@@ -33,7 +33,7 @@ def check_device_accessible(buf, col: int | None, uva: bool) -> None:
     if buf.kind == "pageable":
         hint = f"pageable memory is host-only: `register {buf.name}` pins it, or copy it to a device buffer"
     else:
-        hint = (f"without UVA only mapped memory is reachable: allocate it `mapped`"
+        hint = ("without UVA only mapped memory is reachable: allocate it `mapped`"
                 if not uva else "copy it to a device buffer first")
     raise ShellError("NOT_DEVICE_ACCESSIBLE", f"the GPU cannot reach {buf.name} ({buf.kind})", hint, col)
 
