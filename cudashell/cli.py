@@ -76,7 +76,7 @@ def run_batch(shell: Shell, args) -> int:
     ok = True
     try:
         if args.commands is not None:
-            ok = shell.run_items(shell.script_items(args.commands.replace("\n", ";")), "-c") and ok
+            ok = shell.run_items(shell.script_items(args.commands), "-c") and ok
         for path in args.scripts:
             if shell.quitting or (not ok and not args.keep_going):
                 break
