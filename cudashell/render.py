@@ -47,9 +47,21 @@ def _alloc(d):
     return [f"{_buffer_line(d['buffer'])}  — {d['call']} {fmt_seconds(d['seconds'])} {_timing(d)}"]
 
 
-def _copy(d):
+def _how(d) -> str:
+    """What the host call did: blocked, or returned at once; and how that is known on a GPU."""
     how = (f"host blocked {fmt_seconds(d['host_seconds'])}" if d["blocking"]
            else f"host returned after {fmt_seconds(d['host_seconds'])}, did not block")
+    return how + (" (as documented: too quick to observe)" if d.get("blocking_basis") == "rule" else "")
+
+
+def pending_notes(d) -> list[str]:
+    """The lesson of a host touching memory the GPU is still working on: say so, don't refuse it."""
+    return [f"  note: {name} is pending on stream {', '.join(streams)}: the GPU may still change it "
+            "(`sync` first to see its final bytes)" for name, streams in (d.get("pending") or {}).items()]
+
+
+def _copy(d):
+    how = _how(d)
     rate = f" = {d['gbps']:.2f} GB/s" if d["gbps"] else ""
     where = f" on stream {d['stream']}" if d["async"] else ""
     return [f"memcpy {d['direction']} {d['src']} → {d['dst']}: {format_size_exact(d['bytes'])} in "
@@ -71,7 +83,7 @@ def _sync(d):
 
 def _memset(d):
     return [f"memset {d['name']} = {d['value']}: {format_size_exact(d['bytes'])} in {_gpu_time(d)}; "
-            f"{d['call']}, {'host blocked' if d['blocking'] else 'did not block'} {_timing(d)}"]
+            f"{d['call']}, {_how(d)} {_timing(d)}"]
 
 
 def fit(rows, headers, tablefmt: str, width: int) -> str:
@@ -117,16 +129,18 @@ def _show(d):
         values = values[:48] + [f"… {len(values) - 56} more …"] + values[-8:]
     shown = " ".join(values)
     more = f"  … ({d['count']} of {d['elements']} shown)" if d["count"] < d["elements"] else ""
-    return [f"{d['name']} [{d['dtype']}] @{d['offset']}: {shown}{more}"]
+    return [f"{d['name']} [{d['dtype']}] @{d['offset']}: {shown}{more}"] + pending_notes(d)
 
 
 def _compare(d):
     if d["equal"]:
-        return [f"{d['a']} == {d['b']} ({format_size_exact(d['bytes'])})"]
-    if "offset" in d:
-        return [f"{d['a']} != {d['b']}: first difference at byte {d['offset']}: {d['a_byte']} vs {d['b_byte']}"]
-    return [f"{d['a']} != {d['b']}: the first {d['bytes']} bytes match but the sizes differ "
-            f"({d['sizes'][0]} vs {d['sizes'][1]})"]
+        line = f"{d['a']} == {d['b']} ({format_size_exact(d['bytes'])})"
+    elif "offset" in d:
+        line = f"{d['a']} != {d['b']}: first difference at byte {d['offset']}: {d['a_byte']} vs {d['b_byte']}"
+    else:
+        line = (f"{d['a']} != {d['b']}: the first {d['bytes']} bytes match but the sizes differ "
+                f"({d['sizes'][0]} vs {d['sizes'][1]})")
+    return [line] + pending_notes(d)
 
 
 def _launch(d):
@@ -135,7 +149,7 @@ def _launch(d):
     n = f", n={d['n']}" if d["builtin"] and d["kernel"] != "spin" else ""
     return [f"launch {d['kernel']}<<<{d['grid']}, {d['block']}{shared}>>>({', '.join(map(str, d['args']))}{n})"
             f"{part} on stream {d['stream']}: kernel {_gpu_time(d)}, "
-            f"{'host blocked' if d['blocking'] else 'did not block'} {_timing(d)}"]
+            f"{_how(d)} {_timing(d)}"]
 
 
 def _timeline(d):
@@ -216,8 +230,11 @@ def _device(d):
 def _free(d):
     if not d["freed"]:
         return ["nothing to free"]
-    return ["freed " + ", ".join(f"{f['name']} ({f['kind']} {format_size(f['size'])}"
-                                 f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
+    out = ["freed " + ", ".join(f"{f['name']} ({f['kind']} {format_size(f['size'])}"
+                                f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
+    if d.get("sync_rule") and d["host_seconds"] >= 1e-4:  # only worth a line when the wait was real
+        out.append(f"  host waited {fmt_seconds(d['host_seconds'])} for the device: {d['sync_rule']} ({d['timing']})")
+    return out
 
 
 def _calibrate(d):
@@ -235,7 +252,7 @@ def _calibrate(d):
 
 SIMPLE = {
     "calibrate": _calibrate,
-    "checksums": lambda d: [f"checksum {k} {v}" for k, v in d["checksums"].items()],
+    "checksums": lambda d: [f"checksum {k} {v}" for k, v in d["checksums"].items()] + pending_notes(d),
     "say": lambda d: [d["text"]] if d["shown"] else [],
     "repeat": lambda d: [f"repeated {d['times']}× ({d['ran']} commands) in {fmt_seconds(d['wall'])} host wall time"],
     "demos": lambda d: [f"  {x['name']:<20} {x['title']}" for x in d["demos"]]
@@ -249,7 +266,7 @@ SIMPLE = {
     "copy": _copy, "memset": _memset, "info": _info, "show": _show, "compare": _compare,
     "launch": _launch, "stream": _stream, "help": _help, "help_command": _help_command, "device": _device,
     "free": _free,
-    "fill": lambda d: [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}"],
+    "fill": lambda d: [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}"] + pending_notes(d),
     "sync": _sync,
     "prefetch": lambda d: [f"prefetch {d['name']} → {d['to']}: {format_size_exact(d['bytes'])} on stream "
                            f"{d['stream']}, {_gpu_time(d)} {_timing(d)}"],

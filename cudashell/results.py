@@ -18,4 +18,5 @@ def hexptr(p: int | None) -> str | None:
 
 
 def timing_data(t) -> dict:
-    return {"seconds": t.seconds, "host_seconds": t.host_seconds, "blocking": t.blocking, "timing": t.label}
+    return {"seconds": t.seconds, "host_seconds": t.host_seconds, "blocking": t.blocking, "timing": t.label,
+            "sync_rule": t.rule, "blocking_basis": t.basis or None}

@@ -27,7 +27,7 @@ class Buffer:
     handle: object = field(repr=False, default=None)  # the backend's own object
     device: int = 0
     registered: frozenset | None = None  # cudaHostRegister flags while registered
-    pending: set = field(default_factory=set)  # streams with async work on it not yet synced
+    pending: dict = field(default_factory=dict)  # backend token → stream name, of GPU work on it not yet done
 
     @property
     def host_accessible(self) -> bool:
@@ -49,20 +49,29 @@ class Buffer:
                                          if self.registered else ""))
         return ",".join(words) or "-"
 
+    def pending_streams(self) -> list[str]:
+        return sorted(set(self.pending.values()))
+
     def state(self) -> str:
         if self.pending:
-            return "pending on stream " + ",".join(sorted(self.pending))
+            return "pending on stream " + ",".join(self.pending_streams())
         return "ready"
 
 
-@dataclass
+@dataclass(eq=False)
 class Stream:
+    """A stream the session knows; the legacy default stream is one too (number 0, handle None)."""
+
     name: str
     number: int
     handle: object = field(repr=False, default=None)
     nonblocking: bool = False
     priority: int = 0
     device: int = 0
+
+    @property
+    def is_default(self) -> bool:
+        return self.number == 0
 
 
 @dataclass
@@ -86,7 +95,8 @@ SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "a
 @dataclass
 class Session:
     buffers: dict = field(default_factory=dict)
-    streams: dict = field(default_factory=dict)
+    streams: dict = field(default_factory=dict)  # the streams the user made, by name
+    default_stream: Stream = field(default_factory=lambda: Stream("0", 0))
     history: list = field(default_factory=list)
     trace: list = field(default_factory=list)
     unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
@@ -124,10 +134,10 @@ class Session:
         return sum(b.size for b in self.buffers.values() if b.kind == kind)
 
     # -------------------------------------------------------------- streams
-    def stream(self, name: str | None, col: int | None = None) -> Stream | None:
-        """The named stream, or None for the default stream (`0`, `default`, or not given)."""
+    def stream(self, name: str | None, col: int | None = None) -> Stream:
+        """The named stream; the default stream for `0`, `default`, or none given."""
         if name is None or name.lower() in DEFAULT_STREAM_NAMES:
-            return None
+            return self.default_stream
         try:
             return self.streams[name]
         except KeyError:
@@ -142,39 +152,34 @@ class Session:
         self.streams[stream.name] = stream
         self.stream_counter = max(self.stream_counter, stream.number)
 
-    def mark_pending(self, stream: Stream | None, *bufs: Buffer) -> None:
-        label = stream.name if stream else "0"
-        for b in bufs:
-            b.pending.add(label)
-
-    def clear_pending(self, stream_label: str | None = None) -> None:
-        """After a sync: of one stream's work, or (None) of all work."""
-        for b in self.buffers.values():
-            if stream_label is None:
-                b.pending.clear()
-            else:
-                b.pending.discard(stream_label)
-
-    # -------------------------------------------------------------- trace
-    def trace_op(self, op: str, stream: Stream | None, nbytes: int, timing) -> None:
-        entry = {"op": op, "engine": engine_of(op), "stream": stream.name if stream else "0", "bytes": nbytes,
+    # -------------------------------------------------------------- GPU work in flight
+    def track(self, op: str, stream: Stream, nbytes: int, timing, *bufs: Buffer) -> None:
+        """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream."""
+        entry = {"op": op, "engine": engine_of(op), "stream": stream.name, "bytes": nbytes,
                  "seconds": timing.seconds, "start": timing.start, "end": timing.end, "timing": timing.label,
                  "token": timing.token}
         self.trace.append(entry)
         if timing.token is not None:
             self.unresolved.append(entry)
+            for b in bufs:
+                b.pending[timing.token] = stream.name
 
-    def resolve_pending(self, resolve) -> list[dict]:
-        """Fill in GPU times of async work that has now finished; return those entries."""
+    def settle(self, backend) -> list[dict]:
+        """Ask the backend which work in flight has finished: fill in its GPU times, clear the buffers'
+        pending marks. The one place pending state changes, so it follows the GPU (or the virtual clock)."""
         done, still = [], []
         for entry in self.unresolved:
-            span = resolve(entry["token"])
+            span = backend.resolve(entry["token"])
             if span is None:
                 still.append(entry)
             else:
                 entry["seconds"], entry["start"], entry["end"] = span
                 done.append(entry)
         self.unresolved = still
+        finished = {e["token"] for e in done}
+        for b in self.buffers.values():
+            for token in finished & b.pending.keys():
+                del b.pending[token]
         return done
 
     # -------------------------------------------------------------- events

@@ -56,6 +56,8 @@ class Timing:
     token: int | None = None
     start: float | None = None  # GPU-side start and end, seconds since the session began
     end: float | None = None
+    rule: str | None = None  # the API synchronisation rule (syncrules) that applies to the call
+    basis: str = ""  # how `blocking` is known: "observed" on the GPU, "rule" where it could not be seen, "modeled"
 
 
 class Backend(ABC):

@@ -5,7 +5,7 @@ built-in name, e.g. `no-uva` for the pre-UVA rule that only mapped memory is rea
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ..errors import ShellError
@@ -50,6 +50,11 @@ class Profile:
     pinned_alloc_per_mib: float = 0.55e-3
     register_per_mib: float = 0.25e-3
     device_alloc: float = 60e-6
+    staging_rate: float = 10 * GB  # the host's memcpy of pageable bytes into the driver's staging buffer
+    staging_latency: float = 15e-6
+    # measured copy times by size, from `calibrate`: {"pinned h2d": [[bytes, seconds], ...], ...};
+    # where a curve is missing, latency + size / bandwidth
+    copy_curves: dict = field(default_factory=dict)
     # simulator storage budget: real bytes it may hold in RAM (untouched pages cost nothing)
     storage_budget: int = 4 * (1 << 30)
 
@@ -70,6 +75,26 @@ class Profile:
         if unknown:
             raise ShellError("BAD_PROFILE", f"{spec}: unknown keys {', '.join(unknown)}")
         return replace(cls(), **data)
+
+    def copy_seconds(self, path: str, nbytes: int) -> float:
+        """How long a copy of `nbytes` takes on a path ("pinned h2d", "pageable d2h", "d2d", "h2h", …):
+        piecewise linear between calibrated points, toward the small-copy latency below the first, at the
+        last segment's rate above the last."""
+        points = sorted(self.copy_curves.get(path) or ())
+        if len(points) < 2:
+            return self.copy_latency + nbytes / self._rate(path)
+        if nbytes <= points[0][0]:
+            n0, t0 = points[0]
+            return self.copy_latency + (t0 - self.copy_latency) * nbytes / n0
+        for (n1, t1), (n2, t2) in zip(points, points[1:]):
+            if nbytes <= n2 or (n2, t2) == points[-1]:
+                return t1 + (t2 - t1) * (nbytes - n1) / (n2 - n1)
+        raise AssertionError("unreachable")
+
+    def _rate(self, path: str) -> float:
+        return {"pinned h2d": self.pinned_h2d, "pinned d2h": self.pinned_d2h, "pageable h2d": self.pageable_h2d,
+                "pageable d2h": self.pageable_d2h, "writecombined h2d": self.writecombined_h2d,
+                "writecombined d2h": self.pinned_d2h, "d2d": self.d2d / 2, "h2h": self.h2h}[path]
 
     def memory_paths(self) -> dict:
         link = {"current_gen": self.pcie_gen, "current_width": self.pcie_width, "max_gen": self.pcie_gen,

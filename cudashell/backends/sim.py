@@ -1,55 +1,77 @@
-"""The simulated device: real bytes (lazily stored), the driver's rules and error names, and timings
-modeled from a Profile on a virtual clock with per-stream queues and the legacy default stream."""
+"""The simulated device: a discrete-event model on one virtual clock. Real bytes (lazily stored) change
+when an operation *completes* in virtual time; the host's clock moves by each call's modeled cost and by
+every wait; engines and streams follow the driver's ordering rules (copy engines in issue order, kernels of
+different streams concurrently, the legacy default stream's implicit synchronisation); which calls hold
+the host comes from the one table in `syncrules`. Deterministic: the same script gives the same figures."""
 
 from __future__ import annotations
 
+import heapq
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
+from .. import syncrules as R
 from ..errors import ShellError
-from .base import (HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation, Backend, DeviceInfo,
-                   Timing)
+from .addresses import AddressSpaces
+from .base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation, Backend, DeviceInfo, Timing
 from .profile import Profile
 from .sparse import Budget, SparseBytes
 
 MIB = 1 << 20
 STEP = 64 * MIB
 INVALID = "CUDA_ERROR_INVALID_VALUE"
-STICKY_HINT = ("the context is now unusable: every later CUDA call fails with this error; `quit` releases "
-               "everything (a future `reset` will make a new context)")
+ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
+STICKY_HINT = ("the context is now unusable: every later CUDA call fails with this error; host memory stays "
+               "readable; `quit` releases everything (a future `reset` will make a new context)")
+CALLBACK_COST = 5e-6  # a host function holds its stream this long
+STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits
+SHARED_DEFAULT, GRID_X_MAX = 48 << 10, (1 << 31) - 1
 
-# Where each kind of memory lives in the simulated address space (deterministic from run to run).
-REGIONS = {"pageable": (0x7F3C_0000_0000, 4096), "pinned": (0x7F5A_0000_0000, 4096),
-           "device": (0x7F8E_0000_0000, 512), "managed": (0x7FA0_0000_0000, 4096),
-           "alias": (0x0000_0002_0000_0000, 4096)}  # device-side aliases of mapped memory without UVA
 
-
-@dataclass
+@dataclass(eq=False)
 class SimAlloc:
     kind: str
     size: int
     data: SparseBytes
+    addr: int = 0
+    region: str = ""
     host_bits: int = 0  # cuMemHostGetFlags, while pinned or registered
     readonly: bool = False
     registered: bool = False
     freed: bool = False
     managed: dict = field(default_factory=dict)  # range attributes of managed memory
 
+    @property
+    def cls(self) -> str:
+        return R.memory_class(self.kind, self.registered)
 
-@dataclass
+
+@dataclass(eq=False)  # streams are told apart by identity, never by value
 class SimStream:
-    ready_at: float = 0.0
+    tail: float = 0.0  # when the last work queued on it ends
     nonblocking: bool = False
     priority: int = 0
 
 
-@dataclass
+@dataclass(eq=False)
 class SimEvent:
     time: float | None = None  # when the GPU reaches it; None until recorded
 
 
-CALLBACK_COST = 5e-6  # a host function holds its stream this long
+@dataclass(eq=False)
+class Op:
+    seq: int
+    start: float
+    end: float
+    effect: Callable | None = None  # the data change, applied when the op completes
+    fault: str | None = None
+    callback: dict | None = None
+
+    def __lt__(self, other: "Op") -> bool:
+        return (self.end, self.seq) < (other.end, other.seq)
 
 
 class SimBackend(Backend):
@@ -63,93 +85,109 @@ class SimBackend(Backend):
                                p.managed_memory, p.concurrent_managed_access, p.async_engine_count,
                                p.concurrent_kernels)
         self.budget = Budget(p.storage_budget)
-        self.next_addr = {k: base for k, (base, _) in REGIONS.items()}
-        self.device_used = 0
-        self.host_used = 0
+        self.addresses = AddressSpaces()
+        self.stale: OrderedDict[int, SimAlloc] = OrderedDict()  # freed small device blocks, by address
+        self.device_used = self.host_used = 0
         self.now = 0.0  # the host's virtual clock, seconds
         self.default = SimStream()
         self.streams: list[SimStream] = []
-        self.engines: dict[str, float] = {}  # copy engine → when it is free: copies queue in issue order
-        self.compute_busy: list[tuple[float, float]] = []  # when kernels occupy the GPU
-        self.callbacks: list[dict] = []
-        self.dead: str | None = None  # a sticky error after a kernel fault, as the driver has
+        self.retired = 0.0  # the tail of destroyed blocking streams: the default stream still waits for it
+        self.engines: dict[str, float] = {}  # engine → when it is free: copies queue in issue order
+        self.ops: list[Op] = []  # queued work, by completion time
+        self.spans: OrderedDict[int, tuple[float, float]] = OrderedDict()  # work reported as still running
+        self.seq = 0
+        self.fired: list[dict] = []
+        self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ the clock
+    def _advance(self, t: float) -> None:
+        """Move the host's clock to t, completing (in completion order) everything that ends by then."""
+        self.now = max(self.now, t)
+        while self.ops and self.ops[0].end <= self.now:
+            op = heapq.heappop(self.ops)
+            if self.dead:
+                continue  # after a fault nothing more runs
+            if op.fault:
+                self.dead = op.fault
+            elif op.effect:
+                op.effect()
+            if op.callback is not None:
+                self.fired.append({**op.callback, "at": op.end})
+
     def _alive(self) -> None:
+        """Every GPU call: time passes first, so a fault that has happened by now surfaces here."""
+        self._advance(self.now)
         if self.dead:
             raise ShellError(self.dead, "the context is unusable after an earlier kernel fault", STICKY_HINT)
 
-    def _address(self, region: str, size: int) -> int:
-        align = REGIONS[region][1]
-        addr = self.next_addr[region]
-        self.next_addr[region] = addr + (size + align - 1) // align * align + align
-        return addr
+    def _blocking_tails(self) -> float:
+        return max([self.retired] + [s.tail for s in self.streams if not s.nonblocking])
 
-    def _timing(self, seconds: float, host: float, blocking: bool) -> Timing:
-        return Timing(seconds, host, blocking, self.timing_label)
+    def _ready(self, q: SimStream) -> float:
+        """When work queued now on q may start: after q's earlier work and the host's call, and by the legacy
+        default stream's rule after the default stream (blocking streams) or every blocking stream (default)."""
+        ready = max(self.now + self.profile.async_call, q.tail)
+        if q is self.default:
+            return max(ready, self._blocking_tails())
+        return ready if q.nonblocking else max(ready, self.default.tail)
 
-    def engine(self, kind: str) -> str | None:
-        """The hardware an operation runs on: with asyncEngineCount ≥ 2, H2D and D2H copies have an
-        engine each and overlap each other and compute; with 1 they share one; with 0 copies wait for
-        compute. Kernels, memsets and device-to-device copies use the compute queue."""
-        if kind not in ("h2d", "d2h"):
-            return kind  # "compute", or None for markers (events) that occupy no engine
-        n = self.profile.async_engine_count
-        return kind if n >= 2 else "copy" if n == 1 else "compute"
+    def engine(self, kind: str | None) -> str | None:
+        """The hardware an operation runs on: with asyncEngineCount ≥ 2, H2D and D2H copies have an engine
+        each; with 1 they share one; with 0 copies wait for compute. Kernels, memsets and device-to-device
+        copies run on the SMs, concurrently across streams when the device has concurrentKernels."""
+        if kind in ("h2d", "d2h"):
+            n = self.profile.async_engine_count
+            return kind if n >= 2 else "copy" if n == 1 else "compute"
+        return kind
 
-    def _enqueue(self, stream: SimStream | None, duration: float, blocking: bool, engine: str | None) -> Timing:
-        """Put work on a stream's queue: after that stream's earlier work, after the work issued before
-        it on the same engine, and, by the legacy default stream's rule, after the default stream (or,
-        on it, after every blocking stream). Only different non-default streams run concurrently."""
-        q = stream or self.default
-        start = max(self.now + self.profile.async_call, q.ready_at)
-        if stream is None:
-            start = max([start] + [s.ready_at for s in self.streams if not s.nonblocking])
-        elif not stream.nonblocking:
-            start = max(start, self.default.ready_at)
-        if engine == "compute":
-            start = self._compute_slot(start, duration)
-        elif engine:
+    def _schedule(self, handle, duration: float, engine: str | None) -> tuple[float, float]:
+        q = handle or self.default
+        start = self._ready(q)
+        serial = engine and (engine != "compute" or not self.profile.concurrent_kernels)
+        if serial:
             start = max(start, self.engines.get(engine, 0.0))
         end = start + duration
-        q.ready_at = end
-        if engine and engine != "compute":
+        if serial:
             self.engines[engine] = end
+        q.tail = end
+        return start, end
+
+    def _submit(self, handle, duration: float, engine: str | None, rule: R.Rule, effect=None, *,
+                stage: float = 0.0, wait_first: bool = False, fault: str | None = None,
+                callback: dict | None = None) -> Timing:
+        """Queue one operation under its synchronisation rule and return what the host saw."""
         before = self.now
-        self.now = end if blocking else self.now + self.profile.async_call
-        return Timing(duration, self.now - before, blocking, self.timing_label, None, start, end)
+        if rule.wait == "staged":  # a sync copy first waits for its stream; then the host stages the bytes
+            if wait_first:
+                self._advance(self._ready(handle or self.default) - self.profile.async_call)
+            self.now += stage
+            effect = effect(snapshot=True) if effect else None
+        elif effect:
+            effect = effect(snapshot=False)
+        start, end = self._schedule(handle, duration, engine)
+        self.seq += 1
+        heapq.heappush(self.ops, Op(self.seq, start, end, effect, fault, callback))
+        if rule.wait == "complete":
+            self._advance(end)
+        else:
+            self.now = max(self.now, before + self.profile.async_call)
+            self._advance(self.now)
+        token = None
+        if end > self.now:
+            token = self.seq
+            self.spans[token] = (start, end)
+            if len(self.spans) > 1 << 16:
+                self.spans.popitem(last=False)
+        return Timing(duration, self.now - before, rule.blocks, self.timing_label, token, start, end,
+                      rule=rule.why, basis="modeled")
 
-    def _compute_slot(self, ready: float, duration: float) -> float:
-        """The earliest start ≥ ready at which the compute queue is free for `duration`. Kernels run one at
-        a time, but, as with Hyper-Q's many hardware queues, a kernel whose stream is ready may run in a gap
-        before one issued earlier that is still waiting (copy engines, by contrast, serve in issue order)."""
-        self.compute_busy = [(a, b) for a, b in self.compute_busy if b > self.now]
-        start = ready
-        for a, b in sorted(self.compute_busy):
-            if start + duration <= a:
-                break
-            start = max(start, b)
-        self.compute_busy.append((start, start + duration))
-        return start
+    def _host_call(self, cost: float, rule: R.Rule = R.HOST_ONLY) -> Timing:
+        before = self.now
+        self._advance(self.now + cost)
+        return Timing(cost, self.now - before, rule.blocks, self.timing_label, rule=rule.why, basis="modeled")
 
-    def _host_rate(self, buf) -> tuple[str, float, float]:
-        """(class, h2d rate, d2h rate) of a host-side buffer."""
-        a: SimAlloc = buf.handle
-        p = self.profile
-        if a.kind == "pinned" or a.registered:
-            h2d = p.writecombined_h2d if a.host_bits & HOST_WRITECOMBINED else p.pinned_h2d
-            return "pinned", h2d, p.pinned_d2h
-        return "pageable", p.pageable_h2d, p.pageable_d2h
-
-    def _copy_rate(self, src, dst) -> tuple[float, bool]:
-        """Bytes per second of a copy, and whether it is staged through a bounce buffer (pageable)."""
-        s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
-        if s_dev and d_dev:
-            return self.profile.d2d / 2, False
-        if not s_dev and not d_dev:
-            return self.profile.h2h, False
-        cls, h2d, d2h = self._host_rate(dst if s_dev else src)
-        return (d2h if s_dev else h2d), cls == "pageable"
+    def _wait_device(self) -> None:
+        self._advance(max([self.now, self.default.tail, self._blocking_tails()] + [s.tail for s in self.streams]))
 
     # ------------------------------------------------------------------ memory
     def alloc(self, kind, size, flags):
@@ -166,45 +204,61 @@ class SimBackend(Backend):
                              "free something, or ask for less")
         if kind == "managed" and not p.managed_memory:
             raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
-        a = SimAlloc(kind, size, SparseBytes(size, self.budget))
+        region = "alias" if kind == "device" and not p.unified_addressing else kind
+        a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region)
+        a.addr = self.addresses.take(region, size)
         host_ptr = device_ptr = None
         cost = 1e-6
         if kind == "pageable":
-            host_ptr = self._address("pageable", size)
+            host_ptr = a.addr
         elif kind == "pinned":
-            host_ptr = self._address("pinned", size)
-            a.host_bits = ((HOST_PORTABLE if "portable" in flags else 0)
-                           | (HOST_WRITECOMBINED if "writecombined" in flags else 0)
-                           | (HOST_DEVICEMAP if "mapped" in flags else 0))
+            host_ptr = a.addr
             device_ptr = self._map(host_ptr, size, "mapped" in flags)
-            if device_ptr is not None:
-                a.host_bits |= HOST_DEVICEMAP
+            # the driver reports DEVICEMAP whenever a device pointer exists, and no PORTABLE bit (H100, CUDA 13)
+            a.host_bits = (HOST_WRITECOMBINED if "writecombined" in flags else 0) | \
+                (HOST_DEVICEMAP if device_ptr is not None else 0)
             cost = p.pinned_alloc_per_mib * size / MIB + 5e-6
         elif kind == "device":
-            device_ptr = self._address("device" if p.unified_addressing else "alias", size)
+            device_ptr = a.addr
             cost = p.device_alloc
+            self._inherit(a)
         else:
-            host_ptr = device_ptr = self._address("managed", size)
+            host_ptr = device_ptr = a.addr
             cost = p.device_alloc
         if on_device:
             self.device_used += size
         else:
             self.host_used += size
-        self.now += cost
-        return Allocation(a, host_ptr, device_ptr), self._timing(cost, cost, True)
+        return Allocation(a, host_ptr, device_ptr), self._host_call(cost)
+
+    def _inherit(self, a: SimAlloc) -> None:
+        """cudaMalloc does not clear memory: a small block handed back holds what its last owner left."""
+        for addr, old in list(self.stale.items()):
+            lo, hi = max(addr, a.addr), min(addr + old.size, a.addr + a.size)
+            if lo < hi:
+                a.data.write(lo - a.addr, old.data.read(lo - addr, hi - lo))
+                old.data.release()
+                del self.stale[addr]
 
     def _map(self, host_ptr: int, size: int, mapped: bool) -> int | None:
         """The device pointer of pinned memory: the host pointer itself under UVA; without UVA a
         separate alias, and only when it was mapped."""
         if self.profile.unified_addressing:
             return host_ptr
-        return self._address("alias", size) if mapped else None
+        return self.addresses.take("alias", size) if mapped else None
 
     def free(self, buf):
         a: SimAlloc = buf.handle
-        if self.dead and a.kind != "pageable":
+        if a.kind != "pageable":  # cudaFree / cudaFreeHost wait for the device first
+            self._wait_device()
             self._alive()
-        a.data.release()
+        self.addresses.give(a.region, a.addr, a.size)
+        if a.kind == "device" and a.size < 2 * MIB:
+            self.stale[a.addr] = a
+            while len(self.stale) > STALE_LIMIT:
+                self.stale.popitem(last=False)[1].data.release()
+        else:
+            a.data.release()
         a.freed = True
         if a.kind in ("device", "managed"):
             self.device_used -= a.size
@@ -220,22 +274,25 @@ class SimBackend(Backend):
                              "a range can be registered once; `unregister` it first")
         if a.kind != "pageable":
             raise ShellError(INVALID, f"{buf.name} is not host memory", "register pageable host buffers")
+        device_ptr = self._map(buf.host_ptr, a.size, "mapped" in flags)
         a.registered = True
         a.readonly = "readonly" in flags
-        a.host_bits = HOST_PORTABLE if "portable" in flags else 0
-        device_ptr = self._map(buf.host_ptr, a.size, "mapped" in flags)
-        if device_ptr is not None:
-            a.host_bits |= HOST_DEVICEMAP
-        self.now += self.profile.register_per_mib * a.size / MIB
+        a.host_bits = (HOST_PORTABLE if "portable" in flags else 0) | (HOST_DEVICEMAP if device_ptr is not None else 0)
+        self._advance(self.now + self.profile.register_per_mib * a.size / MIB)
         return device_ptr
 
     def unregister(self, buf):
         self._alive()
         a: SimAlloc = buf.handle
+        if a.kind != "pageable":
+            raise ShellError(INVALID, f"{buf.name} is {a.kind} memory, which cudaHostRegister did not pin",
+                             "only ranges pinned by `register` can be unregistered")
         if not a.registered:
             raise ShellError("CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
                              f"{buf.name} was not registered with cudaHostRegister",
                              "only ranges pinned by `register` can be unregistered")
+        self._wait_device()  # cudaHostUnregister synchronises the device first
+        self._alive()
         a.registered, a.readonly, a.host_bits = False, False, 0
 
     def pointer_info(self, buf):
@@ -247,7 +304,7 @@ class SimBackend(Backend):
         else:
             info["memory_type"] = "host" if pinned else "device"
             info["is_managed"] = a.kind == "managed"
-        info["host_flags"] = a.host_bits if pinned else INVALID
+        info["host_flags"] = a.host_bits if pinned else HOST_DEVICEMAP if a.kind == "managed" else INVALID
         if pinned:
             info["host_device_ptr"] = buf.device_ptr if buf.device_ptr is not None else INVALID
         else:
@@ -273,9 +330,9 @@ class SimBackend(Backend):
         self._alive()
         a: SimAlloc = buf.handle
         a.managed["last_prefetch_location"] = "device 0" if where == "device" else "host"
-        rate = self.profile.pinned_h2d if where == "device" else self.profile.pinned_d2h
-        engine = self.engine("h2d" if where == "device" else "d2h")
-        return self._enqueue(stream, self.profile.copy_latency + a.size / rate, False, engine)
+        path = "pinned h2d" if where == "device" else "pinned d2h"
+        return self._submit(stream, self.profile.copy_seconds(path, a.size),
+                            self.engine("h2d" if where == "device" else "d2h"), R.QUEUED)
 
     def advise(self, buf, advice, where):
         self._alive()
@@ -285,48 +342,91 @@ class SimBackend(Backend):
         elif advice == "preferred":
             a.managed["preferred_location"] = "device 0" if where == "device" else "host"
 
+    # host access: at the host's current virtual time, as the GPU has left memory by then
     def read(self, buf, offset, nbytes):
-        if buf.kind != "pageable":
+        if buf.kind == "device":
             self._alive()
+        else:
+            self._advance(self.now)
         return buf.handle.data.read(offset, nbytes)
 
     def write(self, buf, offset, data):
-        if buf.kind != "pageable":
-            self._alive()
+        self._advance(self.now)
         buf.handle.data.write(offset, data)
 
     def reserve(self, buf, offset, nbytes):
         buf.handle.data.reserve(offset, nbytes)
 
     # ------------------------------------------------------------------ work
+    def _refuse_readonly(self, buf, what: str) -> None:
+        if buf.handle.readonly:
+            raise ShellError(INVALID, f"{what} into {buf.name}, which is registered read-only",
+                             "the GPU may only read a `readonly` registration")
+
+    def _path(self, src: SimAlloc, dst: SimAlloc) -> tuple[str, str | None]:
+        """The calibrated path a copy takes and the engine kind it uses."""
+        s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
+        if s_dev and d_dev:
+            return "d2d", "compute"
+        if not s_dev and not d_dev:
+            return "h2h", None
+        host = dst if s_dev else src
+        cls = "pageable" if host.cls == "pageable" else \
+            "writecombined" if host.host_bits & HOST_WRITECOMBINED else "pinned"
+        return f"{cls} {'d2h' if s_dev else 'h2d'}", "d2h" if s_dev else "h2d"
+
     def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
         self._alive()
-        rate, staged = self._copy_rate(src, dst)
-        duration = self.profile.copy_latency + nbytes / rate
-        dst.handle.data.copy_from(src.handle.data, src_off, dst_off, nbytes)
-        s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
-        kind = ("compute" if s_dev else "h2d") if d_dev else ("d2h" if s_dev else None)
-        # a sync copy, and an async one from/to pageable memory (staged), hold the host until done
-        return self._enqueue(stream, duration, not async_ or staged, self.engine(kind) if kind else None)
+        self._refuse_readonly(dst, "a copy")
+        s, d = src.handle, dst.handle
+        rule = R.memcpy_rule(s.cls, d.cls, async_, nbytes)
+        if nbytes == 0:
+            return self._host_call(self.profile.async_call, rule)
+        path, kind = self._path(s, d)
+        stage = 0.0
+        if rule.wait == "staged":  # the host copies into staging memory; the DMA then runs at the pinned rate
+            stage = self.profile.staging_latency + nbytes / self.profile.staging_rate
+            duration = self.profile.copy_seconds("pinned h2d", nbytes)
+        else:
+            duration = self.profile.copy_seconds(path, nbytes)
+
+        def effect(snapshot: bool):
+            if snapshot:  # the bytes as they are now, at issue
+                data = s.data.read(src_off, nbytes) if s.data.touched(src_off, nbytes) else None
+                return lambda: d.data.write(dst_off, data) if data is not None else d.data.fill(dst_off, 0, nbytes)
+            return lambda: d.data.copy_from(s.data, src_off, dst_off, nbytes)
+
+        if s.data.touched(src_off, nbytes):
+            d.data.reserve(dst_off, nbytes)
+        return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage, wait_first=not async_)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
         self._alive()
-        buf.handle.data.fill(offset, value, nbytes)
-        return self._enqueue(stream, self.profile.copy_latency + nbytes / self.profile.memset, not async_, "compute")
+        self._refuse_readonly(buf, "a memset")
+        a = buf.handle
+        rule = R.memset_rule(a.cls, async_, nbytes)
+        if nbytes == 0:
+            return self._host_call(self.profile.async_call, rule)
+        if value:
+            a.data.reserve(offset, nbytes)
+        return self._submit(stream, self.profile.copy_latency + nbytes / self.profile.memset, "compute", rule,
+                            lambda snapshot: lambda: a.data.fill(offset, value, nbytes))
 
     def launch(self, kernel, args, count, grid, block, shared, stream):
         self._alive()
         if not kernel.builtin:
             raise ShellError("NOT_SUPPORTED_ON_SIM", f"{kernel.name} is CUDA C, which the simulator cannot run")
         p = self.profile
+        if shared > SHARED_DEFAULT:
+            raise ShellError(INVALID, f"{shared} B of dynamic shared memory is over the {SHARED_DEFAULT >> 10} KiB "
+                             "a kernel gets without opting in", "ask for 48 KiB or less")
+        if grid > GRID_X_MAX:
+            raise ShellError(INVALID, f"grid {grid} is over the limit of 2^31-1 blocks in x",
+                             "use fewer, larger blocks")
         named = dict(zip((q.name for q in kernel.params), args))
-        for q in kernel.params:
-            if q.writes and named[q.name].handle.readonly:
-                self.dead = "CUDA_ERROR_ILLEGAL_ADDRESS"
-                raise ShellError(self.dead, f"the kernel wrote to {named[q.name].name}, registered read-only, "
-                                 "and faulted", STICKY_HINT)
+        faulty = [named[q.name].name for q in kernel.params if q.writes and named[q.name].handle.readonly]
         if kernel.name == "spin":
-            return self._enqueue(stream, int(named["us"]) * 1e-6, False, "compute")
+            return self._submit(stream, int(named["us"]) * 1e-6, "compute", R.QUEUED)
         n = min(count, grid * block)
         nbytes = n * 4
         bufs = {q.name: named[q.name] for q in kernel.params if q.is_buffer}
@@ -335,16 +435,22 @@ class SimBackend(Backend):
         if any(b.handle.data.touched(0, nbytes) for b in bufs.values()) or scalars:
             for name in outputs:
                 bufs[name].handle.data.reserve(0, nbytes)
-        for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM
-            size = min(STEP, nbytes - pos)
-            arrays = {k: b.handle.data.read(pos, size).view(np.float32) for k, b in bufs.items()}
-            with np.errstate(over="ignore", invalid="ignore"):  # the GPU gives inf/nan silently too
-                for name, values in kernel.sim(arrays, scalars).items():
-                    bufs[name].handle.data.write(pos, values.astype(np.float32))
+
+        def effect(snapshot):
+            def run():
+                for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM
+                    size = min(STEP, nbytes - pos)
+                    arrays = {k: b.handle.data.read(pos, size).view(np.float32) for k, b in bufs.items()}
+                    with np.errstate(over="ignore", invalid="ignore"):  # the GPU gives inf/nan silently too
+                        for name, values in kernel.sim(arrays, scalars).items():
+                            bufs[name].handle.data.write(pos, values.astype(np.float32))
+            return run
+
         moved = sum(nbytes * (2 if q.kind == "inout" else 1) /
                     (p.kernel_device_read if bufs[q.name].kind in ("device", "managed") else p.kernel_zero_copy_read)
                     for q in kernel.params if q.is_buffer)
-        return self._enqueue(stream, p.launch_latency + moved, False, "compute")
+        return self._submit(stream, p.launch_latency + moved, "compute", R.QUEUED, None if faulty else effect,
+                            fault=ILLEGAL if faulty else None)
 
     def load_kernels(self, source):
         raise ShellError("NOT_SUPPORTED_ON_SIM", "the simulator cannot compile or run CUDA C",
@@ -358,9 +464,8 @@ class SimBackend(Backend):
 
     def event_record(self, event, stream):
         self._alive()
-        t = self._enqueue(stream, 0.0, False, None)
-        event.time = t.end
-        return t
+        _, event.time = self._schedule(stream, 0.0, None)
+        return self._host_call(self.profile.async_call, R.QUEUED)
 
     def event_query(self, event):
         self._alive()
@@ -369,8 +474,9 @@ class SimBackend(Backend):
     def event_sync(self, event):
         self._alive()
         before = self.now
-        self.now = max(self.now, event.time or 0.0)
-        return self._timing(self.now - before, self.now - before, True)
+        self._advance(event.time or 0.0)
+        self._alive()
+        return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def event_elapsed(self, start, end):
         self._alive()
@@ -388,46 +494,59 @@ class SimBackend(Backend):
     def stream_wait(self, stream, event):
         self._alive()
         q = stream or self.default
-        q.ready_at = max(q.ready_at, event.time or 0.0)
+        q.tail = max(q.tail, event.time or 0.0)
 
     def host_callback(self, stream, text, label):
         self._alive()
-        t = self._enqueue(stream, CALLBACK_COST, False, None)
-        self.callbacks.append({"text": text, "at": t.start, "stream": label})
-        return t
+        return self._submit(stream, CALLBACK_COST, None, R.QUEUED, callback={"text": text, "stream": label})
 
     def fired_callbacks(self):
-        fired = [c for c in self.callbacks if c["at"] <= self.now]
-        self.callbacks = [c for c in self.callbacks if c["at"] > self.now]
+        fired, self.fired = self.fired, []
         return fired
+
+    def resolve(self, token):
+        span = self.spans.get(token)
+        if span is None or span[1] > self.now:
+            return None
+        del self.spans[token]
+        return span[1] - span[0], span[0], span[1]
 
     # ------------------------------------------------------------------ streams
     def stream_create(self, nonblocking, priority):
         self._alive()
         p = self.profile
         actual = min(max(priority, p.priority_greatest), p.priority_least)  # the driver clamps
-        s = SimStream(self.now, nonblocking, actual)
+        s = SimStream(0.0, nonblocking, actual)
         self.streams.append(s)
         return s, actual
 
     def stream_destroy(self, handle):
-        self.streams.remove(handle)
+        """Returns at once; work still queued on the stream runs to the end (callbacks fire, events complete)."""
+        self.streams = [s for s in self.streams if s is not handle]
+        if not handle.nonblocking:
+            self.retired = max(self.retired, handle.tail)
+
+    def _stream_tail(self, handle) -> float:
+        q = handle or self.default
+        return max(q.tail, self._blocking_tails()) if q is self.default else q.tail
 
     def stream_sync(self, handle):
         self._alive()
-        q = handle or self.default
         before = self.now
-        self.now = max(self.now, q.ready_at)
-        return self._timing(self.now - before, self.now - before, True)
+        self._advance(self._stream_tail(handle))
+        self._alive()
+        return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def stream_idle(self, handle):
-        return (handle or self.default).ready_at <= self.now
+        self._advance(self.now)
+        return self._stream_tail(handle) <= self.now
 
     def device_sync(self):
         self._alive()
         before = self.now
-        self.now = max([self.now, self.default.ready_at] + [s.ready_at for s in self.streams])
-        return self._timing(self.now - before, self.now - before, True)
+        self._wait_device()
+        self._alive()
+        return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def priority_range(self):
         return self.profile.priority_least, self.profile.priority_greatest

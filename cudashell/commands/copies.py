@@ -36,17 +36,6 @@ def stream_for(session, args):
     return session.stream(stream_name, args.col("S"))
 
 
-def settle(session, stream, t) -> None:
-    """Keep each buffer's pending marks true to what the host has waited for."""
-    if t.blocking and stream is None:  # legacy default stream: waited for every blocking stream too
-        session.clear_pending("0")
-        for s in session.streams.values():
-            if not s.nonblocking:
-                session.clear_pending(s.name)
-    elif t.blocking:
-        session.clear_pending(stream.name)
-
-
 @command("memcpy", "copies", "copy between buffers (direction inferred when left out)",
          "memcpy h2d p0 d0 async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpyHtoD, cuMemcpyDtoHAsync, …)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "buffer"), Arg("DST", "buffer"),
@@ -68,14 +57,12 @@ def memcpy(session, backend, args):
     check_range(dst, 0, nbytes, args.col("SIZE") if "SIZE" in args.values else args.col("DST"), "copy")
     stream = stream_for(session, args)
     async_ = "async" in args.flags
-    t = backend.memcpy(src, 0, dst, 0, nbytes, stream.handle if stream else None, async_)
-    if not t.blocking:
-        session.mark_pending(stream, src, dst)
-    settle(session, stream, t)
-    session.trace_op(f"memcpy {direction}", stream, nbytes, t)
+    t = backend.memcpy(src, 0, dst, 0, nbytes, stream.handle, async_)
+    session.track(f"memcpy {direction}", stream, nbytes, t, src, dst)
+    session.settle(backend)
     return Result("copy", {"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
                            "gbps": nbytes / t.seconds / 1e9 if t.seconds else None,
-                           "async": async_, "stream": stream.name if stream else "0",
+                           "async": async_, "stream": stream.name,
                            "call": "cudaMemcpyAsync" if async_ else "cudaMemcpy", **timing_data(t)})
 
 
@@ -95,11 +82,9 @@ def memset(session, backend, args):
     check_device_accessible(buf, args.col("NAME"), backend.info.unified_addressing)
     stream = stream_for(session, args)
     async_ = "async" in args.flags
-    t = backend.memset(buf, 0, value, nbytes, stream.handle if stream else None, async_)
-    if not t.blocking:
-        session.mark_pending(stream, buf)
-    settle(session, stream, t)
-    session.trace_op("memset", stream, nbytes, t)
+    t = backend.memset(buf, 0, value, nbytes, stream.handle, async_)
+    session.track("memset", stream, nbytes, t, buf)
+    session.settle(backend)
     return Result("memset", {"name": buf.name, "value": value, "bytes": nbytes, "async": async_,
-                             "stream": stream.name if stream else "0",
+                             "stream": stream.name,
                              "call": "cudaMemsetAsync" if async_ else "cudaMemset", **timing_data(t)})

@@ -10,6 +10,12 @@ from ..registry import command
 from ..results import Result
 from .checks import check_host_accessible, check_range
 
+
+def pending(session, backend, *bufs) -> dict:
+    """{buffer: [streams]} for buffers the GPU still has work on, as the host touches them."""
+    session.settle(backend)
+    return {b.name: b.pending_streams() for b in bufs if b.pending}
+
 STEP = 16 << 20  # bytes per piece, so big buffers are filled and compared without big temporaries
 
 
@@ -70,7 +76,8 @@ def fill(session, backend, args):
     for start in range(0, count, per):
         n = min(per, count - start)
         backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, seed).view(np.uint8))
-    return Result("fill", {"name": buf.name, "value": value, "dtype": dtype.name, "elements": count})
+    return Result("fill", {"name": buf.name, "value": value, "dtype": dtype.name, "elements": count,
+                           "pending": pending(session, backend, buf)})
 
 
 @command("show", "data", "print the elements of a host-accessible buffer", "show h0 dtype float32 count 8",
@@ -92,7 +99,8 @@ def show(session, backend, args):
     raw = backend.read(buf, offset, count * dtype.itemsize)
     values = raw.view(dtype).tolist()
     return Result("show", {"name": buf.name, "dtype": dtype.name, "offset": offset, "count": count,
-                           "elements": available + offset // dtype.itemsize, "values": values})
+                           "elements": available + offset // dtype.itemsize, "values": values,
+                           "pending": pending(session, backend, buf)})
 
 
 def first_difference(backend, a, b, nbytes: int) -> int | None:
@@ -112,7 +120,8 @@ def compare_buffers(session, backend, a_name, b_name, size, cols) -> dict:
     check_range(a, 0, nbytes, cols[2], "compare")
     check_range(b, 0, nbytes, cols[2], "compare")
     at = first_difference(backend, a, b, nbytes)
-    out = {"a": a.name, "b": b.name, "bytes": nbytes, "equal": at is None and (size is not None or a.size == b.size)}
+    out = {"a": a.name, "b": b.name, "bytes": nbytes, "equal": at is None and (size is not None or a.size == b.size),
+           "pending": pending(session, backend, a, b)}
     if at is not None:
         out.update(offset=at, a_byte=int(backend.read(a, at, 1)[0]), b_byte=int(backend.read(b, at, 1)[0]))
     elif not out["equal"]:
@@ -145,4 +154,5 @@ def checksum(backend, buf) -> int:
          "checksum h0 d0", "(a host loop; device memory is read through a copy)", args=(Arg("NAME", "buffer", many=True),))
 def checksum_(session, backend, args):
     bufs = [session.buffer(n, c) for n, c in zip(args.get("NAME"), args.many_cols["NAME"])]
-    return Result("checksums", {"checksums": {b.name: checksum(backend, b) for b in bufs}})
+    return Result("checksums", {"checksums": {b.name: checksum(backend, b) for b in bufs},
+                                "pending": pending(session, backend, *bufs)})

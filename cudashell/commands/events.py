@@ -18,8 +18,8 @@ def event_record(session, backend, args):
     created = event is None
     if created:
         event = Event(name, backend.event_create())
-    t = backend.event_record(event.handle, stream.handle if stream else None)
-    event.stream = stream.name if stream else "0"
+    t = backend.event_record(event.handle, stream.handle)
+    event.stream = stream.name
     session.events[name] = event
     return Result("event", {"name": name, "stream": event.stream, "created": created, "call": "cudaEventRecord",
                             **timing_data(t)})
@@ -56,9 +56,9 @@ def elapsed(session, backend, args):
 def wait(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
     event = session.event(args.get("E"), args.col("E"))
-    backend.stream_wait(stream.handle if stream else None, event.handle)
-    return Result("message", {"text": f"stream {stream.name if stream else '0'} waits for event {event.name}",
-                              "stream": stream.name if stream else "0", "event": event.name})
+    backend.stream_wait(stream.handle, event.handle)
+    return Result("message", {"text": f"stream {stream.name} waits for event {event.name}",
+                              "stream": stream.name, "event": event.name})
 
 
 @command("callback", "streams", "print TEXT on the host when a stream reaches this point", "callback 1 copy done",
@@ -67,8 +67,7 @@ def wait(session, backend, args):
                  "shown after the command during which it fired, e.g. a `sync`.")
 def callback(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
-    label = stream.name if stream else "0"
-    t = backend.host_callback(stream.handle if stream else None, args.get("TEXT"), label)
-    return Result("message", {"text": f"callback queued on stream {label}", "stream": label,
+    t = backend.host_callback(stream.handle, args.get("TEXT"), stream.name)
+    return Result("message", {"text": f"callback queued on stream {stream.name}", "stream": stream.name,
                               "call": "cudaLaunchHostFunc", **timing_data(t)})
 

@@ -60,14 +60,14 @@ def launch(session, backend, args):
     if grid < 1:
         raise usage("grid must be at least 1", args.col("G"))
     stream = session.stream(args.get("S"), args.col("S"))
-    t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle if stream else None)
-    session.mark_pending(stream, *[v for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
+    t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
     moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
-    session.trace_op(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t)
+    session.track(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t,
+                  *[v for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
     shown = [v.name if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
     return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": grid, "block": block,
                              "shared": args.get("BYTES", 0), "computed": min(count, grid * block),
-                             "builtin": kernel.builtin, "stream": stream.name if stream else "0",
+                             "builtin": kernel.builtin, "stream": stream.name,
                              "call": "cudaLaunchKernel", **timing_data(t)})
 
 

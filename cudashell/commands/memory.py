@@ -8,6 +8,7 @@ from ..registry import command
 from ..results import Result, hexptr, timing_data
 from ..session import Buffer
 from ..backends.base import host_flag_names
+from ..syncrules import FREE_SYNCS
 from .checks import check_new_name, check_pin_limit
 
 PINNED_FLAGS = ("portable", "mapped", "writecombined")
@@ -107,15 +108,19 @@ def free(session, backend, args):
     else:
         bufs = [session.buffer(n, args.col("NAME")) for n in dict.fromkeys(names)]
     freed = []
+    t0 = backend.clock()
     for buf in bufs:
         unregistered = release(backend, buf)
         del session.buffers[buf.name]
         freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
-    return Result("free", {"freed": freed})
+    syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
+    return Result("free", {"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
+                           "sync_rule": FREE_SYNCS.why if syncs else None})
 
 
 @command("ls", "memory", "list every buffer with its pointer pair and state", "ls", "(session state)")
 def ls(session, backend, args):
+    session.settle(backend)
     rows = [buffer_row(b) for b in session.buffers.values()]
     totals = {k: session.bytes_in_use(k) for k in ("pageable", "pinned", "device", "managed")}
     return Result("ls", {"buffers": rows, "totals": totals})
@@ -127,6 +132,7 @@ def ls(session, backend, args):
 def info(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     driver = backend.pointer_info(buf)
+    session.settle(backend)
     flags = driver.get("host_flags")
     if isinstance(flags, int):
         driver["host_flag_names"] = host_flag_names(flags)
@@ -149,12 +155,10 @@ def prefetch(session, backend, args):
         raise ShellError("KIND_MISMATCH", f"{buf.name} is {buf.kind} memory; only managed memory migrates",
                          "alloc managed SIZE", args.col("NAME"))
     stream = session.stream(args.get("S"), args.col("S"))
-    t = backend.prefetch(buf, args.get("WHERE"), stream.handle if stream else None)
-    session.trace_op(f"prefetch {args.get('WHERE')}", stream, buf.size, t)
-    if not t.blocking:
-        session.mark_pending(stream, buf)
+    t = backend.prefetch(buf, args.get("WHERE"), stream.handle)
+    session.track(f"prefetch {args.get('WHERE')}", stream, buf.size, t, buf)
     return Result("prefetch", {"name": buf.name, "to": args.get("WHERE"), "bytes": buf.size,
-                               "stream": stream.name if stream else "0", **timing_data(t)})
+                               "stream": stream.name, **timing_data(t)})
 
 
 @command("advise", "memory", "tell the driver how a managed buffer will be used",

@@ -10,12 +10,9 @@ from ..session import Stream
 from .checks import RESERVED
 
 
-def stream_row(backend, s: Stream | None) -> dict:
-    if s is None:
-        return {"name": "0", "number": 0, "nonblocking": False, "priority": 0, "legacy_default": True,
-                "idle": backend.stream_idle(None)}
+def stream_row(backend, s: Stream) -> dict:
     return {"name": s.name, "number": s.number, "nonblocking": s.nonblocking, "priority": s.priority,
-            "legacy_default": False, "idle": backend.stream_idle(s.handle)}
+            "legacy_default": s.is_default, "idle": backend.stream_idle(s.handle)}
 
 
 @command("stream create", "streams", "create a stream (numbered 1, 2, …)",
@@ -43,11 +40,13 @@ def stream_create(session, backend, args):
          "cudaStreamDestroy (cuStreamDestroy)", args=(Arg("S", "stream"),))
 def stream_destroy(session, backend, args):
     s = session.stream(args.get("S"), args.col("S"))
-    if s is None:
+    if s.is_default:
         raise ShellError("USAGE", "the default stream cannot be destroyed", None, args.col("S"))
+    busy = not backend.stream_idle(s.handle)
     backend.stream_destroy(s.handle)
     del session.streams[s.name]
-    return Result("message", {"text": f"stream {s.name} destroyed"})
+    text = f"stream {s.name} destroyed" + (" (its queued work still runs to the end)" if busy else "")
+    return Result("message", {"text": text, "name": s.name, "busy": busy, "call": "cudaStreamDestroy"})
 
 
 @command("stream query", "streams", "is a stream's work done?", "stream query 1", "cudaStreamQuery (cuStreamQuery)",
@@ -60,7 +59,7 @@ def stream_query(session, backend, args):
 
 @command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)")
 def streams(session, backend, args):
-    rows = [stream_row(backend, None)] + [stream_row(backend, s) for s in session.streams.values()]
+    rows = [stream_row(backend, s) for s in [session.default_stream, *session.streams.values()]]
     return Result("streams", {"streams": rows})
 
 
@@ -78,13 +77,11 @@ def sync(session, backend, args):
                                "completed": completed(session, backend)})
     if "S" in args.values:
         s = session.stream(args.get("S"), args.col("S"))
-        t = backend.stream_sync(s.handle if s else None)
-        session.clear_pending(s.name if s else "0")
-        return Result("sync", {"what": f"stream {s.name if s else '0'}", "call": "cudaStreamSynchronize",
+        t = backend.stream_sync(s.handle)
+        return Result("sync", {"what": f"stream {s.name}", "call": "cudaStreamSynchronize",
                                **timing_data(t),
                                "completed": completed(session, backend)})
     t = backend.device_sync()
-    session.clear_pending()
     return Result("sync", {"what": "device", "call": "cudaDeviceSynchronize", **timing_data(t),
                            "completed": completed(session, backend)})
 
@@ -92,4 +89,4 @@ def sync(session, backend, args):
 def completed(session, backend) -> list[dict]:
     """The async work whose GPU time was pending and is now known."""
     return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")}
-            for e in session.resolve_pending(backend.resolve)]
+            for e in session.settle(backend)]

@@ -27,7 +27,7 @@ def glyph(op: str) -> str:
 
 def finished(session, backend) -> tuple[list[dict], int]:
     """Trace entries with known start and end (pending ones are resolved first when they can be)."""
-    session.resolve_pending(backend.resolve)
+    session.settle(backend)
     done = [e for e in session.trace if e["start"] is not None and e["end"] is not None]
     return done, len(session.trace) - len(done)
 

@@ -1,0 +1,77 @@
+"""Which calls hold the host, and how long: the CUDA driver API's "API synchronization behavior" as one
+table that both backends read. The simulator obeys it; the cuda backend reports what it observed, and a
+GPU test checks the two agree. Each rule says what the host waits for:
+
+- ``none``: the call returns once the work is queued;
+- ``staged``: the driver copies the pageable source into a pinned staging buffer and returns before the
+  DMA has run (the source is read now, at issue time); ``sync`` copies first wait for the stream;
+- ``complete``: the call returns when the work itself (and so everything before it) has finished;
+- ``device``: the call first waits for the whole device (cudaFree, cudaHostUnregister).
+
+Measured on the H100 (driver 580, CUDA 13) with the stream held by a 40 ms kernel: every entry below."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STAGING_BYTES = 2 << 20  # pageable H2D copies up to this size are staged without waiting (4 MiB blocks)
+
+
+@dataclass(frozen=True)
+class Rule:
+    wait: str  # none | staged | complete | device
+    why: str
+
+    @property
+    def blocks(self) -> bool:
+        """Whether the host waits for GPU work (of this call or queued before it)."""
+        return self.wait != "none"
+
+
+def memory_class(kind: str, registered: bool = False) -> str:
+    """pageable | pinned (allocated or registered) | device | managed: what the rules distinguish."""
+    return "pinned" if kind == "pageable" and registered else kind
+
+
+def memcpy_rule(src: str, dst: str, async_: bool, nbytes: int) -> Rule:
+    """src/dst: memory classes. The rules of cuMemcpy* (sync) and cuMemcpy*Async."""
+    host = ("pageable", "pinned")
+    if nbytes == 0:
+        return Rule("none", "a zero-byte copy returns at once and queues nothing")
+    if src in host and dst in host:
+        return Rule("complete", "host-to-host copies are fully synchronous with respect to the host")
+    if not async_:
+        if src == "device" and dst == "device":
+            return Rule("none", "device-to-device copies perform no host-side synchronization")
+        if src == "pageable" and nbytes <= STAGING_BYTES:
+            return Rule("staged", "pageable→device: waits for the stream, returns once the source is staged "
+                        "for DMA (the DMA may not have finished)")
+        return Rule("complete", "a synchronous copy to or from host (or managed) memory returns when it has "
+                    "completed")
+    if dst == "pageable":
+        return Rule("complete", "an async copy into pageable memory is synchronous: the driver copies out of its "
+                    "staging buffer after the DMA")
+    if src == "pageable":
+        if nbytes <= STAGING_BYTES:
+            return Rule("staged", f"pageable→device async up to {STAGING_BYTES >> 20} MiB: staged into pinned "
+                        "memory at issue, returns without waiting for the GPU")
+        return Rule("complete", f"pageable→device async over {STAGING_BYTES >> 20} MiB: the staging waits for "
+                    "the stream, so the call is synchronous")
+    return Rule("none", "async copies between pinned, device and managed memory are fully asynchronous")
+
+
+def memset_rule(target: str, async_: bool, nbytes: int) -> Rule:
+    if nbytes == 0:
+        return Rule("none", "a zero-byte memset returns at once")
+    if async_:
+        return Rule("none", "async memsets are fully asynchronous")
+    if target in ("pinned", "managed"):
+        return Rule("complete", "a synchronous memset of pinned host memory or a unified (managed) region is "
+                    "synchronous")
+    return Rule("none", "a synchronous memset of device memory is asynchronous with respect to the host")
+
+
+QUEUED = Rule("none", "queued on the stream; the call returns at once")
+FREE_SYNCS = Rule("device", "cudaFree / cudaFreeHost synchronize the device first")
+UNREGISTER_SYNCS = Rule("device", "cudaHostUnregister synchronizes the device first")
+HOST_ONLY = Rule("none", "host memory only: no GPU work involved")
