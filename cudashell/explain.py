@@ -9,7 +9,6 @@ REGISTER_FLAGS = {"portable": "cudaHostRegisterPortable", "mapped": "cudaHostReg
                   "readonly": "cudaHostRegisterReadOnly"}
 MEMCPY_KIND = {"h2d": "cudaMemcpyHostToDevice", "d2h": "cudaMemcpyDeviceToHost",
                "d2d": "cudaMemcpyDeviceToDevice", "h2h": "cudaMemcpyHostToHost"}
-DRIVER_COPY = {"h2d": "cuMemcpyHtoD", "d2h": "cuMemcpyDtoH", "d2d": "cuMemcpyDtoD", "h2h": "memcpy"}
 
 
 def _flags(words, table, default="0") -> str:
@@ -42,8 +41,8 @@ def explain(kind: str, d: dict) -> list[str]:
     if kind == "copy":
         args = f"{d['dst']}, {d['src']}, {d['bytes']}, {MEMCPY_KIND[d['direction']]}"
         if d["async"]:
-            return [f"cudaMemcpyAsync({args}, {_stream(d)});", DRIVER_COPY[d["direction"]] + "Async_v2"]
-        return [f"cudaMemcpy({args});", DRIVER_COPY[d["direction"]] + ("_v2" if d["direction"] != "h2h" else "")]
+            return [f"cudaMemcpyAsync({args}, {_stream(d)});", "cuMemcpyAsync (unified addressing: any pair)"]
+        return [f"cudaMemcpy({args});", "cuMemcpy (unified addressing: any pair)"]
     if kind == "memset":
         if d["async"]:
             return [f"cudaMemsetAsync({d['name']}, {d['value']}, {d['bytes']}, {_stream(d)});", "cuMemsetD8Async"]

@@ -56,7 +56,7 @@ def _how(d) -> str:
 
 def pending_notes(d) -> list[str]:
     """The lesson of a host touching memory the GPU is still working on: say so, don't refuse it."""
-    return [f"  note: {name} is pending on stream {', '.join(streams)}: the GPU may still change it "
+    return [f"  note: {name} is pending on stream {', '.join(streams)}: the GPU may still read or change it "
             "(`sync` first to see its final bytes)" for name, streams in (d.get("pending") or {}).items()]
 
 

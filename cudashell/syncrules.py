@@ -4,7 +4,8 @@ GPU test checks the two agree. Each rule says what the host waits for:
 
 - ``none``: the call returns once the work is queued;
 - ``staged``: the driver copies the pageable source into a pinned staging buffer and returns before the
-  DMA has run (the source is read now, at issue time); ``sync`` copies first wait for the stream;
+  DMA has run (the source is read now, at issue time), without waiting for the GPU;
+- ``queue``: as ``staged``, but the call first waits for the work queued before it (synchronous copies);
 - ``complete``: the call returns when the work itself (and so everything before it) has finished;
 - ``device``: the call first waits for the whole device (cudaFree, cudaHostUnregister).
 
@@ -19,13 +20,18 @@ STAGING_BYTES = 2 << 20  # pageable H2D copies up to this size are staged withou
 
 @dataclass(frozen=True)
 class Rule:
-    wait: str  # none | staged | complete | device
+    wait: str  # none | staged | queue | complete | device
     why: str
 
     @property
     def blocks(self) -> bool:
         """Whether the host waits for GPU work (of this call or queued before it)."""
-        return self.wait != "none"
+        return self.wait not in ("none", "staged")
+
+    @property
+    def stages(self) -> bool:
+        """Whether the host copies the source into staging memory, reading it at issue time."""
+        return self.wait in ("staged", "queue")
 
 
 def memory_class(kind: str, registered: bool = False) -> str:
@@ -44,7 +50,7 @@ def memcpy_rule(src: str, dst: str, async_: bool, nbytes: int) -> Rule:
         if src == "device" and dst == "device":
             return Rule("none", "device-to-device copies perform no host-side synchronization")
         if src == "pageable" and nbytes <= STAGING_BYTES:
-            return Rule("staged", "pageable→device: waits for the stream, returns once the source is staged "
+            return Rule("queue", "pageable→device: waits for the stream, returns once the source is staged "
                         "for DMA (the DMA may not have finished)")
         return Rule("complete", "a synchronous copy to or from host (or managed) memory returns when it has "
                     "completed")

@@ -183,6 +183,10 @@ class Backend(ABC):
         """Driver and runtime versions, as words."""
 
     @abstractmethod
+    def host_sleep(self, seconds: float) -> None:
+        """Let host time pass while the GPU works on (the simulator advances its virtual clock)."""
+
+    @abstractmethod
     def clock(self) -> float:
         """The host's clock in seconds: real on a GPU, the simulator's virtual one on the simulator."""
 

@@ -17,6 +17,7 @@ import numpy as np
 
 import threading
 
+from .. import syncrules as R
 from ..errors import ShellError
 from ..kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
 from . import driver as D
@@ -24,8 +25,9 @@ from .base import Allocation, Backend, DeviceInfo, Timing
 
 CTYPE = {"float32": C.c_float, "float64": C.c_double, "int32": C.c_int32, "uint32": C.c_uint32,
          "int64": C.c_int64, "uint64": C.c_uint64, "int8": C.c_int8, "uint8": C.c_uint8, "int16": C.c_int16}
-# An async call that held the host this long was staging (pageable memory): wait for its tail to judge it.
-STAGING_SUSPECT = 50e-6
+# A call that returned after the GPU passed its start event, and held the host at least this long, waited
+# for the queue ahead of it; shorter, the queue may simply have drained during the call.
+OBSERVABLE = 50e-6
 EVENT_MIN_BYTES = 64 << 10
 
 
@@ -150,6 +152,9 @@ class CudaBackend(Backend):
     def clock(self) -> float:
         return time.perf_counter()
 
+    def host_sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     def memory_paths(self) -> dict:
         from ..machine import pcie_link
 
@@ -172,17 +177,22 @@ class CudaBackend(Backend):
         self.all_events.append(ev)
         return ev
 
-    def _timed(self, stream, name: str, args: tuple, sync: bool, nbytes: int | None = None) -> Timing:
+    def _timed(self, stream, name: str, args: tuple, rule: R.Rule, nbytes: int | None = None) -> Timing:
         """Call the driver function `name` between two events on `stream`, with nothing but the call between
-        them; the host clock around the call says whether it held us. A small synchronous copy is
-        latency-bound: its host time is its time, as C benchmarks take it."""
+        them, and observe whether it held the host: when work was queued ahead of it, the call waited for
+        the GPU exactly when the GPU had passed the start event by the time it returned. With nothing queued
+        the two cannot be told apart, and the result says it follows the documented rule. A small copy the
+        rule says completes, on an idle stream, is latency-bound: its host time is its time, as C benchmarks
+        take it."""
         f, check = self.drv.fn[name], self.drv.check
-        if sync and nbytes is not None and nbytes < EVENT_MIN_BYTES:
+        queued = not self.drv.stream_done(stream)
+        if rule.wait == "complete" and not queued and nbytes is not None and nbytes < EVENT_MIN_BYTES:
             t0 = time.perf_counter()
             res = f(*args)
             host = time.perf_counter() - t0
             check(res, name)
-            return Timing(host, host, True, self.timing_label, None, t0 - self.t0, t0 - self.t0 + host)
+            return Timing(host, host, True, self.timing_label, None, t0 - self.t0, t0 - self.t0 + host,
+                          rule.why, "rule")
         start, end = self._event(), self._event()
         record = self.drv.fn["cuEventRecord"]
         check(record(start, stream), "cuEventRecord")
@@ -192,16 +202,20 @@ class CudaBackend(Backend):
         if res != D.CUDA_SUCCESS:
             self.free_events += [start, end]
             check(res, name)
+        started = self.drv.event_done(start)
         check(record(end, stream), "cuEventRecord")
-        if sync or self.drv.event_done(end) or host > STAGING_SUSPECT:
-            self.drv.call("cuEventSynchronize", end)
+        if queued and (not started or host >= OBSERVABLE):
+            blocked, basis = started, "observed"
+        else:
+            blocked, basis = rule.blocks, "rule"
+        if rule.wait in ("complete", "device") or self.drv.event_done(end):
+            self.drv.call("cuEventSynchronize", end)  # finished, or finishing now: its time is known
             seconds, t_start, t_end = self._span(start, end)
-            blocked = sync or (host > STAGING_SUSPECT and host >= 0.5 * seconds)
-            return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end)
+            return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end, rule.why, basis)
         token = self.next_token
         self.next_token += 1
         self.pending[token] = Pending(start, end)
-        return Timing(None, host, False, self.timing_label, token)
+        return Timing(None, host, blocked, self.timing_label, token, rule=rule.why, basis=basis)
 
     def _span(self, start: int, end: int) -> tuple[float, float, float]:
         """(duration, start, end) of a finished event pair, on the trace's clock; frees the events."""
@@ -277,7 +291,8 @@ class CudaBackend(Backend):
         return a.dptr
 
     def unregister(self, buf):
-        self.drv.call("cuMemHostUnregister", C.c_void_p(buf.host_ptr),
+        ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
+        self.drv.call("cuMemHostUnregister", C.c_void_p(ptr),
                       hint="only ranges pinned by `register` can be unregistered")
         buf.handle.dptr = None
 
@@ -319,28 +334,36 @@ class CudaBackend(Backend):
         buf.handle.array[offset: offset + data.size] = data
 
     # ------------------------------------------------------------------ work
+    @staticmethod
+    def _cls(buf) -> str:
+        return R.memory_class(buf.kind, buf.registered is not None)
+
+    def _untimed(self, name: str, args: tuple, rule: R.Rule) -> Timing:
+        """A call that queues no GPU work (zero bytes): the driver returns at once."""
+        t0 = time.perf_counter()
+        self.drv.call(name, *args)
+        host = time.perf_counter() - t0
+        return Timing(0.0, host, False, self.timing_label, rule=rule.why, basis="rule")
+
     def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
-        s, d = src.handle, dst.handle
-        s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
-        if not s_dev and not d_dev:  # cudaMemcpyHostToHost is a host memcpy
-            t0 = time.perf_counter()
-            C.memmove(dst.host_ptr + dst_off, src.host_ptr + src_off, nbytes)
-            return self._host_timing(t0)
-        sfx = "Async_v2" if async_ else "_v2"
-        tail = (stream,) if async_ else ()
-        if s_dev and d_dev:
-            name, args = f"cuMemcpyDtoD{sfx}", (d.dptr + dst_off, s.dptr + src_off, nbytes)
-        elif d_dev:
-            name, args = f"cuMemcpyHtoD{sfx}", (d.dptr + dst_off, src.host_ptr + src_off, nbytes)
-        else:
-            name, args = f"cuMemcpyDtoH{sfx}", (dst.host_ptr + dst_off, s.dptr + src_off, nbytes)
-        return self._timed(stream, name, args + tail, sync=not async_, nbytes=nbytes)
+        """Through the driver for every pair, host-to-host too (cuMemcpy under UVA), so stream order holds."""
+        s_ptr = (src.host_ptr if src.host_ptr is not None else src.device_ptr) + src_off
+        d_ptr = (dst.host_ptr if dst.host_ptr is not None else dst.device_ptr) + dst_off
+        rule = R.memcpy_rule(self._cls(src), self._cls(dst), async_, nbytes)
+        name, args = ("cuMemcpyAsync", (d_ptr, s_ptr, nbytes, stream)) if async_ else \
+            ("cuMemcpy", (d_ptr, s_ptr, nbytes))
+        if nbytes == 0:
+            return self._untimed(name, args, rule)
+        return self._timed(stream if async_ else None, name, args, rule, nbytes)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
         ptr = buf.device_ptr + offset
-        if async_:
-            return self._timed(stream, "cuMemsetD8Async", (ptr, value, nbytes, stream), False)
-        return self._timed(None, "cuMemsetD8_v2", (ptr, value, nbytes), True)
+        rule = R.memset_rule(self._cls(buf), async_, nbytes)
+        name, args = ("cuMemsetD8Async", (ptr, value, nbytes, stream)) if async_ else \
+            ("cuMemsetD8_v2", (ptr, value, nbytes))
+        if nbytes == 0:
+            return self._untimed(name, args, rule)
+        return self._timed(stream if async_ else None, name, args, rule)
 
     def _load(self, source: str, names: list[str], extern_c: bool) -> dict[str, int]:
         from pycuda.compiler import compile as nvcc_compile
@@ -374,7 +397,7 @@ class CudaBackend(Backend):
         if kernel.builtin and kernel.name != "spin":
             values.append(C.c_int(count))
         call, _keepalive = self.drv.launch_args(fn, grid, block, stream, *values, shared=shared)
-        return self._timed(stream, "cuLaunchKernel", call, sync=False)
+        return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
     def load_kernels(self, source):
         kernels = parse_kernels(source)
@@ -428,7 +451,7 @@ class CudaBackend(Backend):
     def prefetch(self, buf, where, stream):
         loc = D.CUmemLocation(D.LOCATION_DEVICE if where == "device" else D.LOCATION_HOST,
                               self.info.ordinal if where == "device" else 0)
-        return self._timed(stream, "cuMemPrefetchAsync_v2", (buf.device_ptr, buf.size, loc, 0, stream), sync=False)
+        return self._timed(stream, "cuMemPrefetchAsync_v2", (buf.device_ptr, buf.size, loc, 0, stream), R.QUEUED)
 
     def advise(self, buf, advice, where):
         loc = D.CUmemLocation(D.LOCATION_HOST if where == "host" else D.LOCATION_DEVICE,

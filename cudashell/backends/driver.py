@@ -54,6 +54,8 @@ _SIGNATURES = {
     "cuEventSynchronize": [C.c_void_p],
     "cuEventElapsedTime_v2": [C.POINTER(C.c_float), C.c_void_p, C.c_void_p],
     "cuEventDestroy_v2": [C.c_void_p],
+    "cuMemcpy": [C.c_uint64, C.c_uint64, C.c_size_t],  # unified addressing: any pair of pointers
+    "cuMemcpyAsync": [C.c_uint64, C.c_uint64, C.c_size_t, C.c_void_p],
     "cuMemcpyHtoD_v2": [C.c_uint64, C.c_void_p, C.c_size_t],
     "cuMemcpyDtoH_v2": [C.c_void_p, C.c_uint64, C.c_size_t],
     "cuMemcpyDtoD_v2": [C.c_uint64, C.c_uint64, C.c_size_t],

@@ -153,12 +153,11 @@ class SimBackend(Backend):
         return start, end
 
     def _submit(self, handle, duration: float, engine: str | None, rule: R.Rule, effect=None, *,
-                stage: float = 0.0, wait_first: bool = False, fault: str | None = None,
-                callback: dict | None = None) -> Timing:
+                stage: float = 0.0, fault: str | None = None, callback: dict | None = None) -> Timing:
         """Queue one operation under its synchronisation rule and return what the host saw."""
         before = self.now
-        if rule.wait == "staged":  # a sync copy first waits for its stream; then the host stages the bytes
-            if wait_first:
+        if rule.stages:  # a sync copy first waits for its stream; then the host stages the bytes
+            if rule.wait == "queue":
                 self._advance(self._ready(handle or self.default) - self.profile.async_call)
             self.now += stage
             effect = effect(snapshot=True) if effect else None
@@ -320,6 +319,9 @@ class SimBackend(Backend):
     def clock(self):
         return self.now
 
+    def host_sleep(self, seconds):
+        self._advance(self.now + seconds)
+
     def memory_paths(self):
         return self.profile.memory_paths()
 
@@ -384,7 +386,7 @@ class SimBackend(Backend):
             return self._host_call(self.profile.async_call, rule)
         path, kind = self._path(s, d)
         stage = 0.0
-        if rule.wait == "staged":  # the host copies into staging memory; the DMA then runs at the pinned rate
+        if rule.stages:  # the host copies into staging memory; the DMA then runs at the pinned rate
             stage = self.profile.staging_latency + nbytes / self.profile.staging_rate
             duration = self.profile.copy_seconds("pinned h2d", nbytes)
         else:
@@ -398,7 +400,7 @@ class SimBackend(Backend):
 
         if s.data.touched(src_off, nbytes):
             d.data.reserve(dst_off, nbytes)
-        return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage, wait_first=not async_)
+        return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
         self._alive()

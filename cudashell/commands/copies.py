@@ -37,7 +37,7 @@ def stream_for(session, args):
 
 
 @command("memcpy", "copies", "copy between buffers (direction inferred when left out)",
-         "memcpy h2d p0 d0 async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpyHtoD, cuMemcpyDtoHAsync, …)",
+         "memcpy h2d p0 d0 async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpy, cuMemcpyAsync)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "buffer"), Arg("DST", "buffer"),
                Arg("SIZE", "size", optional=True)),
          flags=(Flag("async"),), opts=(Opt("stream", Arg("S", "stream")),),

@@ -57,8 +57,8 @@ def launch(session, backend, args):
         for buf in bufs:
             check_range(buf, 0, count * 4, args.col("N"), f"{count} float32 elements")
     grid = args.get("G", max(1, -(-count // block)))
-    if grid < 1:
-        raise usage("grid must be at least 1", args.col("G"))
+    if not 1 <= grid <= 0xFFFFFFFF:  # the C type's range; the driver itself refuses x over 2^31-1
+        raise usage(f"grid {grid} is outside 1..2^32-1", args.col("G"))
     stream = session.stream(args.get("S"), args.col("S"))
     t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
     moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)

@@ -90,3 +90,17 @@ def completed(session, backend) -> list[dict]:
     """The async work whose GPU time was pending and is now known."""
     return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")}
             for e in session.settle(backend)]
+
+
+@command("sleep", "streams", "let the host wait while the GPU works on", "sleep 5",
+         "usleep (no CUDA call: host time passes)", args=(Arg("MS", "count"),),
+         details="The host does nothing for MS milliseconds (at most 60000); queued GPU work carries on, so a "
+                 "later `stream query` or `show` sees what finished meanwhile. On the simulator the virtual "
+                 "clock advances by MS.")
+def sleep(session, backend, args):
+    ms = args.get("MS")
+    if ms > 60000:
+        raise usage(f"{ms} ms is over a minute", args.col("MS"), "sleep at most 60000 ms")
+    t0 = backend.clock()
+    backend.host_sleep(ms / 1e3)
+    return Result("message", {"text": f"host slept {ms} ms", "ms": ms, "host_seconds": backend.clock() - t0})

@@ -1,0 +1,311 @@
+"""The contract: scenarios that run unchanged on the simulator and on the GPU and assert the same semantic
+facts about asynchrony — bytes as the GPU has left them when the host looks, who blocks the host, busy and
+idle streams, callback order, implicit synchronisation, address reuse and alignment, the driver's errors and
+faults. Where timing matters, a long `spin` kernel holds the queue so the answer is robust on a real GPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cudashell import syncrules as R
+
+GATE = "launch spin 30000"  # 30 ms: far longer than anything the shell does between two commands
+MIB = 1 << 20
+
+
+def ptr(cush, name, which="device_ptr"):
+    return int(cush.buffer(name)[which], 16)
+
+
+def first(cush, name, dtype="uint8"):
+    return cush.ok(f"show {name} dtype {dtype} count 1")["values"][0]
+
+
+# ------------------------------------------------------------------ data lands when the work completes
+def test_an_async_copy_reads_its_pinned_source_when_it_runs_not_when_issued(cush):
+    cush.ok("alloc pinned 4KB as p; alloc device 4KB as d; alloc pinned 4KB as back; fill p 1")
+    cush.ok(f"{GATE}; memcpy p d async; fill p 2; sync; memcpy d back")
+    assert first(cush, "back") == 2
+
+
+def test_show_before_sync_prints_the_old_bytes_and_says_why(cush):
+    cush.ok("alloc pinned 4KB as p; alloc device 4KB as d; fill p 3; memset d 7; sync")
+    cush.ok(f"{GATE}; memcpy d p async")
+    early = cush.ok("show p count 1")
+    assert early["values"] == [3] and early["pending"] == {"p": ["0"]}
+    cush.ok("sync")
+    late = cush.ok("show p count 1")
+    assert late["values"] == [7] and late["pending"] == {}
+
+
+@pytest.mark.parametrize("size", ["4KB", "64KB", "1MB"])
+def test_a_small_pageable_async_copy_is_staged_at_issue(cush, size):
+    cush.ok(f"alloc pageable {size} as h; alloc device {size} as d; alloc pinned {size} as back; fill h 1")
+    res = cush.ok(f"{GATE}; memcpy h d async")
+    assert res["blocking"] is False
+    cush.ok("fill h 2; sync; memcpy d back")
+    assert first(cush, "back") == 1  # the driver copied the source into staging memory before returning
+
+
+def test_a_kernel_changes_memory_when_it_completes(cush):
+    cush.ok("alloc pinned 4KB as z; fill z 0 dtype float32")
+    cush.ok(f"{GATE}; launch increment z")
+    assert first(cush, "z", "float32") == 0.0
+    assert cush.buffer("z")["state"] == "pending on stream 0"
+    cush.ok("sync")
+    assert first(cush, "z", "float32") == 1.0 and cush.buffer("z")["state"] == "ready"
+
+
+def test_an_async_memset_lands_after_the_queue(cush):
+    cush.ok("alloc pinned 4KB as p; fill p 5; stream create")
+    cush.ok("launch spin 30000 stream 1; memset p 9 async stream 1")
+    assert first(cush, "p") == 5
+    cush.ok("sync stream 1")
+    assert first(cush, "p") == 9
+
+
+def test_pending_marks_clear_after_event_sync(cush):
+    cush.ok("alloc pinned 4KB as p; alloc device 4KB as d; stream create")
+    cush.ok("launch spin 20000 stream 1; memcpy p d async stream 1; event record done stream 1")
+    assert cush.buffer("d")["state"] == "pending on stream 1"
+    cush.ok("event sync done")
+    assert cush.buffer("d")["state"] == "ready" and cush.buffer("p")["state"] == "ready"
+
+
+# ------------------------------------------------------------------ busy and idle
+def test_a_sync_device_to_device_copy_does_not_wait(cush):
+    cush.ok("alloc device 4KB as a; alloc device 4KB as b")
+    res = cush.ok(f"{GATE}; memcpy a b")
+    assert res["blocking"] is False
+    assert cush.ok("stream query 0")["idle"] is False
+
+
+def test_a_sync_memset_of_device_memory_does_not_wait(cush):
+    cush.ok("alloc device 1MB as a")
+    res = cush.ok(f"{GATE}; memset a 0")
+    assert res["blocking"] is False
+    assert cush.ok("stream query 0")["idle"] is False
+
+
+def test_kernels_on_two_streams_run_at_the_same_time(cush):
+    cush.ok("stream create; stream create; launch spin 1 stream 1; sync")
+    cush.ok("launch spin 40000 stream 1; launch spin 40000 stream 2")
+    waited = cush.ok("sync")["host_seconds"]
+    assert 0.025 < waited < 0.06  # one spin's time, not two
+
+
+@pytest.mark.parametrize("work", ["memset d 0 1MB async stream 2", "memcpy d e 1MB async stream 2",
+                                  "launch increment d stream 2"])
+def test_work_on_another_stream_finishes_while_a_kernel_spins(cush, work):
+    cush.ok("alloc device 1MB as d; alloc device 1MB as e; stream create; stream create")
+    cush.ok(f"launch spin 60000 stream 1; {work}; sleep 10")
+    assert cush.ok("stream query 2")["idle"] is True
+    assert cush.ok("stream query 1")["idle"] is False
+
+
+def test_the_legacy_default_stream_waits_for_blocking_streams(cush):
+    cush.ok("stream create; launch spin 30000 stream 1")
+    assert cush.ok("stream query 0")["idle"] is False
+    assert cush.ok("sync stream 0")["host_seconds"] > 0.02
+
+
+def test_a_nonblocking_stream_is_exempt(cush):
+    cush.ok("stream create nonblocking; launch spin 30000 stream 1; sleep 1")
+    assert cush.ok("stream query 0")["idle"] is True
+    assert cush.ok("sync stream 0")["host_seconds"] < 0.01
+    assert cush.ok("stream query 1")["idle"] is False
+
+
+def test_streams_lists_busy_streams(cush):
+    cush.ok("stream create; launch spin 30000 stream 1")
+    rows = {r["name"]: r["idle"] for r in cush.ok("streams")["streams"]}
+    assert rows == {"0": False, "1": False}
+    cush.ok("sync")
+    assert all(r["idle"] for r in cush.ok("streams")["streams"])
+
+
+# ------------------------------------------------------------------ callbacks
+def test_callbacks_fire_in_completion_order_not_issue_order(cush):
+    cush.ok("stream create as a; stream create as b")
+    cush.ok("launch spin 80000 stream a; callback a behind-a; launch spin 30000 stream b; callback b behind-b")
+    objs = cush.run("sync")
+    assert [o["result"]["text"] for o in objs if o["cmd"] == "(callback)"] == ["behind-b", "behind-a"]
+
+
+def test_a_callback_behind_a_kernel_waits_for_it(cush):
+    cush.ok("stream create; launch spin 30000 stream 1")
+    assert [o for o in cush.run("callback 1 later") if o["cmd"] == "(callback)"] == []
+    assert [o["result"]["text"] for o in cush.run("sync") if o["cmd"] == "(callback)"] == ["later"]
+
+
+# ------------------------------------------------------------------ who blocks the host: the one table
+SETUP = ("alloc pageable 8MB as h; alloc pinned 8MB as p; alloc device 8MB as d; alloc device 8MB as e; "
+         "alloc managed 8MB as m; alloc pageable 8MB as h2; stream create")
+CASES = [  # (command, src class, dst class, async, bytes) — memset: (command, target, None, async, bytes)
+    ("memcpy p d 64KB", "pinned", "device", False, 64 << 10),
+    ("memcpy p d 64KB async stream 1", "pinned", "device", True, 64 << 10),
+    ("memcpy d p 1MB async stream 1", "device", "pinned", True, MIB),
+    ("memcpy d h 64KB async stream 1", "device", "pageable", True, 64 << 10),
+    ("memcpy h d 64KB async stream 1", "pageable", "device", True, 64 << 10),
+    ("memcpy h d 8MB async stream 1", "pageable", "device", True, 8 * MIB),
+    ("memcpy h d 64KB", "pageable", "device", False, 64 << 10),
+    ("memcpy d e 1MB", "device", "device", False, MIB),
+    ("memcpy d m 1MB", "device", "managed", False, MIB),
+    ("memcpy p h 1MB async stream 1", "pinned", "pageable", True, MIB),
+    ("memcpy h h2 64KB", "pageable", "pageable", False, 64 << 10),
+    ("memcpy p d 0", "pinned", "device", False, 0),
+    ("memset d 1 1MB", "device", None, False, MIB),
+    ("memset p 1 1MB", "pinned", None, False, MIB),
+    ("memset m 1 1MB", "managed", None, False, MIB),
+    ("memset p 1 1MB async stream 1", "pinned", None, True, MIB),
+]
+
+
+@pytest.mark.parametrize("line,src,dst,async_,nbytes", CASES, ids=[c[0] for c in CASES])
+def test_who_blocks_follows_the_drivers_documented_rules(cush, line, src, dst, async_, nbytes):
+    rule = R.memcpy_rule(src, dst, async_, nbytes) if dst else R.memset_rule(src, async_, nbytes)
+    cush.ok(SETUP)
+    cush.ok("launch spin 30000 stream 1" if async_ else GATE)
+    res = cush.ok(line)
+    assert res["sync_rule"] == rule.why
+    assert res["blocking"] is rule.blocks, (line, res)
+    assert (res["host_seconds"] > 0.02) is rule.blocks
+    if cush.backend.name == "cuda" and nbytes:
+        assert res["blocking_basis"] == "observed"
+
+
+@pytest.mark.parametrize("line", ["prefetch m device stream 1", "callback 1 hello", "event record e stream 1",
+                                  "launch increment d stream 1"])
+def test_queued_work_never_holds_the_host(cush, line):
+    cush.ok(SETUP)
+    cush.ok("launch spin 30000 stream 1")
+    t0 = cush.backend.clock()
+    cush.ok(line)
+    assert cush.backend.clock() - t0 < 0.01
+    assert cush.ok("stream query 1")["idle"] is False
+
+
+# ------------------------------------------------------------------ implicit synchronisation
+@pytest.mark.parametrize("kind", ["device", "pinned", "managed"])
+def test_free_waits_for_the_device(cush, kind):
+    cush.ok(f"stream create; alloc {kind} 1MB as x; launch spin 30000 stream 1")
+    res = cush.ok("free x")
+    assert res["host_seconds"] > 0.02 and res["sync_rule"] == R.FREE_SYNCS.why
+    assert cush.ok("stream query 1")["idle"] is True
+
+
+def test_free_of_pageable_memory_does_not_wait(cush):
+    cush.ok(f"alloc pageable 1MB as x; {GATE}")
+    assert cush.ok("free x")["host_seconds"] < 0.01
+
+
+def test_unregister_waits_for_the_device(cush):
+    cush.ok(f"alloc pageable 64KB as x; register x; {GATE}")
+    t0 = cush.backend.clock()
+    cush.ok("unregister x")
+    assert cush.backend.clock() - t0 > 0.02
+
+
+def test_destroying_a_busy_stream_lets_its_work_finish(cush):
+    cush.ok("stream create; launch spin 30000 stream 1; callback 1 still-fires; event record e stream 1")
+    assert cush.ok("stream destroy 1")["busy"] is True
+    objs = cush.run("sync")
+    assert [o["result"]["text"] for o in objs if o["cmd"] == "(callback)"] == ["still-fires"]
+    assert cush.ok("event query e")["done"] is True
+
+
+# ------------------------------------------------------------------ allocation realism
+def test_a_freed_device_block_comes_back_with_its_old_bytes(cush):
+    cush.ok("alloc device 4KB as a; memset a 171; sync")
+    before = ptr(cush, "a")
+    cush.ok("free a; alloc device 4KB as b; alloc pinned 4KB as r; memcpy b r")
+    assert ptr(cush, "b") == before
+    assert first(cush, "r") == 171  # cudaMalloc does not clear memory
+
+
+@pytest.mark.parametrize("kind", ["pinned", "managed", "device"])
+def test_small_allocations_are_carved_at_512_bytes(cush, kind):
+    cush.ok(f"alloc {kind} 100 as a; alloc {kind} 100 as b")
+    assert ptr(cush, "b") - ptr(cush, "a") == 512
+
+
+def test_large_device_allocations_are_2mib_aligned(cush):
+    cush.ok("alloc device 3MB as a; alloc device 3MB as b")
+    assert ptr(cush, "a") % (2 * MIB) == 0 and ptr(cush, "b") % (2 * MIB) == 0
+    assert ptr(cush, "b") - ptr(cush, "a") in (4 * MIB, -4 * MIB)
+
+
+@pytest.mark.parametrize("kind,size", [("pinned", "64KB"), ("device", "64MB"), ("managed", "1MB")])
+def test_the_next_allocation_of_the_same_size_reuses_the_freed_address(cush, kind, size):
+    cush.ok(f"alloc {kind} {size} as a")
+    before = ptr(cush, "a")
+    cush.ok(f"free a; alloc {kind} {size} as b")
+    assert ptr(cush, "b") == before
+
+
+# ------------------------------------------------------------------ the driver's errors and flags
+def test_the_gpu_may_not_write_a_readonly_registration(cush):
+    cush.ok("alloc pageable 64KB as r; register r readonly; alloc device 64KB as d; fill r 4")
+    assert cush.fails("memcpy d r")["code"] == "CUDA_ERROR_INVALID_VALUE"
+    assert cush.fails("memcpy d r async")["code"] == "CUDA_ERROR_INVALID_VALUE"
+    assert cush.fails("memset r 0")["code"] == "CUDA_ERROR_INVALID_VALUE"
+    assert first(cush, "r") == 4
+    cush.ok("memcpy r d")  # reading it is fine
+
+
+@pytest.mark.parametrize("line", ["launch increment d shared 49153", "launch increment d shared 300KB",
+                                  "launch spin 1 grid 2^31"])
+def test_launch_limits_are_the_drivers(cush, line):
+    cush.ok("alloc device 4KB as d")
+    assert cush.fails(line)["code"] == "CUDA_ERROR_INVALID_VALUE"
+    cush.ok("launch increment d shared 48KB; sync")
+
+
+@pytest.mark.parametrize("kind", ["device", "managed", "pinned"])
+def test_unregister_of_memory_that_was_never_registered(cush, kind):
+    cush.ok(f"alloc {kind} 4KB as x")
+    assert cush.fails("unregister x")["code"] == "CUDA_ERROR_INVALID_VALUE"
+
+
+def test_unregister_twice_is_not_registered(cush):
+    cush.ok("alloc pageable 4KB as x; register x; unregister x")
+    assert cush.fails("unregister x")["code"] == "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
+
+
+@pytest.mark.parametrize("line,bits", [("alloc managed 4KB as x", 2), ("alloc pinned 4KB portable as x", 2),
+                                       ("alloc pinned 4KB portable mapped wc as x", 6),
+                                       ("alloc pageable 4KB as x; register x portable", 3),
+                                       ("alloc pageable 4KB as x; register x readonly", 2)])
+def test_host_flags_are_what_the_driver_answers(cush, line, bits):
+    cush.ok(line)
+    assert cush.ok("info x")["driver"]["host_flags"] == bits
+
+
+# ------------------------------------------------------------------ faults (own process: a fault poisons it)
+FAULT = ("alloc pageable 64KB as r; register r readonly; fill r 5; alloc pinned 4KB as p; fill p 6\n"
+         "launch spin 20000; launch increment r\n"
+         "sync\n"
+         "show r count 1; fill p 8; show p count 1\n"
+         "alloc device 4KB")
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_fault_surfaces_at_the_next_sync_and_host_memory_stays_usable(backend):
+    if backend == "cuda":
+        from tests.conftest import gpu_missing
+        if gpu_missing():
+            pytest.skip(gpu_missing())
+    r = subprocess.run([sys.executable, "-m", "cudashell", "--backend", backend, "--json", "--keep-going",
+                        "-c", FAULT], capture_output=True, text=True, timeout=120)
+    objs = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+    by = {o["cmd"]: o for o in objs}
+    assert by["launch increment r"]["ok"] is True  # the launch itself succeeds
+    assert by["sync"]["error"]["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert by["show r count 1"]["result"]["values"] == [5]
+    assert by["show p count 1"]["result"]["values"] == [8]
+    assert by["alloc device 4KB"]["error"]["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert "Traceback" not in r.stderr
