@@ -267,6 +267,10 @@ class CudaBackend(Backend):
 
     def free(self, buf):
         a: CudaAlloc = buf.handle
+        if a.kind != "pageable":
+            # cudaFree synchronises the device anyway; do it here, through ctypes, which lets go of the GIL: PyCUDA's
+            # free holds it, and a host callback still queued needs it to run — waiting inside PyCUDA deadlocks
+            self.drv.call("cuCtxSynchronize")
         a.array = None
         with self._pycuda_errors():
             if a.kind == "pageable":
@@ -494,6 +498,7 @@ class CudaBackend(Backend):
         if self.closed:
             return
         self.closed = True
+        self.drv.raw("cuCtxSynchronize")  # let queued host callbacks run before PyCUDA (holding the GIL) tears down
         for name, handles in (("cuStreamDestroy_v2", list(self.streams)),
                               ("cuEventDestroy_v2", list(getattr(self, "all_events", [])))):
             for h in handles:
