@@ -56,6 +56,7 @@ class Shell:
             if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
+            self.backend.command_started()
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
             if result.action == "run":
                 self._run_nested(result)

@@ -219,12 +219,14 @@ def test_destroying_a_busy_stream_lets_its_work_finish(cush):
 
 
 # ------------------------------------------------------------------ allocation realism
-def test_a_freed_device_block_comes_back_with_its_old_bytes(cush):
+@pytest.mark.parametrize("keep,stale", [(True, 171), (False, 0)])
+def test_a_freed_device_block_comes_back_with_its_old_bytes_while_its_pool_lives(cush, keep, stale):
+    cush.ok("alloc pinned 4KB as r" + ("; alloc device 4KB as keep" if keep else ""))
     cush.ok("alloc device 4KB as a; memset a 171; sync")
     before = ptr(cush, "a")
-    cush.ok("free a; alloc device 4KB as b; alloc pinned 4KB as r; memcpy b r")
+    cush.ok("free a; alloc device 4KB as b; memcpy b r")
     assert ptr(cush, "b") == before
-    assert first(cush, "r") == 171  # cudaMalloc does not clear memory
+    assert first(cush, "r") == stale  # cudaMalloc does not clear memory; an emptied pool goes back cleared
 
 
 @pytest.mark.parametrize("kind", ["pinned", "managed", "device"])
@@ -276,8 +278,12 @@ def test_unregister_twice_is_not_registered(cush):
     assert cush.fails("unregister x")["code"] == "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
 
 
-@pytest.mark.parametrize("line,bits", [("alloc managed 4KB as x", 2), ("alloc pinned 4KB portable as x", 2),
-                                       ("alloc pinned 4KB portable mapped wc as x", 6),
+@pytest.mark.parametrize("line,bits", [("alloc managed 4KB as x", 2), ("alloc pinned 4KB portable as x", 3),
+                                       ("alloc pinned 4KB portable mapped wc as x", 7),
+                                       ("alloc pinned 4KB; alloc pinned 4KB portable as x", 2),  # the pool's flags
+                                       ("alloc pinned 4KB wc; alloc pinned 4KB portable wc as x", 6),
+                                       ("alloc pinned 4KB; free p0; alloc pinned 4KB portable as x", 3),
+                                       ("alloc pinned 2MB; alloc pinned 2MB portable as x", 3),
                                        ("alloc pageable 4KB as x; register x portable", 3),
                                        ("alloc pageable 4KB as x; register x readonly", 2)])
 def test_host_flags_are_what_the_driver_answers(cush, line, bits):

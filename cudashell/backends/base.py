@@ -182,6 +182,10 @@ class Backend(ABC):
     def versions(self) -> dict:
         """Driver and runtime versions, as words."""
 
+    def command_started(self) -> None:
+        """A shell command begins. The simulator charges the shell's own time per command (as calibrated),
+        so the gaps between commands in a script are as long as on the GPU it was calibrated on."""
+
     @abstractmethod
     def host_sleep(self, seconds: float) -> None:
         """Let host time pass while the GPU works on (the simulator advances its virtual clock)."""

@@ -225,7 +225,10 @@ class CudaBackend(Backend):
 
     def resolve(self, token):
         p = self.pending.get(token)
-        if p is None or not self.drv.event_done(p.end):
+        try:
+            if p is None or not self.drv.event_done(p.end):
+                return None
+        except ShellError:  # a dead context: that work never finished
             return None
         del self.pending[token]
         return self._span(p.start, p.end)

@@ -47,6 +47,7 @@ class Profile:
     copy_latency: float = 7.3e-6  # one small synchronous copy
     launch_latency: float = 4.0e-6
     async_call: float = 2.0e-6  # the host cost of queueing async work
+    shell_overhead: float = 0.0  # the shell's own host time per command (parse, record, render), from calibrate
     pinned_alloc_per_mib: float = 0.55e-3
     register_per_mib: float = 0.25e-3
     device_alloc: float = 60e-6

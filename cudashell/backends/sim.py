@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import syncrules as R
 from ..errors import ShellError
-from .addresses import AddressSpaces
+from .addresses import SMALL, AddressSpaces
 from .base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation, Backend, DeviceInfo, Timing
 from .profile import Profile
 from .sparse import Budget, SparseBytes
@@ -27,7 +27,7 @@ ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
 STICKY_HINT = ("the context is now unusable: every later CUDA call fails with this error; host memory stays "
                "readable; `quit` releases everything (a future `reset` will make a new context)")
 CALLBACK_COST = 5e-6  # a host function holds its stream this long
-STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits
+STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
 SHARED_DEFAULT, GRID_X_MAX = 48 << 10, (1 << 31) - 1
 
 
@@ -43,6 +43,7 @@ class SimAlloc:
     registered: bool = False
     freed: bool = False
     managed: dict = field(default_factory=dict)  # range attributes of managed memory
+    pool: bool | None = None  # the small pinned pool it came from (write-combined or not)
 
     @property
     def cls(self) -> str:
@@ -87,6 +88,8 @@ class SimBackend(Backend):
         self.budget = Budget(p.storage_budget)
         self.addresses = AddressSpaces()
         self.stale: OrderedDict[int, SimAlloc] = OrderedDict()  # freed small device blocks, by address
+        self.pooled = 0  # live device allocations carved from the small pool
+        self.host_pools: dict[bool, tuple[int, int]] = {}  # write-combined? → (PORTABLE bit, live allocations)
         self.device_used = self.host_used = 0
         self.now = 0.0  # the host's virtual clock, seconds
         self.default = SimStream()
@@ -213,14 +216,15 @@ class SimBackend(Backend):
         elif kind == "pinned":
             host_ptr = a.addr
             device_ptr = self._map(host_ptr, size, "mapped" in flags)
-            # the driver reports DEVICEMAP whenever a device pointer exists, and no PORTABLE bit (H100, CUDA 13)
             a.host_bits = (HOST_WRITECOMBINED if "writecombined" in flags else 0) | \
-                (HOST_DEVICEMAP if device_ptr is not None else 0)
+                (HOST_DEVICEMAP if device_ptr is not None else 0) | self._portable_bit(a, "portable" in flags)
             cost = p.pinned_alloc_per_mib * size / MIB + 5e-6
         elif kind == "device":
             device_ptr = a.addr
             cost = p.device_alloc
-            self._inherit(a)
+            if size < SMALL:
+                self.pooled += 1
+                self._inherit(a)
         else:
             host_ptr = device_ptr = a.addr
             cost = p.device_alloc
@@ -229,6 +233,16 @@ class SimBackend(Backend):
         else:
             self.host_used += size
         return Allocation(a, host_ptr, device_ptr), self._host_call(cost)
+
+    def _portable_bit(self, a: SimAlloc, asked: bool) -> int:
+        """Small pinned allocations share a pool (one per write-combining), and cuMemHostGetFlags reports
+        the pool's PORTABLE bit: that of the allocation which made it (H100, CUDA 13)."""
+        if a.size >= SMALL:
+            return HOST_PORTABLE if asked else 0
+        a.pool = bool(a.host_bits & HOST_WRITECOMBINED)
+        bit, live = self.host_pools.get(a.pool, (HOST_PORTABLE if asked else 0, 0))
+        self.host_pools[a.pool] = (bit, live + 1)
+        return bit
 
     def _inherit(self, a: SimAlloc) -> None:
         """cudaMalloc does not clear memory: a small block handed back holds what its last owner left."""
@@ -252,12 +266,24 @@ class SimBackend(Backend):
             self._wait_device()
             self._alive()
         self.addresses.give(a.region, a.addr, a.size)
-        if a.kind == "device" and a.size < 2 * MIB:
+        if a.pool is not None:
+            bit, live = self.host_pools[a.pool]
+            self.host_pools[a.pool] = (bit, live - 1) if live > 1 else None
+            if self.host_pools[a.pool] is None:
+                del self.host_pools[a.pool]
+        pooled = a.kind == "device" and a.size < SMALL
+        if pooled and self.pooled > 1:  # the pool lives on, and the block keeps its bytes for the next owner
             self.stale[a.addr] = a
             while len(self.stale) > STALE_LIMIT:
                 self.stale.popitem(last=False)[1].data.release()
         else:
             a.data.release()
+        if pooled:
+            self.pooled -= 1
+            if not self.pooled:  # the driver releases an empty pool: what comes back next is cleared
+                for old in self.stale.values():
+                    old.data.release()
+                self.stale.clear()
         a.freed = True
         if a.kind in ("device", "managed"):
             self.device_used -= a.size
@@ -318,6 +344,9 @@ class SimBackend(Backend):
 
     def clock(self):
         return self.now
+
+    def command_started(self):
+        self._advance(self.now + self.profile.shell_overhead)
 
     def host_sleep(self, seconds):
         self._advance(self.now + seconds)
@@ -386,9 +415,10 @@ class SimBackend(Backend):
             return self._host_call(self.profile.async_call, rule)
         path, kind = self._path(s, d)
         stage = 0.0
-        if rule.stages:  # the host copies into staging memory; the DMA then runs at the pinned rate
-            stage = self.profile.staging_latency + nbytes / self.profile.staging_rate
+        if rule.stages:  # the host copies into staging memory, then the DMA runs at the pinned rate
             duration = self.profile.copy_seconds("pinned h2d", nbytes)
+            stage = max(self.profile.copy_seconds(path, nbytes) - duration,
+                        self.profile.staging_latency + nbytes / self.profile.staging_rate)
         else:
             duration = self.profile.copy_seconds(path, nbytes)
 

@@ -49,8 +49,9 @@ def gpu_seconds(backend, t) -> float:
 def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
     """Bytes per second once the fixed cost of a copy is paid, as the profile models a copy:
     latency + bytes / rate."""
-    backend.memcpy(src, 0, dst, 0, nbytes, None, False)  # warm-up
-    t = statistics.median(backend.memcpy(src, 0, dst, 0, nbytes, None, False).seconds for _ in range(REPS))
+    gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))  # warm-up
+    t = statistics.median(gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))
+                          for _ in range(REPS))
     return nbytes / max(t - latency, 1e-9)
 
 
@@ -66,20 +67,69 @@ def kernel_rate(backend, a, b, c, n: int, latency: float) -> float:
     return 3 * n * 4 / max(t - latency, 1e-9)
 
 
+CURVE_SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
+
+
+def copy_curve(backend, src, dst) -> list[list[float]]:
+    """[[bytes, seconds], …] of synchronous copies from 4 KiB to 256 MiB: small copies are latency-bound
+    (a small pageable copy costs far more per byte than a large one), large ones bandwidth-bound."""
+    points = []
+    for nbytes in CURVE_SIZES:
+        gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))  # warm-up
+        reps = REPS if nbytes < SIZE else 3
+        t = statistics.median(gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))
+                              for _ in range(reps))
+        points.append([nbytes, t])
+    return points
+
+
+def shell_overhead(backend, src, dst) -> tuple[float, float]:
+    """(the host cost of queueing one async call, the shell's own time per command around it): what the
+    simulator adds to its clock for each call and each command, so issue gaps in a script match this GPU."""
+    from ..grammar import split_commands
+    from ..registry import parse_segment
+    from ..render import human
+    from ..session import Session
+
+    session = Session()
+    for b in (src, dst):
+        session.buffers[b.name] = b
+    seg = split_commands(f"memcpy {src.name} {dst.name} 4 async")[0]
+    raw, full = [], []
+    for _ in range(200):
+        raw.append(backend.memcpy(src, 0, dst, 0, 4, None, True).host_seconds)
+        t0 = backend.clock()
+        cmd = parse_segment(seg)
+        human(cmd.spec.handler(session, backend, cmd.args), "simple", 0)
+        full.append(backend.clock() - t0)
+    backend.device_sync()
+    api = statistics.median(raw)
+    return api, max(statistics.median(full) - api, 0.0)
+
+
 def measure(backend) -> dict:
     s = Scratch(backend)
     try:
         pinned, t_pin = s.alloc("pinned", SIZE)
-        wc, _ = s.alloc("pinned", SIZE, {"writecombined"})
-        pageable, _ = s.alloc("pageable", SIZE)
-        dev, _ = s.alloc("device", SIZE)
-        dev2, _ = s.alloc("device", SIZE)
-        for buf in (pinned, wc, pageable):
-            backend.write(buf, 0, ones(SIZE))
+        big = 256 << 20
+        pin_big, _ = s.alloc("pinned", big)
+        wc, _ = s.alloc("pinned", big, {"writecombined"})
+        pageable, _ = s.alloc("pageable", big)
+        pageable2, _ = s.alloc("pageable", big)
+        dev, _ = s.alloc("device", big)
+        dev2, _ = s.alloc("device", big)
+        for buf in (pinned, wc, pageable, pin_big, pageable2):
+            backend.write(buf, 0, ones(buf.size))
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
         latency = statistics.median(gpu_seconds(backend, launch_sum(backend, dev, dev, dev2, 1, 1, 1))
                                     for _ in range(REPS))
+        api, overhead = shell_overhead(backend, pin_big, dev)
         n = SIZE // 4
+        curves = {"pinned h2d": copy_curve(backend, pin_big, dev), "pinned d2h": copy_curve(backend, dev, pin_big),
+                  "writecombined h2d": copy_curve(backend, wc, dev),
+                  "pageable h2d": copy_curve(backend, pageable, dev),
+                  "pageable d2h": copy_curve(backend, dev, pageable), "d2d": copy_curve(backend, dev, dev2),
+                  "h2h": copy_curve(backend, pageable, pageable2)}
         figures = {
             "pinned_h2d": copy_rate(backend, pinned, dev, small),
             "pinned_d2h": copy_rate(backend, dev, pinned, small),
@@ -87,10 +137,11 @@ def measure(backend) -> dict:
             "pageable_h2d": copy_rate(backend, pageable, dev, small),
             "pageable_d2h": copy_rate(backend, dev, pageable, small),
             "d2d": 2 * copy_rate(backend, dev, dev2, small),
-            "copy_latency": small, "launch_latency": latency,
+            "copy_latency": small, "launch_latency": latency, "async_call": api, "shell_overhead": overhead,
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
             "kernel_device_read": kernel_rate(backend, dev, dev2, dev, n, latency),
             "kernel_zero_copy_read": kernel_rate(backend, pinned, wc, pinned, n, latency),
+            "copy_curves": curves,
         }
     finally:
         s.free_all()
@@ -106,10 +157,11 @@ def ones(n: int):
 @command("calibrate", "session", "measure this device's figures and write them as a simulator profile",
          "calibrate out lab-gpu.json", "cudaMemcpy / cudaHostAlloc / kernel launches, timed with events",
          opts=(Opt("out", Arg("FILE", "file")),),
-         details="Measures pinned, write-combined and pageable copy bandwidth (64 MiB), device-to-device, the "
-                 "latency of a 4-byte copy and of a launch, pinned allocation cost per MiB, and what a kernel "
-                 "reads per second from device and from zero-copy memory. `cudashell --sim-profile FILE` then "
-                 "models timings with them.")
+         details="Measures a size curve (4 KiB … 256 MiB) for pinned, write-combined and pageable copies each "
+                 "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; the host "
+                 "cost of an async call and the shell's own time per command; pinned allocation cost per MiB; "
+                 "and what a kernel reads per second from device and from zero-copy memory. `cudashell "
+                 "--sim-profile FILE` then models timings with them.")
 def calibrate(session, backend, args):
     info = backend.info
     figures = measure(backend)
