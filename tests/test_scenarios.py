@@ -246,7 +246,10 @@ def test_calibrate_writes_a_profile_the_simulator_loads(cush, tmp_path):
     assert cush.ok("ls")["buffers"] == []  # its scratch buffers are gone
     sim = Cush(SimBackend(Profile.load(str(path))))
     modeled = sim.ok("alloc pinned 64MB; alloc device 64MB; memcpy p0 d0")
-    assert modeled["gbps"] == pytest.approx(64 * 2**20 / (p["copy_latency"] + 64 * 2**20 / p["pinned_h2d"]) / 1e9)
+    curve = dict((n, t) for n, t in p["copy_curves"]["pinned h2d"])
+    assert modeled["seconds"] == pytest.approx(curve[64 * 2**20])  # the model uses the measured curve
+    small, large = p["copy_curves"]["pageable h2d"][0], p["copy_curves"]["pageable h2d"][-1]
+    assert small[0] / small[1] < large[0] / large[1]  # small pageable copies are slower per byte
     if cush.backend.name == "sim":  # calibrating the simulator gives back its own profile
         default = Profile()
         for key in ("pinned_h2d", "pageable_d2h", "d2d", "kernel_device_read", "kernel_zero_copy_read"):

@@ -170,7 +170,7 @@ class SimBackend(Backend):
         self.seq += 1
         heapq.heappush(self.ops, Op(self.seq, start, end, effect, fault, callback))
         if rule.wait == "complete":
-            self._advance(end)
+            self._advance(end + self.profile.sync_latency)
         else:
             self.now = max(self.now, before + self.profile.async_call)
             self._advance(self.now)

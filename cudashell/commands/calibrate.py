@@ -46,8 +46,27 @@ def gpu_seconds(backend, t) -> float:
     return backend.resolve(t.token)[0]
 
 
+def gate(backend, us: int = 3000) -> None:
+    """Hold the default stream with a spin kernel, so what is queued next runs back to back on the GPU and
+    its events time the GPU's work, not the host's pace of issuing it."""
+    import numpy as np
+
+    backend.launch(BUILTINS["spin"], [np.int64(us)], 1, 1, 1, 0, None)
+
+
+def queued_seconds(backend, issue, reps: int) -> float:
+    """Per operation, GPU time of `reps` operations queued back to back behind a gate: the engine time the
+    simulator's queue model needs (a lone synchronous call adds its own round trip on top)."""
+    gate(backend)
+    times = [issue() for _ in range(reps)]
+    backend.device_sync()
+    spans = [(t.start, t.end) if t.seconds is not None and t.start is not None else backend.resolve(t.token)[1:]
+             for t in times]
+    return (spans[-1][1] - spans[0][0]) / reps
+
+
 def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
-    """Bytes per second once the fixed cost of a copy is paid, as the profile models a copy:
+    """Bytes per second once the fixed cost of a copy is paid, as the default profile models a copy:
     latency + bytes / rate."""
     gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))  # warm-up
     t = statistics.median(gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))
@@ -59,52 +78,58 @@ def launch_sum(backend, a, b, c, n: int, grid: int, block: int):
     return backend.launch(BUILTINS["sum"], [a, b, c], n, grid, block, 0, None)
 
 
+def kernel_seconds(backend, a, b, c, n: int) -> float:
+    grid = -(-n // 256)
+    return statistics.median(queued_seconds(backend, lambda: launch_sum(backend, a, b, c, n, grid, 256), 4)
+                             for _ in range(3))
+
+
 def kernel_rate(backend, a, b, c, n: int, latency: float) -> float:
     """Bytes per second a streaming kernel gets from these buffers (two reads and a write of n floats)."""
-    grid = -(-n // 256)
-    gpu_seconds(backend, launch_sum(backend, a, b, c, n, grid, 256))
-    t = statistics.median(gpu_seconds(backend, launch_sum(backend, a, b, c, n, grid, 256)) for _ in range(REPS))
-    return 3 * n * 4 / max(t - latency, 1e-9)
+    return 3 * n * 4 / max(kernel_seconds(backend, a, b, c, n) - latency, 1e-9)
 
 
 CURVE_SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
 
 
-def copy_curve(backend, src, dst) -> list[list[float]]:
-    """[[bytes, seconds], …] of synchronous copies from 4 KiB to 256 MiB: small copies are latency-bound
-    (a small pageable copy costs far more per byte than a large one), large ones bandwidth-bound."""
+def copy_curve(backend, src, dst, queued: bool) -> list[list[float]]:
+    """[[bytes, seconds], …] from 4 KiB to 256 MiB: small copies are latency-bound (a small pageable copy
+    costs far more per byte than a large one), large ones bandwidth-bound. Copies the GPU queues (pinned,
+    device) are timed back to back behind a gate; pageable ones, which the host stages, one call at a time."""
     points = []
     for nbytes in CURVE_SIZES:
-        gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))  # warm-up
         reps = REPS if nbytes < SIZE else 3
-        t = statistics.median(gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))
-                              for _ in range(reps))
+        if queued:
+            t = queued_seconds(backend, lambda: backend.memcpy(src, 0, dst, 0, nbytes, None, True), reps)
+        else:
+            gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))  # warm-up
+            t = statistics.median(gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))
+                                  for _ in range(reps))
         points.append([nbytes, t])
     return points
 
 
 def shell_overhead(backend, src, dst) -> tuple[float, float]:
-    """(the host cost of queueing one async call, the shell's own time per command around it): what the
-    simulator adds to its clock for each call and each command, so issue gaps in a script match this GPU."""
-    from ..grammar import split_commands
-    from ..registry import parse_segment
-    from ..render import human
-    from ..session import Session
+    """(the host cost of queueing one async call, the shell's own time around each command): measured by
+    a shell running a `repeat` of 4-byte async copies, minus the driver call itself. The simulator adds
+    both to its clock, so the gaps between commands in a script are as long as on this GPU."""
+    import io
 
-    session = Session()
+    from ..shell import Shell  # a measuring harness: the real command path, as a script runs it
+
+    shell = Shell(backend, out=io.StringIO(), err=io.StringIO())
     for b in (src, dst):
-        session.buffers[b.name] = b
-    seg = split_commands(f"memcpy {src.name} {dst.name} 4 async")[0]
-    raw, full = [], []
-    for _ in range(200):
-        raw.append(backend.memcpy(src, 0, dst, 0, 4, None, True).host_seconds)
+        shell.session.buffers[b.name] = b
+    try:
+        raw = statistics.median(backend.memcpy(src, 0, dst, 0, 4, None, True).host_seconds for _ in range(200))
+        gate(backend, 20000)
         t0 = backend.clock()
-        cmd = parse_segment(seg)
-        human(cmd.spec.handler(session, backend, cmd.args), "simple", 0)
-        full.append(backend.clock() - t0)
-    backend.device_sync()
-    api = statistics.median(raw)
-    return api, max(statistics.median(full) - api, 0.0)
+        shell.execute(f"repeat 200 <<< memcpy {src.name} {dst.name} 4 async >>>")
+        per = (backend.clock() - t0) / 200
+        backend.device_sync()
+    finally:
+        shell.session.buffers.clear()
+    return raw, max(per - raw, 0.0)
 
 
 def measure(backend) -> dict:
@@ -121,15 +146,17 @@ def measure(backend) -> dict:
         for buf in (pinned, wc, pageable, pin_big, pageable2):
             backend.write(buf, 0, ones(buf.size))
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
-        latency = statistics.median(gpu_seconds(backend, launch_sum(backend, dev, dev, dev2, 1, 1, 1))
-                                    for _ in range(REPS))
+        queued_small = queued_seconds(backend, lambda: backend.memcpy(pinned, 0, dev, 0, 4, None, True), 50)
+        latency = kernel_seconds(backend, dev, dev, dev2, 1)
         api, overhead = shell_overhead(backend, pin_big, dev)
         n = SIZE // 4
-        curves = {"pinned h2d": copy_curve(backend, pin_big, dev), "pinned d2h": copy_curve(backend, dev, pin_big),
-                  "writecombined h2d": copy_curve(backend, wc, dev),
-                  "pageable h2d": copy_curve(backend, pageable, dev),
-                  "pageable d2h": copy_curve(backend, dev, pageable), "d2d": copy_curve(backend, dev, dev2),
-                  "h2h": copy_curve(backend, pageable, pageable2)}
+        curves = {"pinned h2d": copy_curve(backend, pin_big, dev, True),
+                  "pinned d2h": copy_curve(backend, dev, pin_big, True),
+                  "writecombined h2d": copy_curve(backend, wc, dev, True),
+                  "pageable h2d": copy_curve(backend, pageable, dev, False),
+                  "pageable d2h": copy_curve(backend, dev, pageable, False),
+                  "d2d": copy_curve(backend, dev, dev2, True),
+                  "h2h": copy_curve(backend, pageable, pageable2, False)}
         figures = {
             "pinned_h2d": copy_rate(backend, pinned, dev, small),
             "pinned_d2h": copy_rate(backend, dev, pinned, small),
@@ -137,7 +164,8 @@ def measure(backend) -> dict:
             "pageable_h2d": copy_rate(backend, pageable, dev, small),
             "pageable_d2h": copy_rate(backend, dev, pageable, small),
             "d2d": 2 * copy_rate(backend, dev, dev2, small),
-            "copy_latency": small, "launch_latency": latency, "async_call": api, "shell_overhead": overhead,
+            "copy_latency": queued_small, "sync_latency": max(small - queued_small, 0.0),
+            "launch_latency": latency, "async_call": api, "shell_overhead": overhead,
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
             "kernel_device_read": kernel_rate(backend, dev, dev2, dev, n, latency),
             "kernel_zero_copy_read": kernel_rate(backend, pinned, wc, pinned, n, latency),
