@@ -45,7 +45,8 @@ class Profile:
     kernel_zero_copy_read: float = 49 * GB  # what it gets from pinned host memory over PCIe
     # latencies and costs in seconds
     copy_latency: float = 7.3e-6  # what one small copy occupies its engine
-    sync_latency: float = 0.0  # what a synchronous call adds for the host to learn the work has completed
+    sync_latency: float = 0.0  # what a blocking call costs the host beyond the work (completion round trip)
+    engine_switch: float = 0.0  # what a stream adds when its next operation runs on another engine
     launch_latency: float = 4.0e-6
     async_call: float = 2.0e-6  # the host cost of queueing async work
     shell_overhead: float = 0.0  # the shell's own host time per command (parse, record, render), from calibrate

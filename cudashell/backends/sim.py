@@ -55,6 +55,7 @@ class SimStream:
     tail: float = 0.0  # when the last work queued on it ends
     nonblocking: bool = False
     priority: int = 0
+    engine: str | None = None  # where its last operation ran
 
 
 @dataclass(eq=False)
@@ -146,6 +147,10 @@ class SimBackend(Backend):
     def _schedule(self, handle, duration: float, engine: str | None) -> tuple[float, float]:
         q = handle or self.default
         start = self._ready(q)
+        if engine and q.engine and engine != q.engine and start == q.tail:  # handed over to another engine
+            start += self.profile.engine_switch
+        if engine:
+            q.engine = engine
         serial = engine and (engine != "compute" or not self.profile.concurrent_kernels)
         if serial:
             start = max(start, self.engines.get(engine, 0.0))

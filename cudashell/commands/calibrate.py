@@ -84,9 +84,11 @@ def kernel_seconds(backend, a, b, c, n: int) -> float:
                              for _ in range(3))
 
 
-def kernel_rate(backend, a, b, c, n: int, latency: float) -> float:
-    """Bytes per second a streaming kernel gets from these buffers (two reads and a write of n floats)."""
-    return 3 * n * 4 / max(kernel_seconds(backend, a, b, c, n) - latency, 1e-9)
+def kernel_read_rate(backend, a, b, c, n: int, latency: float, write_rate: float | None = None) -> float:
+    """Bytes per second a streaming kernel reads from a and b (n floats each) while writing n floats to c,
+    the write's own time (at write_rate, when known) taken out."""
+    t = kernel_seconds(backend, a, b, c, n) - latency - (n * 4 / write_rate if write_rate else 0)
+    return (2 if write_rate else 3) * n * 4 / max(t, 1e-9)
 
 
 CURVE_SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
@@ -95,24 +97,34 @@ CURVE_SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
 def copy_curve(backend, src, dst, queued: bool) -> list[list[float]]:
     """[[bytes, seconds], …] from 4 KiB to 256 MiB: small copies are latency-bound (a small pageable copy
     costs far more per byte than a large one), large ones bandwidth-bound. Copies the GPU queues (pinned,
-    device) are timed back to back behind a gate; pageable ones, which the host stages, one call at a time."""
+    device) are timed back to back behind a gate; pageable ones, which the host stages, one call at a time,
+    each from a part of the buffer not copied before (as a script's copies mostly are)."""
     points = []
     for nbytes in CURVE_SIZES:
         reps = REPS if nbytes < SIZE else 3
         if queued:
             t = queued_seconds(backend, lambda: backend.memcpy(src, 0, dst, 0, nbytes, None, True), reps)
         else:
-            gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))  # warm-up
-            t = statistics.median(gpu_seconds(backend, backend.memcpy(src, 0, dst, 0, nbytes, None, False))
-                                  for _ in range(reps))
+            spots = max(1, min(src.size, dst.size) // nbytes)
+            t = statistics.median(
+                gpu_seconds(backend, backend.memcpy(src, i % spots * nbytes, dst, i % spots * nbytes, nbytes,
+                                                    None, False)) for i in range(reps))
         points.append([nbytes, t])
     return points
 
 
-def shell_overhead(backend, src, dst) -> tuple[float, float]:
-    """(the host cost of queueing one async call, the shell's own time around each command): measured by
-    a shell running a `repeat` of 4-byte async copies, minus the driver call itself. The simulator adds
-    both to its clock, so the gaps between commands in a script are as long as on this GPU."""
+def engine_switch(backend, pinned, dev, h2d: float, d2h: float) -> float:
+    """What a stream adds when its next operation runs on another engine (H2D then D2H)."""
+    pair = queued_seconds(backend, lambda: (backend.memcpy(pinned, 0, dev, 0, 4, None, True),
+                                            backend.memcpy(dev, 0, pinned, 0, 4, None, True))[1], 50)
+    return max((pair - h2d - d2h) / 2, 0.0)
+
+
+def shell_overhead(backend, src, dst, copy: float) -> tuple[float, float, float]:
+    """(the host cost of queueing one async call, the shell's own time around each command, what a blocking
+    command costs beyond its GPU time and that): measured by a shell running `repeat`s of 4-byte copies,
+    async and sync. The simulator adds them to its clock, so the gaps between commands in a script are as
+    long as on this GPU."""
     import io
 
     from ..shell import Shell  # a measuring harness: the real command path, as a script runs it
@@ -120,16 +132,20 @@ def shell_overhead(backend, src, dst) -> tuple[float, float]:
     shell = Shell(backend, out=io.StringIO(), err=io.StringIO())
     for b in (src, dst):
         shell.session.buffers[b.name] = b
+    per = {}
     try:
         raw = statistics.median(backend.memcpy(src, 0, dst, 0, 4, None, True).host_seconds for _ in range(200))
-        gate(backend, 20000)
-        t0 = backend.clock()
-        shell.execute(f"repeat 200 <<< memcpy {src.name} {dst.name} 4 async >>>")
-        per = (backend.clock() - t0) / 200
-        backend.device_sync()
+        for mode in ("async", ""):
+            if mode:  # async copies queue behind a gate; sync ones each wait for their own
+                gate(backend, 20000)
+            t0 = backend.clock()
+            shell.execute(f"repeat 200 <<< memcpy {src.name} {dst.name} 4 {mode} >>>")
+            per[mode] = (backend.clock() - t0) / 200
+            backend.device_sync()
     finally:
         shell.session.buffers.clear()
-    return raw, max(per - raw, 0.0)
+    overhead = max(per["async"] - raw, 0.0)
+    return raw, overhead, max(per[""] - overhead - raw - copy, 0.0)
 
 
 def measure(backend) -> dict:
@@ -147,8 +163,9 @@ def measure(backend) -> dict:
             backend.write(buf, 0, ones(buf.size))
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
         queued_small = queued_seconds(backend, lambda: backend.memcpy(pinned, 0, dev, 0, 4, None, True), 50)
+        queued_d2h = queued_seconds(backend, lambda: backend.memcpy(dev, 0, pinned, 0, 4, None, True), 50)
         latency = kernel_seconds(backend, dev, dev, dev2, 1)
-        api, overhead = shell_overhead(backend, pin_big, dev)
+        api, overhead, sync_extra = shell_overhead(backend, pin_big, dev, queued_small)
         n = SIZE // 4
         curves = {"pinned h2d": copy_curve(backend, pin_big, dev, True),
                   "pinned d2h": copy_curve(backend, dev, pin_big, True),
@@ -164,11 +181,12 @@ def measure(backend) -> dict:
             "pageable_h2d": copy_rate(backend, pageable, dev, small),
             "pageable_d2h": copy_rate(backend, dev, pageable, small),
             "d2d": 2 * copy_rate(backend, dev, dev2, small),
-            "copy_latency": queued_small, "sync_latency": max(small - queued_small, 0.0),
+            "copy_latency": queued_small, "sync_latency": sync_extra,
+            "engine_switch": engine_switch(backend, pinned, dev, queued_small, queued_d2h),
             "launch_latency": latency, "async_call": api, "shell_overhead": overhead,
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
-            "kernel_device_read": kernel_rate(backend, dev, dev2, dev, n, latency),
-            "kernel_zero_copy_read": kernel_rate(backend, pinned, wc, pinned, n, latency),
+            "kernel_device_read": (device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
+            "kernel_zero_copy_read": kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
             "copy_curves": curves,
         }
     finally:
