@@ -56,10 +56,10 @@ def test_modeled_timings_follow_the_profile():
     pageable = c.ok("memcpy h0 d0")
     assert pinned["timing"] == "modeled"
     assert 50 < pinned["gbps"] < 56 and 7 < pageable["gbps"] < 10
-    small = c.ok("memcpy p0 d0 4")
-    assert small["seconds"] == pytest.approx(7.3e-6, rel=0.01)
-    alloc = c.ok("alloc pinned 64MB")
-    assert alloc["seconds"] == pytest.approx(0.0352, rel=0.02)
+    small = c.ok("memcpy p0 d0 4")  # one synchronous 4-byte copy: 7.3 µs in C on the H100, 6.6–10.8 via PyCUDA
+    assert 5e-6 < small["host_seconds"] < 15e-6 and small["seconds"] < small["host_seconds"]
+    alloc = c.ok("alloc pinned 64MB")  # cudaHostAlloc of 64 MiB: 35 ms in C
+    assert 0.02 < alloc["seconds"] < 0.05
 
 
 def test_legacy_default_stream_waits_for_blocking_streams_not_nonblocking_ones():

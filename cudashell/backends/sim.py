@@ -81,7 +81,7 @@ class SimBackend(Backend):
     timing_label = "modeled"
 
     def __init__(self, profile: Profile | None = None):
-        self.profile = p = profile or Profile()
+        self.profile = p = profile or Profile.load(None)
         self.info = DeviceInfo(p.name, 0, p.device_memory, p.compute_capability, p.pci_bus_id,
                                p.unified_addressing, p.can_map_host_memory, p.pageable_memory_access,
                                p.managed_memory, p.concurrent_managed_access, p.async_engine_count,
