@@ -218,6 +218,12 @@ def test_destroying_a_busy_stream_lets_its_work_finish(cush):
     assert cush.ok("event query e")["done"] is True
 
 
+@pytest.mark.parametrize("flag", ["", "nonblocking"])
+def test_a_device_sync_waits_for_work_on_a_destroyed_stream(cush, flag):
+    cush.ok(f"stream create {flag}; launch spin 30000 stream 1; stream destroy 1")
+    assert cush.ok("sync")["host_seconds"] > 0.02
+
+
 # ------------------------------------------------------------------ allocation realism
 @pytest.mark.parametrize("keep,stale", [(True, 171), (False, 0)])
 def test_a_freed_device_block_comes_back_with_its_old_bytes_while_its_pool_lives(cush, keep, stale):

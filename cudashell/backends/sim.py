@@ -194,7 +194,8 @@ class SimBackend(Backend):
         return Timing(cost, self.now - before, rule.blocks, self.timing_label, rule=rule.why, basis="modeled")
 
     def _wait_device(self) -> None:
-        self._advance(max([self.now, self.default.tail, self._blocking_tails()] + [s.tail for s in self.streams]))
+        """Until every queued operation has ended — on destroyed streams too."""
+        self._advance(max([self.now] + [op.end for op in self.ops]))
 
     # ------------------------------------------------------------------ memory
     def alloc(self, kind, size, flags):
@@ -272,10 +273,9 @@ class SimBackend(Backend):
             self._alive()
         self.addresses.give(a.region, a.addr, a.size)
         if a.pool is not None:
-            bit, live = self.host_pools[a.pool]
-            self.host_pools[a.pool] = (bit, live - 1) if live > 1 else None
-            if self.host_pools[a.pool] is None:
-                del self.host_pools[a.pool]
+            bit, live = self.host_pools.pop(a.pool)
+            if live > 1:
+                self.host_pools[a.pool] = (bit, live - 1)
         pooled = a.kind == "device" and a.size < SMALL
         if pooled and self.pooled > 1:  # the pool lives on, and the block keeps its bytes for the next owner
             self.stale[a.addr] = a
