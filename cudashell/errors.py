@@ -27,3 +27,12 @@ class ShellError(Exception):
 
 def usage(message: str, col: int | None = None, hint: str | None = None) -> ShellError:
     return ShellError("USAGE", message, hint, col)
+
+
+# Errors after which the context (on a GPU: the whole process) is unusable: every later call fails the same
+# way, and only a new context in a new process works again (CUDA driver API, "sticky" errors; seen on the H100).
+STICKY = frozenset({"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                    "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
+                    "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
+                    "CUDA_ERROR_ECC_UNCORRECTABLE", "GPU_ABANDONED", "GPU_WORKER_DIED"})
+RESET_HINT = "the context is dead; `reset` brings the session back on a fresh one (host contents are kept)"

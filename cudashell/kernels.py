@@ -36,6 +36,7 @@ class Kernel:
     sim: Callable | None = field(default=None, compare=False)  # (arrays, scalars) -> {name: new array}
     symbol: str = ""  # the function's name in the compiled module
     handle: object = field(default=None, compare=False)  # the backend's function, for user kernels
+    source: str = field(default="", compare=False, repr=False)  # user kernels: their CUDA C, for `reset`
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"

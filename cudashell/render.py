@@ -321,7 +321,28 @@ def _doctor(d, tablefmt, width=0):
     return [fit(rows, ["", "what", "found", "what it means for your copies"], tablefmt, width or 160)]
 
 
-TABLES = {"doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
+def _reset(d, tablefmt, width=0):
+    cause = "on request" if d["cause"] == "asked" else f"after {d['cause']}"
+    lines = [f"reset {cause}: a fresh GPU side; the session was rebuilt on it ({d['timing']})"]
+    if d["buffers"]:
+        rows = [[b["name"], b["kind"], format_size_exact(b["size"]), b["flags"],
+                 f"{b['old_host_ptr'] or '-'} → {b['host_ptr'] or '-'}",
+                 f"{b['old_device_ptr'] or '-'} → {b['device_ptr'] or '-'}", b["contents"]] for b in d["buffers"]]
+        lines.append(fit(rows, ["buffer", "kind", "size", "flags", "host ptr", "device ptr", "contents"],
+                         tablefmt, width))
+    lines += [f"  {b}: could not be made again ({code}); it is gone" for b, code in d["dropped"].items()]
+    if d["streams"] or d["events"]:
+        lines.append("  streams made again: " + (", ".join(d["streams"]) or "none")
+                     + "; events made again (not recorded yet): " + (", ".join(d["events"]) or "none"))
+    if d["kernels"]:
+        lines.append("  kernels recompiled: " + ", ".join(d["kernels"]))
+    lines += [f"  kernel {k}: could not be recompiled ({code}); it is gone" for k, code in d["kernels_lost"].items()]
+    if d["unfinished"]:
+        lines.append("  never finished: " + ", ".join(f"{u['op']} (stream {u['stream']})" for u in d["unfinished"]))
+    return lines
+
+
+TABLES = {"reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
 
 
 def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:

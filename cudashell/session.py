@@ -89,7 +89,7 @@ class Event:
 
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
-            "explain": "off", "width": 0, "lang": "en"}
+            "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off"}
 
 
 @dataclass

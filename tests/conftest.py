@@ -1,5 +1,6 @@
 """Fixtures: a shell on each backend. The GPU half follows pycuda's test layout: each test gets a
-fresh context (the backend makes it) that is popped when the test ends, and it skips without a GPU."""
+fresh context (the backend's worker process makes it) that is popped when the test ends, and it skips
+without a GPU."""
 
 from __future__ import annotations
 

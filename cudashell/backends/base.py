@@ -64,6 +64,8 @@ class Backend(ABC):
     name: str
     timing_label: str
     info: DeviceInfo
+    dead: str | None = None  # why the GPU side is unusable (a sticky CUDA error, GPU_ABANDONED): `reset` cures it
+    gpu_timeout: float | None = None  # `set gpu-timeout`: one wait on the GPU longer than this gives it up
 
     @abstractmethod
     def alloc(self, kind: str, size: int, flags: frozenset) -> tuple[Allocation, Timing]:
@@ -197,6 +199,20 @@ class Backend(ABC):
     @abstractmethod
     def memory_paths(self) -> dict:
         """{"pcie": {current_gen, current_width, max_gen, max_width, numa_node} or None, "hbm_peak": B/s}."""
+
+    # reset: a fresh GPU side under the same session
+    @abstractmethod
+    def salvage(self, buf) -> object:
+        """The host contents of a host buffer, kept across `reset` (a faulted or abandoned side too); raises
+        ShellError when they cannot be read."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Give up the GPU side, whatever its state, and start a fresh one: every handle is void after it."""
+
+    @abstractmethod
+    def restore(self, buf, saved) -> None:
+        """Put salvaged contents into a buffer of the fresh side."""
 
     @abstractmethod
     def close(self) -> None:

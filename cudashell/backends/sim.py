@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from .. import syncrules as R
-from ..errors import ShellError
+from ..errors import RESET_HINT, ShellError
 from .addresses import SMALL, AddressSpaces
 from .base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation, Backend, DeviceInfo, Timing
 from .profile import Profile
@@ -24,8 +24,6 @@ MIB = 1 << 20
 STEP = 64 * MIB
 INVALID = "CUDA_ERROR_INVALID_VALUE"
 ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
-STICKY_HINT = ("the context is now unusable: every later CUDA call fails with this error; host memory stays "
-               "readable; `quit` releases everything (a future `reset` will make a new context)")
 CALLBACK_COST = 5e-6  # a host function holds its stream this long
 STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
 SHARED_DEFAULT, GRID_X_MAX = 48 << 10, (1 << 31) - 1
@@ -87,12 +85,19 @@ class SimBackend(Backend):
                                p.managed_memory, p.concurrent_managed_access, p.async_engine_count,
                                p.concurrent_kernels)
         self.budget = Budget(p.storage_budget)
+        self.now = 0.0  # the host's virtual clock, seconds
+        self.gpu_timeout: float | None = None
+        self.fired: list[dict] = []
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """The device side, new: what a new context starts with (the host's clock runs on)."""
         self.addresses = AddressSpaces()
+        self.live: set[SimAlloc] = set()
         self.stale: OrderedDict[int, SimAlloc] = OrderedDict()  # freed small device blocks, by address
         self.pooled = 0  # live device allocations carved from the small pool
         self.host_pools: dict[bool, tuple[int, int]] = {}  # write-combined? → (PORTABLE bit, live allocations)
         self.device_used = self.host_used = 0
-        self.now = 0.0  # the host's virtual clock, seconds
         self.default = SimStream()
         self.streams: list[SimStream] = []
         self.retired = 0.0  # the tail of destroyed blocking streams: the default stream still waits for it
@@ -100,8 +105,26 @@ class SimBackend(Backend):
         self.ops: list[Op] = []  # queued work, by completion time
         self.spans: OrderedDict[int, tuple[float, float]] = OrderedDict()  # work reported as still running
         self.seq = 0
-        self.fired: list[dict] = []
-        self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it
+        self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it; or GPU_ABANDONED
+        self.salvaged: set[SimAlloc] = set()
+
+    def salvage(self, buf):
+        """Host memory outlives its context: the bytes themselves go over to the new allocation."""
+        if buf.kind == "device":
+            raise ShellError("NOT_HOST_ACCESSIBLE", f"{buf.name} is device memory")
+        self._advance(self.now)
+        self.salvaged.add(buf.handle)
+        return buf.handle.data
+
+    def restore(self, buf, saved):
+        buf.handle.data.release()
+        buf.handle.data = saved
+
+    def reset(self):
+        for a in list(self.live) + list(self.stale.values()):
+            if a not in self.salvaged:
+                a.data.release()
+        self._fresh()
 
     # ------------------------------------------------------------------ the clock
     def _advance(self, t: float) -> None:
@@ -121,8 +144,21 @@ class SimBackend(Backend):
     def _alive(self) -> None:
         """Every GPU call: time passes first, so a fault that has happened by now surfaces here."""
         self._advance(self.now)
+        if self.dead == "GPU_ABANDONED":
+            raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
         if self.dead:
-            raise ShellError(self.dead, "the context is unusable after an earlier kernel fault", STICKY_HINT)
+            raise ShellError(self.dead, "the context is unusable after an earlier kernel fault", RESET_HINT)
+
+    def _wait(self, t: float, what: str) -> None:
+        """The host waits for the GPU until t — or, past `gpu_timeout`, gives it up as a person would."""
+        if self.gpu_timeout and t - self.now > self.gpu_timeout:
+            self._advance(self.now + self.gpu_timeout)
+            if not self.dead:
+                self.dead = "GPU_ABANDONED"
+                raise ShellError(self.dead, f"gave the GPU up after {self.gpu_timeout:g} s waiting in {what} "
+                                 f"(gpu-timeout {self.gpu_timeout:g} s); work still queued there will never finish",
+                                 RESET_HINT)
+        self._advance(t)
 
     def _blocking_tails(self) -> float:
         return max([self.retired] + [s.tail for s in self.streams if not s.nonblocking])
@@ -166,7 +202,7 @@ class SimBackend(Backend):
         before = self.now
         if rule.stages:  # a sync copy first waits for its stream; then the host stages the bytes
             if rule.wait == "queue":
-                self._advance(self._ready(handle or self.default) - self.profile.async_call)
+                self._wait(self._ready(handle or self.default) - self.profile.async_call, "a synchronous copy")
             self.now += stage
             effect = effect(snapshot=True) if effect else None
         elif effect:
@@ -175,7 +211,7 @@ class SimBackend(Backend):
         self.seq += 1
         heapq.heappush(self.ops, Op(self.seq, start, end, effect, fault, callback))
         if rule.wait == "complete":
-            self._advance(end + self.profile.sync_latency)
+            self._wait(end + self.profile.sync_latency, "a synchronous call")
         else:
             self.now = max(self.now, before + self.profile.async_call)
             self._advance(self.now)
@@ -193,9 +229,9 @@ class SimBackend(Backend):
         self._advance(self.now + cost)
         return Timing(cost, self.now - before, rule.blocks, self.timing_label, rule=rule.why, basis="modeled")
 
-    def _wait_device(self) -> None:
+    def _wait_device(self, what: str = "cuCtxSynchronize") -> None:
         """Until every queued operation has ended — on destroyed streams too."""
-        self._advance(max([self.now] + [op.end for op in self.ops]))
+        self._wait(max([self.now] + [op.end for op in self.ops]), what)
 
     # ------------------------------------------------------------------ memory
     def alloc(self, kind, size, flags):
@@ -234,6 +270,7 @@ class SimBackend(Backend):
         else:
             host_ptr = device_ptr = a.addr
             cost = p.device_alloc
+        self.live.add(a)
         if on_device:
             self.device_used += size
         else:
@@ -269,7 +306,7 @@ class SimBackend(Backend):
     def free(self, buf):
         a: SimAlloc = buf.handle
         if a.kind != "pageable":  # cudaFree / cudaFreeHost wait for the device first
-            self._wait_device()
+            self._wait_device("cudaFree, which waits for the device")
             self._alive()
         self.addresses.give(a.region, a.addr, a.size)
         if a.pool is not None:
@@ -290,6 +327,7 @@ class SimBackend(Backend):
                     old.data.release()
                 self.stale.clear()
         a.freed = True
+        self.live.discard(a)
         if a.kind in ("device", "managed"):
             self.device_used -= a.size
         else:
@@ -321,7 +359,7 @@ class SimBackend(Backend):
             raise ShellError("CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
                              f"{buf.name} was not registered with cudaHostRegister",
                              "only ranges pinned by `register` can be unregistered")
-        self._wait_device()  # cudaHostUnregister synchronises the device first
+        self._wait_device("cudaHostUnregister, which waits for the device")
         self._alive()
         a.registered, a.readonly, a.host_bits = False, False, 0
 
@@ -441,6 +479,9 @@ class SimBackend(Backend):
         self._alive()
         self._refuse_readonly(buf, "a memset")
         a = buf.handle
+        if buf.device_ptr is None:  # `unchecked`: the driver does not know the pointer
+            raise ShellError(INVALID, f"{buf.name} is not memory the GPU can reach",
+                             "memset needs device, managed or pinned memory")
         rule = R.memset_rule(a.cls, async_, nbytes)
         if nbytes == 0:
             return self._host_call(self.profile.async_call, rule)
@@ -461,7 +502,9 @@ class SimBackend(Backend):
             raise ShellError(INVALID, f"grid {grid} is over the limit of 2^31-1 blocks in x",
                              "use fewer, larger blocks")
         named = dict(zip((q.name for q in kernel.params), args))
-        faulty = [named[q.name].name for q in kernel.params if q.writes and named[q.name].handle.readonly]
+        faulty = [named[q.name].name for q in kernel.params if q.is_buffer and (
+            (q.writes and named[q.name].handle.readonly)
+            or (named[q.name].device_ptr is None and not p.pageable_memory_access))]
         if kernel.name == "spin":
             return self._submit(stream, int(named["us"]) * 1e-6, "compute", R.QUEUED)
         n = min(count, grid * block)
@@ -511,7 +554,7 @@ class SimBackend(Backend):
     def event_sync(self, event):
         self._alive()
         before = self.now
-        self._advance(event.time or 0.0)
+        self._wait(event.time or 0.0, "cuEventSynchronize")
         self._alive()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
@@ -570,7 +613,7 @@ class SimBackend(Backend):
     def stream_sync(self, handle):
         self._alive()
         before = self.now
-        self._advance(self._stream_tail(handle))
+        self._wait(self._stream_tail(handle), "cuStreamSynchronize")
         self._alive()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 

@@ -9,7 +9,7 @@ from ..grammar import format_size, format_size_exact
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 RESERVED = {"all", "default", "as", "async", "stream", "device", "host", "size", "dtype", "count",
-            "offset", "seed", "grid", "block", "n", "iota", "random"}
+            "offset", "seed", "grid", "block", "n", "iota", "random", "unchecked"}
 
 
 def check_range(buf, offset: int, nbytes: int, col: int | None, what: str = "access") -> None:

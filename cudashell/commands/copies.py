@@ -40,18 +40,18 @@ def stream_for(session, args):
          "memcpy h2d p0 d0 async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpy, cuMemcpyAsync)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "buffer"), Arg("DST", "buffer"),
                Arg("SIZE", "size", optional=True)),
-         flags=(Flag("async"),), opts=(Opt("stream", Arg("S", "stream")),),
+         flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream")),),
          details="Source first, as the direction reads. SIZE defaults to the whole source. Reports bytes, "
                  "time, GB/s, whether the host call blocked (an async copy from pageable memory does: it is "
-                 "staged through a pinned buffer), and whether the time was measured or modeled.")
+                 "staged through a pinned buffer), and whether the time was measured or modeled. `unchecked` skips the shell's direction check (cuMemcpy "
+                 "infers it from the pointers); bounds are always checked.")
 def memcpy(session, backend, args):
     src = session.buffer(args.get("SRC"), args.col("SRC"))
     dst = session.buffer(args.get("DST"), args.col("DST"))
     direction = args.get("DIR")
-    if direction:
+    if direction and "unchecked" not in args.flags:
         check_direction(direction, src, dst, args.col("DIR"))
-    else:
-        direction = infer_direction(src, dst)
+    direction = infer_direction(src, dst)  # what the driver does under UVA, whatever was said
     nbytes = args.get("SIZE", src.size)
     check_range(src, 0, nbytes, args.col("SIZE"), "copy")
     check_range(dst, 0, nbytes, args.col("SIZE") if "SIZE" in args.values else args.col("DST"), "copy")
@@ -68,9 +68,9 @@ def memcpy(session, backend, args):
 @command("memset", "copies", "set bytes of device-accessible memory", "memset d0 0 1MB async",
          "cudaMemset / cudaMemsetAsync (cuMemsetD8)",
          args=(Arg("NAME", "buffer"), Arg("BYTE", "int"), Arg("SIZE", "size", optional=True)),
-         flags=(Flag("async"),), opts=(Opt("stream", Arg("S", "stream")),),
+         flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream")),),
          details="The GPU writes the bytes, so the buffer must be device-accessible (device, managed, or "
-                 "pinned/registered under UVA).")
+                 "pinned/registered under UVA); `unchecked` hands the driver the host pointer anyway.")
 def memset(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     value = args.get("BYTE")
@@ -78,7 +78,8 @@ def memset(session, backend, args):
         raise usage(f"memset sets bytes: {value} is not 0..255", args.col("BYTE"))
     nbytes = args.get("SIZE", buf.size)
     check_range(buf, 0, nbytes, args.col("SIZE"), "memset")
-    check_device_accessible(buf, args.col("NAME"), backend.info.unified_addressing)
+    if "unchecked" not in args.flags:
+        check_device_accessible(buf, args.col("NAME"), backend.info.unified_addressing)
     stream = stream_for(session, args)
     async_ = "async" in args.flags
     t = backend.memset(buf, 0, value, nbytes, stream.handle, async_)

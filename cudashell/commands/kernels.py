@@ -5,16 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Opt
+from ..grammar import Arg, Flag, Opt
 from ..kernels import Kernel, parse_kernels, scalar
 from ..registry import command
 from ..results import Result, timing_data
 from .checks import check_device_accessible, check_range
 
 
-def _buffer_arg(session, backend, text: str, col: int):
+def _buffer_arg(session, backend, text: str, col: int, checked: bool):
     buf = session.buffer(text, col)
-    check_device_accessible(buf, col, backend.info.unified_addressing)
+    if checked:
+        check_device_accessible(buf, col, backend.info.unified_addressing)
     return buf
 
 
@@ -24,11 +25,13 @@ def _buffer_arg(session, backend, text: str, col: int):
          args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True)),
          opts=(Opt("n", Arg("N", "count")), Opt("grid", Arg("G", "count")), Opt("block", Arg("B", "count")),
                Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
+         flags=(Flag("unchecked"),),
          details="Buffer names become device pointers (the host pointer itself for pinned memory under UVA); "
                  "a buffer the GPU cannot reach is refused before launch. Scalars follow the kernel's "
                  "signature or take a suffix (2.5f, 7i, 9ul). Built-ins work on float32 elements: N defaults to "
                  "the smallest buffer's, block to 256, grid to cover N; only grid×block elements are computed. "
-                 "`spin US` busy-waits. Launches are asynchronous.")
+                 "`spin US` busy-waits. Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
+                 "the GPU cannot reach: the kernel gets the host pointer, as C would pass it, and the GPU faults.")
 def launch(session, backend, args):
     name = args.get("KERNEL")
     kernel: Kernel | None = session.kernels.get(name)
@@ -41,7 +44,8 @@ def launch(session, backend, args):
         raise usage(f"{name} takes {len(kernel.params)} arguments, got {len(texts)}", args.col("ARG"),
                     f"launch {kernel.signature()}")
     cols = args.many_cols.get("ARG", [])
-    values = [(_buffer_arg(session, backend, t, c) if p.is_buffer else scalar(t, p.dtype, c))
+    checked = "unchecked" not in args.flags
+    values = [(_buffer_arg(session, backend, t, c, checked) if p.is_buffer else scalar(t, p.dtype, c))
               for p, t, c in zip(kernel.params, texts, cols)]
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
     if not kernel.builtin and "N" in args.values:
@@ -113,7 +117,8 @@ def kernel_define(session, backend, args):
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
-        kernels = [Kernel(name, found[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle)]
+        kernels = [Kernel(name, found[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
+                          kernels[0].source)]
     return Result("kernels", {"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
 
 

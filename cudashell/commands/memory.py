@@ -107,6 +107,10 @@ def free(session, backend, args):
         bufs = list(session.buffers.values())
     else:
         bufs = [session.buffer(n, args.col("NAME")) for n in dict.fromkeys(names)]
+    if backend.dead and any(b.kind != "pageable" or b.registered is not None for b in bufs):
+        raise ShellError(backend.dead, "the GPU side is dead: the driver cannot free its memory",
+                         "`reset` first (the buffers come back, and can then be freed), or `quit`, which "
+                         "releases everything", args.col("NAME"))
     freed = []
     t0 = backend.clock()
     for buf in bufs:

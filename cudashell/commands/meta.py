@@ -77,6 +77,8 @@ SETTING_CHECKS = {
                  lambda v: v in _tabulate_formats(), str),
     "time": ("on or off", lambda v: v in ("on", "off"), str),
     "explain": ("on or off", lambda v: v in ("on", "off"), str),
+    "gpu-timeout": ("off or a number of seconds > 0", lambda v: v == "off" or 0 < float(v) < 1e9,
+                    lambda v: v if v == "off" else float(v)),
     "pinlimit": ("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
                  lambda v: v if v == "auto" else parse_size(v)),
 }
@@ -88,13 +90,15 @@ def _tabulate_formats() -> list[str]:
     return tabulate.tabulate_formats
 
 
-@command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit)",
+@command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit, gpu-timeout)",
          "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True)),
          details="count: elements `show` prints by default; format: table or json output; tablefmt: the "
                  "table style (any tabulate format); pinlimit: how much may be page-locked in all (auto: half of "
-                 "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU).")
+                 "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU); gpu-timeout: seconds one wait on "
+                 "the GPU may take before the shell gives the GPU up (off by default; Ctrl-C does it by hand), "
+                 "after which `reset` brings the session back.")
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
@@ -114,6 +118,8 @@ def set_(session, backend, args):
     if not good:
         raise usage(f"{key} must be {what}, got '{value}'", args.col("VALUE"))
     session.settings[key] = cast(value)
+    if key == "gpu-timeout":
+        backend.gpu_timeout = None if value == "off" else session.settings[key]
     return Result("settings", {"settings": {key: session.settings[key]}})
 
 

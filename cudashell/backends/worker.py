@@ -1,0 +1,128 @@
+"""The cuda backend's GPU side, in a process of its own. It holds the context, PyCUDA and the driver shim
+(`gpu.GpuSide`) and answers one request at a time on a pipe. A kernel fault poisons the process that made
+the context (a new context cannot be made in it: measured on the H100), and a kernel that never ends holds
+whoever waits for it — so neither may be the shell's process. The shell kills this one and starts another.
+
+A second pipe is served by a thread that only reads host memory (no CUDA call, and the CUDA waits release
+the GIL), so the host contents of a worker stuck in a wait can still be saved before it is killed."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
+
+from ..errors import ShellError
+
+
+@dataclass
+class BufRef:
+    """What crosses the pipe for a session buffer: the worker's handle number and the fields GpuSide reads."""
+
+    handle: object
+    name: str
+    kind: str
+    size: int
+    host_ptr: int | None
+    device_ptr: int | None
+    registered: frozenset | None
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the shell dies, even while it waits on the GPU."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _error(e: BaseException) -> tuple:
+    if isinstance(e, ShellError):
+        return "error", (e.code, e.message, e.hint)
+    return "bug", "".join(traceback.format_exception(e))
+
+
+class Worker:
+    def __init__(self, conn: Connection, rescue: Connection, ordinal: int):
+        from .gpu import GpuSide
+
+        self.conn, self.rescue = conn, rescue
+        self.allocs: dict[int, object] = {}  # handle number → the GpuSide's allocation
+        self.next_handle = 1
+        self.side = GpuSide(ordinal)
+
+    def _local(self, x):
+        if isinstance(x, BufRef):
+            return replace(x, handle=self.allocs[x.handle])
+        if isinstance(x, list):
+            return [self._local(v) for v in x]
+        return x
+
+    def handle(self, method: str, args: tuple):
+        value = getattr(self.side, method)(*[self._local(a) for a in args])
+        if method == "alloc":
+            alloc, timing = value
+            n, self.next_handle = self.next_handle, self.next_handle + 1
+            self.allocs[n] = alloc.handle
+            return replace(alloc, handle=n), timing
+        if method == "free":
+            del self.allocs[args[0].handle]
+        return value
+
+    def serve(self) -> None:
+        threading.Thread(target=self.serve_rescue, daemon=True).start()
+        while True:
+            try:
+                method, args = self.conn.recv()
+            except (EOFError, OSError):  # the shell is gone
+                self.side.close()
+                return
+            if method == "close":
+                break
+            try:
+                reply = "ok", self.handle(method, args)
+            except Exception as e:
+                reply = _error(e)
+            self.conn.send(reply)
+        try:
+            self.side.close()
+            self.conn.send(("ok", None))
+        except Exception as e:
+            self.conn.send(_error(e))
+
+    def serve_rescue(self) -> None:
+        """(handle, offset, nbytes) → those host bytes, or None for memory the host cannot read."""
+        while True:
+            try:
+                handle, offset, nbytes = self.rescue.recv()
+            except (EOFError, OSError):
+                return
+            a = self.allocs.get(handle)
+            array = getattr(a, "array", None)
+            self.rescue.send(None if array is None else array[offset: offset + nbytes])
+
+
+def main() -> None:
+    """Entry point: `python -m cudashell.backends.worker FD RESCUE_FD ORDINAL`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the shell's to handle
+    _die_with_parent()
+    fd, rescue_fd, ordinal = (int(a) for a in sys.argv[1:4])
+    conn, rescue = Connection(fd), Connection(rescue_fd)
+    try:
+        worker = Worker(conn, rescue, ordinal)
+    except Exception as e:
+        conn.send(_error(e))
+        return
+    side = worker.side
+    conn.send(("ok", {"info": side.info, "versions": side.versions(), "priority_range": side.priority_range(),
+                      "pin_limit": side.pin_limit(), "memory_paths": side.memory_paths(), "pid": os.getpid()}))
+    worker.serve()
+
+
+if __name__ == "__main__":
+    main()

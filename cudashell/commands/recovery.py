@@ -1,0 +1,106 @@
+"""reset: the same session on a fresh GPU side — after a sticky fault, after the GPU was given up, or when
+asked. A faulted context cannot be revived (on a GPU not even in the same process), so everything is made
+again: buffers with their names, kinds, sizes and flags (new pointers), registrations, streams, events and
+loaded kernels. Host memory outlives the context, so its contents come back; device memory's do not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import ShellError
+from ..registry import command
+from ..results import Result, hexptr
+
+
+def _salvage(backend, bufs) -> tuple[dict, dict]:
+    """Host contents worth keeping, and why the rest is lost. Managed memory last: reading its host view on
+    a dead context is what may fail (or take the worker down), and it must not cost the others theirs."""
+    saved, lost = {}, {}
+    for buf in sorted(bufs, key=lambda b: b.kind == "managed"):
+        if buf.kind == "device":
+            lost[buf.name] = "device memory"
+            continue
+        try:
+            saved[buf.name] = backend.salvage(buf)
+        except ShellError as e:
+            lost[buf.name] = f"unreadable ({e.code})"
+    return saved, lost
+
+
+def _reload_kernels(session, backend) -> tuple[list[str], dict]:
+    """Compile each loaded source again and point its kernels at the new functions."""
+    by_source: dict[str, list[str]] = {}
+    for name, k in session.kernels.items():
+        if not k.builtin:
+            by_source.setdefault(k.source, []).append(name)
+    done, failed = [], {}
+    for source, names in by_source.items():
+        try:
+            fresh = {k.symbol: k.handle for k in backend.load_kernels(source)}
+        except ShellError as e:
+            for n in names:
+                failed[n] = e.code
+                del session.kernels[n]
+            continue
+        for n in names:
+            session.kernels[n] = replace(session.kernels[n], handle=fresh[session.kernels[n].symbol])
+            done.append(n)
+    return done, failed
+
+
+def _rebuild_buffer(backend, buf, saved: dict, lost: dict) -> dict:
+    old = {"host_ptr": buf.host_ptr, "device_ptr": buf.device_ptr}
+    alloc, _ = backend.alloc(buf.kind, buf.size, buf.flags)
+    buf.handle, buf.host_ptr, buf.device_ptr = alloc.handle, alloc.host_ptr, alloc.device_ptr
+    if buf.registered is not None:
+        try:
+            buf.device_ptr = backend.register(buf, buf.registered)
+        except ShellError:
+            backend.free(buf)
+            raise
+    buf.pending.clear()
+    if buf.name in saved:
+        backend.restore(buf, saved.pop(buf.name))
+    return {"name": buf.name, "kind": buf.kind, "size": buf.size, "flags": buf.flag_text(),
+            "old_host_ptr": hexptr(old["host_ptr"]), "old_device_ptr": hexptr(old["device_ptr"]),
+            "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
+            "contents": "kept" if buf.name not in lost else "lost: " + lost[buf.name]}
+
+
+@command("reset", "session", "rebuild the session on a fresh GPU side (after a fault or a hang, or any time)",
+         "reset", "cuCtxDestroy, then cuCtxCreate (in a new worker process) and every allocation again",
+         details="Every buffer comes back with its name, kind, size and flags at new pointers, registrations are "
+                 "redone, streams (numbers, flags, priorities) and events are made again and loaded kernels "
+                 "recompiled. Host contents (pageable, pinned, registered, managed when its host view can be "
+                 "read) are kept; device contents are lost, and so is work that never finished. After a kernel "
+                 "fault every CUDA call fails until `reset`; after Ctrl-C or `set gpu-timeout` gave a hung GPU "
+                 "up, `reset` is the way back.")
+def reset(session, backend, args):
+    cause = backend.dead or "asked"
+    try:
+        session.settle(backend)
+    except ShellError:
+        pass  # a dead side cannot say what finished: what is still unresolved is lost below
+    unfinished = [{"op": e["op"], "stream": e["stream"]} for e in session.unresolved]
+    saved, lost = _salvage(backend, session.buffers.values())
+    backend.reset()
+    for e in session.unresolved:
+        e["never_finished"] = True
+    session.unresolved = []
+    for s in session.streams.values():
+        s.handle, s.priority = backend.stream_create(s.nonblocking, s.priority)
+    for ev in session.events.values():
+        ev.handle, ev.stream = backend.event_create(), None
+    kernels, kernel_failures = _reload_kernels(session, backend)
+    rows, dropped = [], {}
+    for buf in list(session.buffers.values()):
+        try:
+            rows.append(_rebuild_buffer(backend, buf, saved, lost))
+        except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks
+            del session.buffers[buf.name]
+            dropped[buf.name] = e.code
+    return Result("reset", {"cause": cause, "buffers": rows, "dropped": dropped,
+                            "streams": [s.name for s in session.streams.values()],
+                            "events": list(session.events), "kernels": kernels,
+                            "kernels_lost": kernel_failures, "unfinished": unfinished,
+                            "timing": backend.timing_label})
