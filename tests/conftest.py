@@ -23,6 +23,10 @@ def gpu_missing() -> str | None:
 def make_backend(name: str):
     if name == "sim":
         return SimBackend()
+    if name == "sim-worker":  # the cuda backend's pipe and worker, with the simulator as its GPU side
+        from cudashell.backends.cuda import CudaBackend
+
+        return CudaBackend(side="sim")
     why = gpu_missing()
     if why:
         pytest.skip(f"no GPU: {why}")

@@ -23,6 +23,7 @@ from .base import Backend
 from .worker import BufRef
 
 POLL = 0.05  # seconds between looks at a worker that has not answered yet
+SPIN = 0.0  # how long to look for a reply before sleeping: a sleeping shell wakes up tens of µs late
 CLOSE_WAIT = 10.0  # how long exit waits for the worker to let go of the GPU before killing it
 CHUNK = 64 << 20  # host bytes per message when contents are saved or restored
 SALVAGE_WAIT = 30.0  # per chunk: a worker that cannot hand over its host memory in this time loses it
@@ -76,8 +77,9 @@ class CudaBackend(Backend):
     name = "cuda"
     timing_label = "measured"
 
-    def __init__(self, ordinal: int = 0):
-        self.ordinal = ordinal
+    def __init__(self, ordinal: int = 0, side: str = "gpu"):
+        """side "sim" runs the simulator in the worker instead: the same pipe, tested without a GPU."""
+        self.ordinal, self.side = ordinal, side
         self.gpu_timeout: float | None = None  # `set gpu-timeout`: give the GPU up after this long in one wait
         self.ask_abandon = None  # the REPL's question on Ctrl-C: (what, seconds waited) -> abandon?
         self.proc = None
@@ -93,30 +95,34 @@ class CudaBackend(Backend):
         rescue, rescue_child = socket.socketpair()
         fds = (main_child.fileno(), rescue_child.fileno())
         self.proc = subprocess.Popen([sys.executable, "-m", "cudashell.backends.worker", *map(str, fds),
-                                      str(self.ordinal)], pass_fds=fds, stdin=subprocess.DEVNULL,
+                                      self.side, str(self.ordinal)], pass_fds=fds, stdin=subprocess.DEVNULL,
                                      start_new_session=True)  # the terminal's Ctrl-C is the shell's alone
         main_child.close()
         rescue_child.close()
         self.conn, self.rescue = Connection(main.detach()), Connection(rescue.detach())
         hello = self._reply("starting the GPU worker")
-        self.info = hello["info"]
+        self.info, self.timing_label = hello["info"], hello["timing_label"]
         self._versions, self._priority_range = hello["versions"], hello["priority_range"]
         self._pin_limit, self._memory_paths = hello["pin_limit"], hello["memory_paths"]
 
     def _call(self, method: str, *args):
         if not self.answering:
             raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
-        with _whole_message():
-            self.conn.send((method, tuple(_wire(a) for a in args)))
+        try:
+            with _whole_message():
+                self.conn.send((method, tuple(_wire(a) for a in args)))
+        except OSError:  # BrokenPipeError: it is gone
+            self._died(method)
         return self._reply(method)
 
     def _reply(self, what: str):
         """Wait for the worker's answer. Ctrl-C asks (interactive) or decides (scripts) to give the GPU up;
         `gpu_timeout` decides by itself."""
         t0 = time.monotonic()
+        spin_until = time.perf_counter() + SPIN
         while True:
-            try:
-                ready = self.conn.poll(POLL)
+            try:  # most replies come within microseconds: look without sleeping first, then sleep in polls
+                ready = self.conn.poll(0 if time.perf_counter() < spin_until else POLL)
             except KeyboardInterrupt:
                 waited = time.monotonic() - t0
                 if self.ask_abandon is None or self.ask_abandon(what, waited):
@@ -173,14 +179,14 @@ class CudaBackend(Backend):
             c.close()
 
     # ------------------------------------------------------------------ reset
-    def salvage(self, buf):
-        """The host contents of `buf`, read by the worker's rescue thread (a hung or faulted worker too)."""
+    def _rescue_read(self, buf, offset: int, nbytes: int) -> np.ndarray:
+        """Host bytes read by the worker's rescue thread: it answers while the worker hangs in a wait."""
         if buf.handle not in self.host_allocs:
             raise ShellError("NOT_HOST_ACCESSIBLE", f"{buf.name} is device memory")
-        out = np.empty(buf.size, np.uint8)
-        for pos in range(0, buf.size, CHUNK):
+        out = np.empty(nbytes, np.uint8)
+        for pos in range(0, nbytes, CHUNK):
             try:
-                self.rescue.send((buf.handle, pos, min(CHUNK, buf.size - pos)))
+                self.rescue.send((buf.handle, offset + pos, min(CHUNK, nbytes - pos)))
                 if not self.rescue.poll(SALVAGE_WAIT):
                     raise ShellError("GPU_WORKER_DIED", f"the worker did not hand over {buf.name} in time")
                 piece = self.rescue.recv()
@@ -190,6 +196,9 @@ class CudaBackend(Backend):
                 raise ShellError("NOT_HOST_ACCESSIBLE", f"the host cannot read {buf.name}")
             out[pos: pos + piece.size] = piece
         return out
+
+    def salvage(self, buf):
+        return self._rescue_read(buf, 0, buf.size)
 
     def restore(self, buf, saved) -> None:
         for pos in range(0, buf.size, CHUNK):
@@ -220,6 +229,8 @@ class CudaBackend(Backend):
         return self._call("pointer_info", buf)
 
     def read(self, buf, offset, nbytes):
+        if not self.answering and buf.handle in self.host_allocs:  # given up, but its host memory is readable
+            return self._rescue_read(buf, offset, nbytes)
         return self._call("read", buf, offset, nbytes)
 
     def write(self, buf, offset, data):
@@ -294,7 +305,7 @@ class CudaBackend(Backend):
 
     def ping(self) -> None:
         """One round trip that does nothing: what the pipe costs (benchmarks/worker_roundtrip.py)."""
-        self._call("versions")
+        self._call("ping")
 
     # answered once, when the worker started
     def versions(self):

@@ -23,7 +23,7 @@ from .. import syncrules as R
 from ..errors import ShellError
 from ..kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
 from . import driver as D
-from .base import Allocation, Backend, DeviceInfo, Timing
+from .base import Allocation, DeviceInfo, Timing
 
 CTYPE = {"float32": C.c_float, "float64": C.c_double, "int32": C.c_int32, "uint32": C.c_uint32,
          "int64": C.c_int64, "uint64": C.c_uint64, "int8": C.c_int8, "uint8": C.c_uint8, "int16": C.c_int16}
@@ -66,7 +66,9 @@ class Pending:
     end: int
 
 
-class GpuSide(Backend):
+class GpuSide:
+    """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
+
     name = "cuda"
     timing_label = "measured"
 

@@ -13,11 +13,13 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 
 from ..errors import ShellError
+from ..kernels import BUILTINS, Kernel
 
 
 @dataclass
@@ -48,22 +50,34 @@ def _error(e: BaseException) -> tuple:
 
 
 class Worker:
-    def __init__(self, conn: Connection, rescue: Connection, ordinal: int):
-        from .gpu import GpuSide
-
+    def __init__(self, conn: Connection, rescue: Connection, side: str, ordinal: int):
         self.conn, self.rescue = conn, rescue
-        self.allocs: dict[int, object] = {}  # handle number → the GpuSide's allocation
+        self.allocs: dict[int, object] = {}  # handle number → the side's allocation
         self.next_handle = 1
-        self.side = GpuSide(ordinal)
+        if side == "sim":  # the simulator behind the same pipe: how the pipe is tested where there is no GPU
+            from .sim import SimBackend
+
+            self.side = SimBackend()
+        else:
+            from .gpu import GpuSide
+
+            self.side = GpuSide(ordinal)
 
     def _local(self, x):
         if isinstance(x, BufRef):
             return replace(x, handle=self.allocs[x.handle])
         if isinstance(x, list):
             return [self._local(v) for v in x]
+        if isinstance(x, Kernel) and x.builtin:  # its numpy twin stayed behind (functions do not pickle)
+            return BUILTINS[x.name]
         return x
 
     def handle(self, method: str, args: tuple):
+        if method == "ping":
+            return None
+        if method == "stall":  # holds the worker as a GPU wait would: tests of giving up, where no GPU hangs
+            time.sleep(args[0])
+            return None
         value = getattr(self.side, method)(*[self._local(a) for a in args])
         if method == "alloc":
             alloc, timing = value
@@ -103,26 +117,32 @@ class Worker:
             except (EOFError, OSError):
                 return
             a = self.allocs.get(handle)
-            array = getattr(a, "array", None)
-            self.rescue.send(None if array is None else array[offset: offset + nbytes])
+            if getattr(a, "array", None) is not None:  # the GPU side's host memory
+                self.rescue.send(a.array[offset: offset + nbytes])
+            elif getattr(a, "kind", "device") != "device" and hasattr(a, "data"):  # the simulator's
+                self.rescue.send(a.data.read(offset, nbytes))
+            else:
+                self.rescue.send(None)
 
 
 def main() -> None:
-    """Entry point: `python -m cudashell.backends.worker FD RESCUE_FD ORDINAL`."""
+    """Entry point: `python -m cudashell.backends.worker FD RESCUE_FD gpu|sim ORDINAL`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the shell's to handle
     _die_with_parent()
-    fd, rescue_fd, ordinal = (int(a) for a in sys.argv[1:4])
+    fd, rescue_fd, side, ordinal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     conn, rescue = Connection(fd), Connection(rescue_fd)
     try:
-        worker = Worker(conn, rescue, ordinal)
+        worker = Worker(conn, rescue, side, ordinal)
     except Exception as e:
         conn.send(_error(e))
         return
     side = worker.side
-    conn.send(("ok", {"info": side.info, "versions": side.versions(), "priority_range": side.priority_range(),
+    conn.send(("ok", {"info": side.info, "timing_label": side.timing_label, "versions": side.versions(), "priority_range": side.priority_range(),
                       "pin_limit": side.pin_limit(), "memory_paths": side.memory_paths(), "pid": os.getpid()}))
     worker.serve()
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # run as a module, this file is __main__: the shell pickles the real module's classes
+    from cudashell.backends.worker import main as real_main
+
+    real_main()

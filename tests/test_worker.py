@@ -1,0 +1,121 @@
+"""The worker's pipe, checked without a GPU: every call the shell side forwards exists on the GPU side,
+and buffers cross the pipe as references the worker can resolve."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import signal
+import threading
+
+import pytest
+
+from cudashell.backends import cuda, gpu
+from cudashell.errors import ShellError
+from cudashell.backends.worker import BufRef, Worker
+from cudashell.session import Buffer
+from tests.conftest import Cush, make_backend
+
+
+def test_the_shell_side_meets_the_whole_contract():
+    assert not cuda.CudaBackend.__abstractmethods__
+
+
+def test_every_forwarded_call_exists_on_the_gpu_side_with_the_same_parameters():
+    source = inspect.getsource(cuda.CudaBackend)
+    forwarded = set(re.findall(r'self\._call\("(\w+)"', source))
+    assert len(forwarded) > 25
+    for name in forwarded:
+        assert name == "ping" or hasattr(gpu.GpuSide, name), name
+        here = getattr(cuda.CudaBackend, name, None)
+        if here is not None and name != "ping":
+            assert (list(inspect.signature(here).parameters)
+                    == list(inspect.signature(getattr(gpu.GpuSide, name)).parameters)), name
+
+
+def test_a_buffer_crosses_as_a_reference_and_the_worker_resolves_it():
+    buf = Buffer("p", "pinned", 4096, frozenset(), 0x1000, 0x1000, handle=7, registered=None)
+    ref = cuda._wire([buf, 3])[0]
+    assert isinstance(ref, BufRef) and ref.handle == 7 and ref.name == "p"
+    w = Worker.__new__(Worker)
+    w.allocs = {7: "the allocation"}
+    assert w._local([ref, 1])[0].handle == "the allocation"
+
+
+# ------------------------------------------------------------------ the real pipe, the simulator behind it
+@pytest.fixture
+def piped(request):
+    c = Cush(make_backend("sim-worker"))
+    request.addfinalizer(c.shell.close)
+    return c
+
+
+def test_bytes_cross_the_pipe_unchanged(piped):
+    piped.ok("alloc pinned 1MB as p; fill p random seed 9; alloc device 1MB as d; memcpy p d; "
+             "alloc pageable 1MB as h; memcpy d h")
+    assert piped.ok("compare p h")["equal"]
+    local = Cush(make_backend("sim"))
+    local.ok("alloc pinned 1MB as p; fill p random seed 9")
+    assert piped.ok("checksum h")["checksums"]["h"] == local.ok("checksum p")["checksums"]["p"]
+    local.shell.close()
+
+
+def test_a_fault_and_reset_through_the_pipe_keep_host_contents(piped):
+    piped.ok("alloc pinned 64KB as p; fill p iota; alloc pageable 4KB as q; launch sum p p q unchecked")
+    before = piped.ok("checksum p")["checksums"]
+    assert piped.fails("sync")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    old = piped.backend.proc
+    r = piped.ok("reset")
+    assert {b["name"]: b["contents"] for b in r["buffers"]} == {"p": "kept", "q": "kept"}
+    assert piped.ok("checksum p")["checksums"] == before and old.returncode == 0
+
+
+def test_a_stalled_worker_is_given_up_after_the_timeout_then_reset_kills_it(piped):
+    piped.ok("alloc pinned 64KB as p; fill p 3; set gpu-timeout 0.3")
+    with pytest.raises(ShellError) as e:
+        piped.backend._call("stall", 30)
+    assert e.value.code == "GPU_ABANDONED" and "gpu-timeout" in e.value.message
+    assert piped.fails("alloc device 4KB")["code"] == "GPU_ABANDONED"
+    assert piped.ok("show p count 1")["values"] == [3]  # host memory is read by the rescue thread
+    old = piped.backend.proc
+    piped.ok("reset")
+    assert old.returncode == -signal.SIGKILL
+    assert piped.ok("show p count 1")["values"] == [3]
+
+
+def test_ctrl_c_asks_and_waits_on_when_told_to(piped):
+    asked = []
+    piped.backend.ask_abandon = lambda what, waited: asked.append(what) or len(asked) > 1
+    for delay in (0.2, 0.5):
+        threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(ShellError) as e:
+        piped.backend._call("stall", 30)
+    assert e.value.code == "GPU_ABANDONED" and asked == ["stall", "stall"]
+
+
+def test_a_worker_that_dies_is_reported_and_reset_starts_another(piped):
+    piped.ok("alloc pinned 4KB as p; alloc device 4KB as d")
+    piped.backend.proc.kill()
+    piped.backend.proc.wait()
+    assert piped.fails("memcpy p d")["code"] == "GPU_WORKER_DIED"
+    r = piped.ok("reset")
+    assert {b["name"]: b["contents"] for b in r["buffers"]} == {"p": "lost: unreadable (GPU_WORKER_DIED)",
+                                                              "d": "lost: device memory"}
+    piped.ok("memcpy p d; sync")
+
+
+def test_a_bug_in_the_worker_is_one_line_and_the_session_goes_on(piped):
+    piped.ok("alloc pinned 4KB as p")
+    with pytest.raises(RuntimeError, match="the GPU worker failed in no_such_call"):
+        piped.backend._call("no_such_call")
+    piped.ok("fill p 1; checksum p")
+
+
+def test_exit_ends_the_worker_in_every_state(piped):
+    piped.ok("set gpu-timeout 0.2")
+    with pytest.raises(ShellError):
+        piped.backend._call("stall", 30)
+    proc = piped.backend.proc
+    piped.shell.close()
+    assert proc.returncode is not None
