@@ -32,16 +32,22 @@ def main() -> int:
         return 0
     from cudashell.backends.gpu import GpuSide
 
+    from cudashell.backends import cuda
+
     remote = CudaBackend()
     local = GpuSide()
     try:
         ping = per_call(remote.ping)
+        spin, cuda.SPIN = cuda.SPIN, 200e-6
+        ping_spin = per_call(remote.ping)
+        cuda.SPIN = spin
         remote_query = per_call(lambda: remote.stream_idle(None))
         local_query = per_call(lambda: local.stream_idle(None))
     finally:
         remote.close()
         local.close()
     print(f"round trip, no driver call:        {ping * 1e6:7.1f} µs per call")
+    print(f"  the same, looking 200 µs before sleeping: {ping_spin * 1e6:7.1f} µs per call")
     print(f"cuStreamQuery through the worker:  {remote_query * 1e6:7.1f} µs per call")
     print(f"cuStreamQuery in-process (ref):    {local_query * 1e6:7.1f} µs per call")
     print(f"ratio worker / in-process:         {remote_query / local_query:7.1f}x  "

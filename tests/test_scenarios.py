@@ -124,7 +124,7 @@ def test_a_direction_that_contradicts_the_buffers(cush):
 
 
 def test_async_copy_blocks_from_pageable_and_not_from_pinned(cush):
-    cush.ok("alloc pageable 16MB; alloc pinned 16MB; alloc device 16MB; stream create")
+    cush.ok("alloc pageable 16MB; alloc pinned 16MB; alloc device 16MB; stream create; launch spin 20000 stream 1")
     pinned = cush.ok("memcpy p0 d0 async stream 1")
     assert pinned["blocking"] is False and pinned["stream"] == "1"
     assert cush.buffer("d0")["state"].startswith("pending")
