@@ -71,6 +71,8 @@ def split_commands(line: str) -> tuple[Segment, ...]:
     """The non-empty commands of a line, in order (blank lines and comments give none)."""
     segments: list[Segment] = []
     current: list[Token] = []
+    if "\0" in line:  # no path, name or number holds one, and the OS refuses it in a path
+        raise usage("a NUL byte in the command", line.index("\0") + 1, "remove it")
     for tok in tokenize(line):
         if tok == ";":
             if current:
@@ -97,18 +99,33 @@ _POW = re.compile(r"^(\d+)\^(\d+)$")
 SIZE_HINT = "sizes look like 4096, 4KiB, 64MB, 1GiB or 2^20 (KB/MB/GB are powers of 1024)"
 
 
+SIZE_LIMIT = 1 << 64  # no address space is larger: past it a size is a typo, and floats of it overflow
+
+
+def _whole_number(text: str, col: int | None) -> int:
+    """`4096`, `010` (decimal), `100_000`, `0x1000`; a bad or endless one is a USAGE error."""
+    if len(text) > 40:
+        raise usage(f"size {text[:20]}… is absurdly large", col, SIZE_HINT)
+    try:
+        return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+    except ValueError:
+        raise usage(f"bad size '{text}'", col, SIZE_HINT) from None
+
+
 def parse_size(text: str, col: int | None = None) -> int:
     """Bytes from `4096`, `4KB`/`4KiB`, `64MB`, `1GiB`, `2^20`, `0x1000` (all units powers of 1024)."""
     m = _POW.match(text)
     if m:
-        base, exp = int(m.group(1)), int(m.group(2))
-        if exp > 64:
-            raise usage(f"size {text} is absurdly large", col, SIZE_HINT)
-        return base**exp
-    m = _SIZE.match(text)
-    if not m or m.group(2).lower() not in _UNITS:
-        raise usage(f"bad size '{text}'", col, SIZE_HINT)
-    return int(m.group(1), 0) * _UNITS[m.group(2).lower()]
+        base, exp = _whole_number(m.group(1), col), _whole_number(m.group(2), col)
+        value = base**exp if exp <= 64 and base < SIZE_LIMIT else SIZE_LIMIT
+    else:
+        m = _SIZE.match(text)
+        if not m or m.group(2).lower() not in _UNITS:
+            raise usage(f"bad size '{text}'", col, SIZE_HINT)
+        value = _whole_number(m.group(1), col) * _UNITS[m.group(2).lower()]
+    if value >= SIZE_LIMIT:
+        raise usage(f"size {text} is absurdly large (2^64 bytes or more)", col, SIZE_HINT)
+    return value
 
 
 def parse_count(text: str, col: int | None = None) -> int:

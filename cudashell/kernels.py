@@ -115,6 +115,9 @@ def parse_kernels(source: str) -> list[Kernel]:
         out = []
         for raw in filter(None, (p.strip() for p in params.split(","))):
             words = raw.replace("*", " * ").replace("__restrict__", "").split()
+            if not words or words[-1] == "*" or len(words) < 2:
+                raise ShellError("USAGE", f"kernel {name}: parameter '{raw}' has no type or no name",
+                                 "parameters look like `float *a` or `int n`")
             pname = words[-1]
             if "*" in words:
                 out.append(Param(pname, "in" if "const" in words else "inout"))
@@ -143,7 +146,10 @@ def scalar(text: str, dtype: str, col: int | None = None):
     if suffix and _SUFFIX[suffix] != dtype:
         raise ShellError("USAGE", f"'{text}' is {_SUFFIX[suffix]} but the parameter is {dtype}", None, col)
     dt = np.dtype(dtype)
-    value = float(number)
+    try:
+        value = float(number)
+    except ValueError:  # `1__0`: the pattern lets runs of _ through, Python does not
+        raise ShellError("USAGE", f"expected a number for a {dtype} parameter, got '{text}'", None, col) from None
     if dt.kind in "iu":
         info = np.iinfo(dt)
         if not value.is_integer() or not info.min <= value <= info.max:

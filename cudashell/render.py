@@ -275,8 +275,9 @@ SIMPLE = {
     "history": lambda d: [f"{e['n']:>4}  {e['text']}" + ("" if e["ok"] else f"   # failed: {e['code']}")
                           for e in d["entries"]],
     "settings": lambda d: [f"{k} = {v}" for k, v in d["settings"].items()],
-    "expect": lambda d: ([f"expect faster: {d['ms'][0]:.3f} ms < {d['ms'][1]:.3f} ms ({d['speedup']:.2f}× faster, "
-                          f"{d['timing']})"] if d["expected"] == "faster" else []),
+    "expect": lambda d: ([f"expect faster: {d['ms'][0]:.3f} ms < {d['ms'][1]:.3f} ms ("
+                          + (f"{d['speedup']:.2f}× faster" if d["speedup"] else "no time at all") + f", {d['timing']})"]
+                         if d["expected"] == "faster" else []),
     "run": lambda d: [], "quit": lambda d: [],
 }
 def _bench(d, tablefmt, width=0):

@@ -26,8 +26,24 @@ def test_bad_sizes_are_usage_errors_with_a_hint(text):
 
 
 @given(st.integers(min_value=0, max_value=1 << 50), st.sampled_from(["", "KiB", "MiB", "GiB"]))
-def test_size_units_multiply(n, unit):
-    assert parse_size(f"{n}{unit}") == n * {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+def test_size_units_multiply_up_to_2_to_the_64(n, unit):
+    size = n * {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+    if size < 1 << 64:
+        assert parse_size(f"{n}{unit}") == size
+    else:
+        with pytest.raises(ShellError, match="absurdly large"):
+            parse_size(f"{n}{unit}")
+
+
+@pytest.mark.parametrize("text", ["1_", "4_KB", "1__0x", "9" * 5000, "99999999999^64", "2^99999999999999", "0x"])
+def test_bad_sizes_are_usage_errors(text):
+    with pytest.raises(ShellError) as e:
+        parse_size(text, 3)
+    assert e.value.code == "USAGE" and e.value.col == 3
+
+
+def test_leading_zeros_are_decimal():
+    assert parse_size("010") == 10 and parse_size("0x10") == 16 and parse_size("1_000KB") == 1000 << 10
 
 
 def test_format_size():

@@ -103,7 +103,7 @@ class CudaBackend(Backend):
         main_child.close()
         rescue_child.close()
         self.conn, self.rescue = Connection(main.detach()), Connection(rescue.detach())
-        hello = self._reply("starting the GPU worker", patience=None)
+        hello = self._reply("starting the GPU worker", timed=False)
         self.info, self.timing_label = hello["info"], hello["timing_label"]
         self._versions, self._priority_range = hello["versions"], hello["priority_range"]
         self._pin_limit, self._memory_paths = hello["pin_limit"], hello["memory_paths"]
@@ -118,7 +118,7 @@ class CudaBackend(Backend):
             self._died(method)
         return self._reply(method)
 
-    def _reply(self, what: str, patience: str | None = "gpu_timeout"):
+    def _reply(self, what: str, timed: bool = True):
         """Wait for the worker's answer. Ctrl-C asks (interactive) or decides (scripts) to give the GPU up;
         `gpu_timeout` decides by itself (not while the worker starts: that is no GPU wait)."""
         t0 = time.monotonic()
@@ -140,7 +140,7 @@ class CudaBackend(Backend):
                 break
             if self.proc.poll() is not None:
                 self._died(what)
-            if patience and self.gpu_timeout and time.monotonic() - t0 > self.gpu_timeout:
+            if timed and self.gpu_timeout and time.monotonic() - t0 > self.gpu_timeout:
                 self._abandon(what, time.monotonic() - t0, f"gpu-timeout {self.gpu_timeout:g} s")
         if status == "ok":
             return value

@@ -38,10 +38,14 @@ def check_device_accessible(buf, col: int | None, uva: bool) -> None:
     raise ShellError("NOT_DEVICE_ACCESSIBLE", f"the GPU cannot reach {buf.name} ({buf.kind})", hint, col)
 
 
-def check_new_name(session, name: str, col: int | None) -> None:
+def check_name(name: str, col: int | None, what: str) -> None:
     if not _NAME.match(name) or name.lower() in RESERVED:
-        raise ShellError("USAGE", f"'{name}' cannot name a buffer",
+        raise ShellError("USAGE", f"'{name}' cannot name {what}",
                          "names start with a letter or _, then letters, digits, _ . -; not a keyword", col)
+
+
+def check_new_name(session, name: str, col: int | None) -> None:
+    check_name(name, col, "a buffer")
     if name in session.buffers:
         raise ShellError("NAME_TAKEN", f"a buffer named '{name}' exists", "pick another name or `free` it", col)
 

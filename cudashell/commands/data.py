@@ -48,8 +48,10 @@ def _values(value, dtype: np.dtype, start: int, count: int, seed: int) -> np.nda
 def _check_value(value, dtype: np.dtype, col: int) -> None:
     if isinstance(value, str):
         return
+    if dtype.kind == "f" and isinstance(value, int) and abs(value) > 1e300:
+        raise usage(f"{str(value)[:20]}… does not fit {dtype.name}", col, "floats go up to about 3.4e38 (float32)")
     if dtype.kind in "iu":
-        if not float(value).is_integer():
+        if isinstance(value, float) and not value.is_integer():
             raise usage(f"{value} is not an integer, but dtype is {dtype.name}", col, "add `dtype float32`")
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:
@@ -71,6 +73,8 @@ def fill(session, backend, args):
     _check_value(value, dtype, args.col("VALUE"))
     count = buf.size // dtype.itemsize
     seed = args.get("N", 0)
+    if not 0 <= seed < 1 << 64:
+        raise usage(f"seed {seed} is not 0..2^64-1", args.col("N"))
     backend.reserve(buf, 0, count * dtype.itemsize)
     per = STEP // dtype.itemsize
     for start in range(0, count, per):

@@ -6,6 +6,7 @@ from ..grammar import Arg, Opt
 from ..registry import command
 from ..results import Result, timing_data
 from ..session import Event
+from .checks import check_name
 from .streams import completed
 
 
@@ -17,6 +18,7 @@ def event_record(session, backend, args):
     event = session.events.get(name)
     created = event is None
     if created:
+        check_name(name, args.col("E"), "an event")
         event = Event(name, backend.event_create())
     t = backend.event_record(event.handle, stream.handle)
     event.stream = stream.name

@@ -101,7 +101,11 @@ class Writer:
     # ------------------------------------------------------------------ memory
     def c_alloc(self, a, i, text):
         kind, size = a.get("KIND"), a.get("SIZE")
-        name = a.get("NAME")  # history always names it (the shell adds `as NAME`)
+        name = a.get("NAME")  # history names it (the shell adds `as NAME`), but not inside a `repeat` block
+        if name is None:
+            self.emit(f"// not exported (name it with `as` to export it): {text}", i)
+            self.notes.append(text)
+            return
         var = ident("b", name)
         self.declare(f"unsigned char *{var} = nullptr;")
         flags = " | ".join({"portable": "cudaHostAllocPortable", "mapped": "cudaHostAllocMapped",

@@ -95,9 +95,11 @@ def kernel_load(session, backend, args):
     if not path.is_absolute():
         path = session.script_dir / path
     try:
-        source = path.read_text()
+        source = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ShellError("NO_SUCH_FILE", f"cannot read {path}: {e.strerror}", None, args.col("FILE")) from None
+    except UnicodeDecodeError as e:
+        raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
     parse_kernels(source)  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source)
     return Result("kernels", {"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
