@@ -4,6 +4,7 @@ Exit codes: 0 ok, 1 a command failed unexpectedly, 2 the command line itself was
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__, config, render
@@ -46,21 +47,48 @@ def main(argv: list[str] | None = None) -> int:
         print(render.error_line(e), file=sys.stderr)
         return 2
     echo = args.echo if args.echo is not None else bool(args.scripts)
-    shell = Shell(backend, reason, json_mode=args.json, keep_going=args.keep_going, debug=args.debug, echo=echo)
+    out = sys.stdout or open(os.devnull, "w")  # a stream closed at start is None: write nowhere, say so below
+    shell = Shell(backend, reason, out=out, err=sys.stderr or out, json_mode=args.json, keep_going=args.keep_going,
+                  debug=args.debug, echo=echo)
+    if sys.stdout is None:
+        shell.output_lost = "stdout is closed"
     apply_settings(shell, settings)
     try:
         if interactive:
             from .repl import repl
 
-            return repl(shell, banner(reason), settings)
-        if not args.quiet and not args.json:
-            print(banner(reason), file=sys.stderr)
-        return run_batch(shell, args)
+            code = repl(shell, banner(reason), settings)
+        else:
+            if not args.quiet and not args.json:
+                shell._write(shell.err, banner(reason))
+            code = run_batch(shell, args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        shell._write(shell.err, "interrupted")
+        code = 130
     finally:
         shell.close()
+    return _output_checked(shell, code)
+
+
+def _output_checked(shell: Shell, code: int) -> int:
+    """Output that could not be written fails the run: quietly for a reader that left (`| head`), as tools
+    killed by SIGPIPE do, with one line otherwise (a full disk, a closed stdout)."""
+    if not shell.output_lost:
+        return code
+    broken = "Broken pipe" in shell.output_lost
+    if not broken:
+        try:
+            os.write(2, f"cudashell: output was lost: {shell.output_lost}\n".encode())
+        except OSError:
+            pass
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):  # so that Python's own flush at exit cannot fail again
+        try:
+            if stream is not None:
+                os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    return 141 if broken else code or 1
 
 
 def apply_settings(shell: Shell, settings: dict) -> None:

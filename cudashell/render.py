@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from tabulate import tabulate
 
@@ -361,9 +362,21 @@ def where(file: str | None, line: int | None, col: int | None) -> str:
 
 
 def error_line(e: ShellError, file: str | None = None, line: int | None = None) -> str:
+    """One line, always: a message that quotes a multi-line command has its line breaks shown as ⏎."""
     loc = where(file, line, e.col)
     hint = f" — hint: {e.hint}" if e.hint else ""
-    return f"{loc + ': ' if loc else ''}{e.code}: {e.message}{hint}"
+    return f"{loc + ': ' if loc else ''}{e.code}: {e.message}{hint}".replace("\r", "").replace("\n", " ⏎ ")
+
+
+def _json_safe(x):
+    """JSON has no NaN or Infinity: such floats (a GPU computes them freely) become the strings JS would print."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
 
 
 def json_line(cmd: str, result: Result | None, error: ShellError | None = None, file: str | None = None,
@@ -377,4 +390,7 @@ def json_line(cmd: str, result: Result | None, error: ShellError | None = None, 
         obj["wall_seconds"] = wall
     if explained:
         obj["explain"] = {"c": explained[0], "driver": explained[1]}
-    return json.dumps(obj, ensure_ascii=False)
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_json_safe(obj), ensure_ascii=False, allow_nan=False)

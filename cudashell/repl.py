@@ -174,6 +174,17 @@ def _mono():
     return ColorDepth.MONOCHROME
 
 
+def ask_abandon(what: str, waited: float) -> bool:
+    """Ctrl-C while the GPU has not answered: give it up (the session comes back with `reset`), or wait on."""
+    from prompt_toolkit.shortcuts import confirm
+
+    try:
+        return confirm(f"\nthe GPU has not finished {what} after {waited:.1f} s. Give the GPU up "
+                       "(its queued work is lost; `reset` then rebuilds the session)?")
+    except (KeyboardInterrupt, EOFError):
+        return True
+
+
 def repl(shell, banner: str, settings: dict | None = None, input=None, output=None) -> int:
     settings = settings or {}
     session = make_session(shell, settings, input, output)
@@ -182,6 +193,8 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     info = shell.backend.info
     shell.out.write(f"{banner}\n{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
                     "Tab to complete, `quit` or Ctrl-D to leave\n")
+    if input is None:
+        shell.backend.ask_abandon = ask_abandon
     while not shell.quitting:
         shell.session.settings["width"] = shutil.get_terminal_size().columns
         try:
@@ -190,7 +203,14 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             continue
         except EOFError:
             break
-        shell.execute(line)
+        try:  # Shell.execute reports its own failures; this guard is for the loop itself
+            shell.execute(line)
+        except KeyboardInterrupt:
+            continue
+        except Exception as e:
+            if shell.debug:
+                raise
+            shell._write(shell.err, f"INTERNAL_ERROR: {type(e).__name__}: {e} — hint: run with --debug for the traceback")
     left = shell.close()
     shell.out.write(("released: " + ", ".join(left) if left else "nothing was left allocated") + "\n")
     return 0

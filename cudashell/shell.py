@@ -40,6 +40,7 @@ class Shell:
         self.closed = False
         self.last_error: ShellError | None = None
         self.recording = True  # off inside `repeat`: history keeps the repeat, not its thousand rounds
+        self.output_lost: str | None = None  # why output could not be written, once it could not
 
     @property
     def json_mode(self) -> bool:
@@ -47,7 +48,22 @@ class Shell:
 
     # ------------------------------------------------------------------ one command
     def run_segment(self, seg: Segment, file: str | None = None, lineno: int | None = None) -> bool:
-        """Parse, run and render one command; True when it succeeded."""
+        """Parse, run and render one command; True when it succeeded. The error boundary: whatever goes wrong
+        — in parsing, the handler, recording, explain or rendering — ends as one line, never a traceback."""
+        try:
+            return self._run_segment(seg, file, lineno)
+        except KeyboardInterrupt:  # between the handler and the report: the command ran; say so, briefly
+            self._report(seg.text, None, ShellError("INTERRUPTED", "interrupted while reporting", None), file, lineno)
+            return False
+        except Exception as e:
+            if self.debug:
+                raise
+            self._report(seg.text, None, ShellError("INTERNAL_ERROR", f"the command's result could not be shown: "
+                                                    f"{type(e).__name__}: {e}", "run with --debug for the traceback"),
+                         file, lineno)
+            return False
+
+    def _run_segment(self, seg: Segment, file: str | None, lineno: int | None) -> bool:
         if self.echo and not self.json_mode:
             self._write(self.out, f"cush> {seg.text}")
         result, error = None, None
@@ -72,6 +88,8 @@ class Shell:
             if self.debug:
                 raise
             error = ShellError("INTERNAL_ERROR", f"{type(e).__name__}: {e}", "run with --debug for the traceback")
+        if error is not None:
+            error.at(seg.tokens[0].col)  # the driver's refusals point at the command that met them
         wall = time.perf_counter() - t0
         self.last_error = error
         if self.recording:
@@ -115,10 +133,20 @@ class Shell:
         if wall is not None and not self.json_mode:
             self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
 
-    @staticmethod
-    def _write(stream, text: str) -> None:
-        stream.write(text + "\n")
-        stream.flush()
+    def _write(self, stream, text: str) -> None:
+        """Write a line. A reader that went away (`| head`), a full disk or a closed stream must not stop the
+        session: the output is dropped and `output_lost` says why; an error line falls back to stdout."""
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except (OSError, ValueError, AttributeError) as e:  # BrokenPipeError, ENOSPC, a closed file, None
+            self.output_lost = self.output_lost or getattr(e, "strerror", None) or str(e) or type(e).__name__
+            if stream is self.err and self.out is not self.err:
+                try:
+                    self.out.write(text + "\n")
+                    self.out.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
 
     # ------------------------------------------------------------------ many commands
     def run_items(self, items: list[tuple[Segment | ShellError, int]], file: str | None = None) -> bool:

@@ -66,6 +66,7 @@ class Backend(ABC):
     info: DeviceInfo
     dead: str | None = None  # why the GPU side is unusable (a sticky CUDA error, GPU_ABANDONED): `reset` cures it
     gpu_timeout: float | None = None  # `set gpu-timeout`: one wait on the GPU longer than this gives it up
+    ask_abandon = None  # set by the REPL: (what, seconds waited) -> give the GPU up? Scripts decide: yes
 
     @abstractmethod
     def alloc(self, kind: str, size: int, flags: frozenset) -> tuple[Allocation, Timing]:
