@@ -14,6 +14,7 @@ from .kernels import BUILTINS
 KINDS = ("pageable", "pinned", "device", "managed")
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
+TRACE_LIMIT = 100_000  # operations the trace keeps (about 50 MB); older ones are dropped, and counted
 
 
 @dataclass
@@ -100,6 +101,7 @@ class Session:
     history: list = field(default_factory=list)
     trace: list = field(default_factory=list)
     unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
+    trace_dropped: int = 0  # the oldest entries, dropped past TRACE_LIMIT
     settings: dict = field(default_factory=lambda: dict(SETTINGS))
     counters: dict = field(default_factory=dict)
     stream_counter: int = 0
@@ -159,6 +161,10 @@ class Session:
                  "seconds": timing.seconds, "start": timing.start, "end": timing.end, "timing": timing.label,
                  "token": timing.token}
         self.trace.append(entry)
+        if len(self.trace) > TRACE_LIMIT:  # a long `repeat` must not grow memory without end: keep the newest
+            drop = len(self.trace) - TRACE_LIMIT // 2
+            del self.trace[:drop]
+            self.trace_dropped += drop
         if timing.token is not None:
             self.unresolved.append(entry)
             for b in bufs:

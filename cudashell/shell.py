@@ -273,9 +273,11 @@ def joined_source_lines(lines: list[str]):
     """(line number, line) with a `<<< … >>>` block that spans lines joined into its first line."""
     i = 0
     while i < len(lines):
-        line, start = lines[i], i + 1
-        while line.count("<<<") > line.count(">>>") and i + 1 < len(lines):
+        start, parts = i + 1, [lines[i]]
+        depth = lines[i].count("<<<") - lines[i].count(">>>")  # counted per line: a stray <<< stays linear
+        while depth > 0 and i + 1 < len(lines):
             i += 1
-            line += "\n" + lines[i]
-        yield start, line
+            parts.append(lines[i])
+            depth += lines[i].count("<<<") - lines[i].count(">>>")
+        yield start, "\n".join(parts)
         i += 1

@@ -95,6 +95,11 @@ class Backend(ABC):
     def write(self, buf, offset: int, data: np.ndarray) -> None:
         """Store bytes into a host-accessible buffer (fill)."""
 
+    def known_zero(self, buf, offset: int, nbytes: int) -> bool:
+        """True when the range is zeros without reading it (the simulator's untouched storage): an 8 GB
+        checksum or compare need not read 8 GB of nothing."""
+        return False
+
     def reserve(self, buf, offset: int, nbytes: int) -> None:
         """Raise now if writing this range would fail later (the simulator's RAM budget)."""
 

@@ -428,6 +428,10 @@ class SimBackend(Backend):
         self._advance(self.now)
         buf.handle.data.write(offset, data)
 
+    def known_zero(self, buf, offset, nbytes):
+        self._advance(self.now)
+        return not buf.handle.data.touched(offset, nbytes)
+
     def reserve(self, buf, offset, nbytes):
         buf.handle.data.reserve(offset, nbytes)
 
@@ -512,9 +516,8 @@ class SimBackend(Backend):
         bufs = {q.name: named[q.name] for q in kernel.params if q.is_buffer}
         scalars = {q.name: named[q.name] for q in kernel.params if not q.is_buffer}
         outputs = [q.name for q in kernel.params if q.writes]
-        if any(b.handle.data.touched(0, nbytes) for b in bufs.values()) or scalars:
-            for name in outputs:
-                bufs[name].handle.data.reserve(0, nbytes)
+        for name in outputs:  # the bytes the kernel will write must fit before anything changes
+            bufs[name].handle.data.reserve(0, nbytes)
 
         def effect(snapshot):
             def run():

@@ -390,6 +390,8 @@ def _plot(data: dict, path: str, col: int) -> None:
         fig.savefig(path, dpi=100, bbox_inches="tight")
     except OSError as e:
         raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, col) from None
+    except ValueError:  # matplotlib picks the format by the name's ending
+        raise usage(f"cannot plot into '{path}': name a .png, .svg or .pdf file", col) from None
     finally:
         plt.close(fig)
 

@@ -92,11 +92,21 @@ class Writer:
                 if name in ("echo", "say") and a.get("TEXT") and (name == "echo" or a.get("LANG") == "en"):
                     self.emit(f'printf("%s\\n", {_cstr(a.get("TEXT"))});', indent)
                 continue
-            if handler is None:
+            if handler is None or self._unknown_buffers(cmd):
                 self.emit(f"// not exported: {seg.text}", indent)
                 self.notes.append(seg.text)
                 continue
             handler(a, indent, seg.text)
+
+    def _unknown_buffers(self, cmd) -> bool:
+        """A buffer the program never declared: made inside a `repeat` that failed, or never named."""
+        for arg in cmd.spec.args + tuple(o.arg for o in cmd.spec.opts):
+            if arg.kind != "buffer" or arg.name not in cmd.args.values:
+                continue
+            value = cmd.args.values[arg.name]
+            if any(n != "all" and n not in self.buffers for n in (value if isinstance(value, list) else [value])):
+                return True
+        return False
 
     # ------------------------------------------------------------------ memory
     def c_alloc(self, a, i, text):
@@ -136,7 +146,7 @@ class Writer:
         self.buffers[name] = ("pageable", self.buffers[name][1])
 
     def c_free(self, a, i, text):
-        names = list(self.buffers) if a.get("NAME") == ["all"] else a.get("NAME")
+        names = list(self.buffers) if a.get("NAME") == ["all"] else list(dict.fromkeys(a.get("NAME")))
         for name in names:
             kind, _ = self.buffers.pop(name)
             var = ident("b", name)

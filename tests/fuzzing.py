@@ -1,0 +1,174 @@
+"""Generated command lines for the fuzz test and benchmarks/fuzz.py: commands from the registry with
+arguments drawn from pools of good, edge and hostile values, chained with `;`, mixed with noise. The
+checker runs them on a simulator shell, one command at a time, and counts what breaks an invariant."""
+
+from __future__ import annotations
+
+import io
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudashell.backends.sim import SimBackend
+from cudashell.grammar import DTYPES, split_commands
+from cudashell.registry import REGISTRY
+from cudashell.shell import Shell
+
+SLOW = {"calibrate", "bench memcpy", "bench alloc", "bench zerocopy", "bench overlap", "demo"}
+COMPOSITE = {"repeat", "run", "demo"}  # they run other commands: those that succeed before one fails stay done
+SIZES = ["4KB", "1", "0", "4096", "64KB", "1MB", "3", "2^20", "010", "0x1000", "1_", "4_KB", "-1", "2^64",
+         "99999999999^64", "9" * 60, "16MB", "1.5MB", "64GB", "1TB", "1e3", "", "4 KB"]
+COUNTS = ["1", "2", "0", "8", "1024", "2^31", "-3", "1M", "x"]
+INTS = ["0", "1", "-1", "7", "255", "256", "2^64", "18446744073709551616", "9" * 400, "0x10", "1__0"]
+VALUES = ["0", "1", "7", "iota", "random", "-1", "2.5", "nan", "inf", "1e999", "9" * 400, "0x41", "abc"]
+WORDS = ["all", "", "x", "ü", "名前", "a" * 5000, "\t", "'quoted'", "\"", "<<<", ">>>", "#", "on", "off", "?"]
+NOISE = ["", ";;;", "<<< unterminated", "alloc", "alloc pinned", "\x1b[2J", "🙂🙂", "a" * 5000,
+         "memcpy ; memcpy", "free all; free all", "expect error", "expect ok", "run", "'unterminated",
+         "launch sum a b c d e f g", "set gpu-timeout 0.001", "set gpu-timeout off", "reset", "sync",
+         "stream create; stream create; stream destroy 2; launch spin 10 stream 1; stream destroy 1"]
+
+
+@dataclass
+class Tally:
+    lines: int = 0
+    commands: int = 0
+    crashes: list = field(default_factory=list)  # (line, message) of every INTERNAL_ERROR or exception
+    changed: list = field(default_factory=list)  # failed commands that changed the session
+    leaks: list = field(default_factory=list)  # what `free all` left behind
+
+    @property
+    def violations(self) -> int:
+        return len(self.crashes) + len(self.changed) + len(self.leaks)
+
+
+class Fuzzer:
+    def __init__(self, seed: int, workdir: Path):
+        self.rng = random.Random(seed)
+        self.workdir = workdir
+        (workdir / "self.cush").write_text("alloc pinned 4KB\nrun self.cush\n")
+        (workdir / "ok.cush").write_text("alloc pinned 4KB as s_p\nfill s_p 3\nfree s_p\n")
+        (workdir / "bin.cush").write_bytes(b"\xff\xfe\x00alloc")
+        (workdir / "k.cu").write_bytes(b"\xff__global__ void k(float *a) {}")
+        self.files = ["self.cush", "ok.cush", "bin.cush", "missing.cush", "k.cu", ".", str(workdir / "out.txt"),
+                      "/", "/proc/self/mem", "x/y/z.cush"]
+        self.specs = [s for name, s in sorted(REGISTRY.items()) if name not in SLOW]
+
+    def value(self, arg, shell) -> str:
+        r, s = self.rng, shell.session
+        pick = r.choice
+        if arg.choices:
+            return pick(list(arg.choices) + ["nope"])
+        kind = arg.kind
+        if kind == "buffer":
+            names = list(s.buffers) or ["p0"]
+            return pick(names * 4 + ["all", "nosuch", ""])
+        if kind == "newname":
+            return pick([f"n{r.randrange(50)}", *list(s.buffers)[:2], "all", "1bad", "a.b-c", "x" * 300])
+        if kind == "size":
+            return pick(SIZES)
+        if kind == "count":
+            return pick(COUNTS)
+        if kind == "int":
+            return pick(INTS)
+        if kind == "stream":
+            return pick(list(s.streams) + ["0", "default", "99", "x"])
+        if kind == "event":
+            return pick(list(s.events) + ["e", "f", '""', "0"])
+        if kind == "file":
+            return pick(self.files)
+        if kind == "dtype":
+            return pick(list(DTYPES) + ["float128"])
+        if kind == "value":
+            return pick(VALUES)
+        if kind == "kernel":
+            return pick(list(s.kernels) + ["nosuch"])
+        if kind == "source":
+            return pick(["<<< __global__ void k(float *a) {} >>>", "<<< >>>", "<<< __global__ void k(__restrict__) {} >>>"])
+        return pick(WORDS + SIZES[:4])
+
+    def command(self, shell) -> str:
+        r = self.rng
+        spec = r.choice(self.specs)
+        words = [spec.name]
+        for arg in spec.args:
+            if arg.optional and r.random() < 0.3:
+                continue
+            for _ in range(r.choice([1, 1, 1, 2, 3]) if arg.many else 1):
+                words.append(self.value(arg, shell))
+        for opt in spec.opts:
+            if r.random() < 0.3:
+                words += [opt.keyword, self.value(opt.arg, shell)]
+        for flag in spec.flags:
+            if r.random() < 0.3:
+                words.append(flag.word)
+        if spec.name == "repeat":  # a block with a bounded count: the point is the block, not the time it takes
+            words = ["repeat", r.choice(["1", "2", "3", "0", "-1"]), "<<<", self.command(shell), ";",
+                     self.command(shell), r.choice([">>>", ""])]
+        if r.random() < 0.1:
+            words.insert(r.randrange(len(words) + 1), r.choice(WORDS))
+        if r.random() < 0.05 and len(words) > 1:
+            del words[r.randrange(1, len(words))]
+        return " ".join([words[0]] + [w if " " not in w or w.startswith("<<<") else f'"{w}"' for w in words[1:]])
+
+    def line(self, shell) -> str:
+        r = self.rng
+        if r.random() < 0.08:
+            return r.choice(NOISE)
+        return " ; ".join(self.command(shell) for _ in range(r.choice([1, 1, 1, 2, 3])))
+
+
+def snapshot(session) -> tuple:
+    return (tuple((b.name, b.kind, b.size, b.host_ptr, b.device_ptr, b.registered, b.handle is not None)
+                  for b in session.buffers.values()),
+            tuple((name, id(s)) for name, s in session.streams.items()),
+            tuple(session.events), tuple(session.kernels), tuple(sorted(session.settings.items())))
+
+
+def run(seed: int, lines: int, workdir: Path, tally: Tally | None = None) -> Tally:
+    """Run `lines` generated lines on a fresh simulator shell, checking the invariants after each command."""
+    tally = tally or Tally()
+    backend = SimBackend()
+    shell = Shell(backend, "fuzz", out=io.StringIO(), err=io.StringIO())
+    shell.session.script_dir = workdir
+    shell.dirs = [workdir]
+    fuzz = Fuzzer(seed, workdir)
+    for n in range(lines):
+        line = fuzz.line(shell)
+        tally.lines += 1
+        try:
+            segments = split_commands(line)
+        except Exception:
+            segments = None
+        for seg in segments if segments is not None else [None]:
+            tally.commands += 1
+            shell.out.seek(0), shell.out.truncate(), shell.err.seek(0), shell.err.truncate()
+            before = snapshot(shell.session)
+            try:
+                ok = shell.execute(line) if seg is None else shell.run_segment(seg)
+            except BaseException as e:  # nothing may escape the shell
+                tally.crashes.append((line, f"{type(e).__name__}: {e}"))
+                continue
+            shell.quitting = False
+            error = shell.last_error
+            if error is not None and error.code == "INTERNAL_ERROR":
+                tally.crashes.append((seg.text if seg else line, error.message))
+            first = seg.tokens[0].text.lower() if seg is not None else ""
+            if not ok and seg is not None and first not in COMPOSITE and snapshot(shell.session) != before:
+                tally.changed.append((seg.text, error.code if error else "?"))
+            if not ok and seg is None:
+                break
+        if n % 500 == 499 or n == lines - 1:
+            check_free_all(shell, backend, tally)
+    shell.close()
+    return tally
+
+
+def check_free_all(shell, backend, tally: Tally) -> None:
+    """`free all` (after `reset`, when the GPU side is dead) leaves no buffer and no simulated memory."""
+    if backend.dead:
+        shell.execute("reset")
+    shell.execute("sync; free all")
+    if shell.session.buffers or backend.device_used or backend.host_used or backend.budget.used:
+        tally.leaks.append((list(shell.session.buffers), backend.device_used, backend.host_used,
+                            backend.budget.used))
+        shell.session.buffers.clear()
