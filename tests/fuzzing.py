@@ -124,14 +124,23 @@ def snapshot(session) -> tuple:
             tuple(session.events), tuple(session.kernels), tuple(sorted(session.settings.items())))
 
 
+SESSION_LINES = 2000  # lines per shell: `history`, `save` and `export c` read all of it, so sessions stay short
+
+
 def run(seed: int, lines: int, workdir: Path, tally: Tally | None = None) -> Tally:
-    """Run `lines` generated lines on a fresh simulator shell, checking the invariants after each command."""
+    """Run `lines` generated lines on fresh simulator shells, checking the invariants after each command."""
     tally = tally or Tally()
+    fuzz = Fuzzer(seed, workdir)
+    for start in range(0, lines, SESSION_LINES):
+        run_session(fuzz, min(SESSION_LINES, lines - start), workdir, tally)
+    return tally
+
+
+def run_session(fuzz: Fuzzer, lines: int, workdir: Path, tally: Tally) -> None:
     backend = SimBackend()
     shell = Shell(backend, "fuzz", out=io.StringIO(), err=io.StringIO())
     shell.session.script_dir = workdir
     shell.dirs = [workdir]
-    fuzz = Fuzzer(seed, workdir)
     for n in range(lines):
         line = fuzz.line(shell)
         tally.lines += 1
@@ -160,7 +169,6 @@ def run(seed: int, lines: int, workdir: Path, tally: Tally | None = None) -> Tal
         if n % 500 == 499 or n == lines - 1:
             check_free_all(shell, backend, tally)
     shell.close()
-    return tally
 
 
 def check_free_all(shell, backend, tally: Tally) -> None:

@@ -92,11 +92,16 @@ class Writer:
                 if name in ("echo", "say") and a.get("TEXT") and (name == "echo" or a.get("LANG") == "en"):
                     self.emit(f'printf("%s\\n", {_cstr(a.get("TEXT"))});', indent)
                 continue
-            if handler is None or self._unknown_buffers(cmd):
+            if handler is None or self._unknown_buffers(cmd) or self._unnamed(cmd):
                 self.emit(f"// not exported: {seg.text}", indent)
                 self.notes.append(seg.text)
                 continue
             handler(a, indent, seg.text)
+
+    @staticmethod
+    def _unnamed(cmd) -> bool:
+        """History names what the shell named (`as NAME`), except inside a `repeat` block: no C name to give."""
+        return cmd.spec.name in ("alloc", "stream create") and "NAME" not in cmd.args.values
 
     def _unknown_buffers(self, cmd) -> bool:
         """A buffer the program never declared: made inside a `repeat` that failed, or never named."""
@@ -111,11 +116,7 @@ class Writer:
     # ------------------------------------------------------------------ memory
     def c_alloc(self, a, i, text):
         kind, size = a.get("KIND"), a.get("SIZE")
-        name = a.get("NAME")  # history names it (the shell adds `as NAME`), but not inside a `repeat` block
-        if name is None:
-            self.emit(f"// not exported (name it with `as` to export it): {text}", i)
-            self.notes.append(text)
-            return
+        name = a.get("NAME")  # history names it (the shell adds `as NAME`)
         var = ident("b", name)
         self.declare(f"unsigned char *{var} = nullptr;")
         flags = " | ".join({"portable": "cudaHostAllocPortable", "mapped": "cudaHostAllocMapped",
