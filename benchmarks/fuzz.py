@@ -5,6 +5,7 @@ each kind of failure. `python benchmarks/fuzz.py [LINES] [PROCESSES] [FIRST_SEED
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -41,6 +42,9 @@ def main() -> int:
         total.leaks += t.leaks
     print(f"lines {total.lines}, commands {total.commands}, in {wall:.1f} s ({total.lines / wall:.0f} lines/s, "
           f"{procs} processes)")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss >> 10
+    print(f"peak memory of one fuzzing process: {peak} MiB (the simulator's storage budget is "
+          f"{fuzzing.STORAGE >> 20} MiB)")
     print(f"crashes {len(total.crashes)}, failed commands that changed the session {len(total.changed)}, "
           f"`free all` leftovers {len(total.leaks)}")
     for kind in ("crashes", "changed", "leaks"):

@@ -17,6 +17,7 @@ def pending(session, backend, *bufs) -> dict:
     return {b.name: b.pending_streams() for b in bufs if b.pending}
 
 STEP = 16 << 20  # bytes per piece, so big buffers are filled and compared without big temporaries
+SHOW_LIMIT = 1 << 20
 
 
 def splitmix64(seed: int, start: int, count: int) -> np.ndarray:
@@ -97,6 +98,9 @@ def show(session, backend, args):
     available = (buf.size - offset) // dtype.itemsize
     if "N" in args.values:
         count = args.get("N")
+        if count > SHOW_LIMIT:  # each element becomes a Python number and a word on screen
+            raise usage(f"show prints at most {SHOW_LIMIT} elements, not {count}", args.col("N"),
+                        "`checksum` or `compare` look at a whole buffer")
         check_range(buf, offset, count * dtype.itemsize, args.col("N"), "show")
     else:
         count = min(int(session.settings["count"]), available)
