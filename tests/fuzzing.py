@@ -5,6 +5,7 @@ checker runs them on a simulator shell, one command at a time, and counts what b
 from __future__ import annotations
 
 import io
+import os
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -133,8 +134,13 @@ def run(seed: int, lines: int, workdir: Path, tally: Tally | None = None) -> Tal
     """Run `lines` generated lines on fresh simulator shells, checking the invariants after each command."""
     tally = tally or Tally()
     fuzz = Fuzzer(seed, workdir)
-    for start in range(0, lines, SESSION_LINES):
-        run_session(fuzz, min(SESSION_LINES, lines - start), workdir, tally)
+    home = os.getcwd()
+    os.chdir(workdir)  # commands that write a relative path (`trace export on`, `--plot .png`) write here
+    try:
+        for start in range(0, lines, SESSION_LINES):
+            run_session(fuzz, min(SESSION_LINES, lines - start), workdir, tally)
+    finally:
+        os.chdir(home)
     return tally
 
 
