@@ -36,3 +36,9 @@ STICKY = frozenset({"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "C
                     "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
                     "CUDA_ERROR_ECC_UNCORRECTABLE", "GPU_ABANDONED", "GPU_WORKER_DIED"})
 RESET_HINT = "the context is dead; `reset` brings the session back on a fresh one (host contents are kept)"
+
+
+def held_error(what: str, why: str | None = None) -> ShellError:
+    """`hold` keeps every stream waiting for `release`: a call that waits for the GPU would never return."""
+    return ShellError("STREAMS_HELD", f"{what} would wait for work that `hold` keeps from running: it would "
+                      "never return" + (f" ({why})" if why else ""), "`release` first")

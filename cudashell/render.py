@@ -157,10 +157,12 @@ def _timeline(d):
     if not d["rows"]:
         return ["no finished GPU work in the trace yet" + (f" ({d['pending']} still running)" if d["pending"] else "")]
     width = max(len(r["name"]) for r in d["rows"])
+    source = "" if d.get("source", d["timing"]) == d["timing"] else f": {d['source']}"
     out = [f"timeline of {d['ops']} operations, {fmt_seconds(d['start'])} … {fmt_seconds(d['end'])} "
-           f"({d['timing']}); one column = {fmt_seconds(d['per_cell'])}"]
+           f"({d['timing']}{source}); one column = {fmt_seconds(d['per_cell'])}"]
     out += [f"  {r['name']:<{width}} |{r['cells']}|" for r in d["rows"]]
-    out.append("  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch  # two at once on one engine")
+    out.append("  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch  # two at once on one engine  "
+               ". issued, waiting in its queue")
     if d["pending"]:
         out.append(f"  ({d['pending']} operations still running are not shown: `sync` first)")
     return out
@@ -251,11 +253,33 @@ def _calibrate(d):
     return out
 
 
+def _repeat(d):
+    out = [f"repeated {d['times']}× ({d['ran']} commands) in {fmt_seconds(d['wall'])} host wall time"]
+    p = d.get("plan")
+    if p:
+        r = p["per_round"]
+        gpu = (f"; GPU {fmt_seconds(p['gpu_seconds'])} from the first start to the last end"
+               + (f", engines busy {fmt_seconds(p['busy_seconds'])}" if p.get("busy_seconds") else "")
+               + (f", timed by {p['source']}" if p["source"] != p["timing"] else "")) \
+            if p.get("gpu_seconds") is not None else ""
+        out.append(f"  round 1 through the shell; rounds 2–{d['times']} on the GPU side, no shell between calls: "
+                   f"{fmt_seconds(p['host_seconds'])}, {fmt_seconds(r['median'])} a round (median; "
+                   f"p10–p90 {fmt_seconds(r['p10'])}–{fmt_seconds(r['p90'])}){gpu} ({p['timing']})")
+    elif d.get("through_shell") and d["times"] > 1:
+        why = "as asked (`shell`)" if d["through_shell"] == "asked" else f"({d['through_shell']})"
+        out.append(f"  every round went through the shell {why}")
+    return out
+
+
 SIMPLE = {
     "calibrate": _calibrate,
     "checksums": lambda d: [f"checksum {k} {v}" for k, v in d["checksums"].items()] + pending_notes(d),
     "say": lambda d: [d["text"]] if d["shown"] else [],
-    "repeat": lambda d: [f"repeated {d['times']}× ({d['ran']} commands) in {fmt_seconds(d['wall'])} host wall time"],
+    "repeat": _repeat,
+    "hold": lambda d: [f"held streams {', '.join(d['streams'])} ({d['how']}): what is issued now waits for "
+                       "`release`"],
+    "release": lambda d: [f"released after {fmt_seconds(d['held_seconds'])}: {d['queued']} operations were "
+                          f"waiting and now run back to back ({d['timing']})"],
     "demos": lambda d: [f"  {x['name']:<20} {x['title']}" for x in d["demos"]]
     + [f"run one with `demo NAME` (`lang zh` for Chinese narration); the scripts are in {d['folder']}"],
     "timeline": _timeline,

@@ -109,6 +109,7 @@ class Session:
     kernels: dict = field(default_factory=lambda: dict(BUILTINS))
     api: list = field(default_factory=list)  # (CUDA call, host seconds) of every command, for `profile`
     script_dir: Path = field(default_factory=Path.cwd)  # where relative input paths are resolved
+    held: dict | None = None  # while `hold`: since when, how, and how much of the trace was there then
 
     # -------------------------------------------------------------- buffers
     def buffer(self, name: str, col: int | None = None) -> Buffer:
@@ -159,23 +160,44 @@ class Session:
         """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream."""
         entry = {"op": op, "engine": engine_of(op), "stream": stream.name, "bytes": nbytes,
                  "seconds": timing.seconds, "start": timing.start, "end": timing.end, "timing": timing.label,
-                 "token": timing.token}
-        self.trace.append(entry)
-        if len(self.trace) > TRACE_LIMIT:  # a long `repeat` must not grow memory without end: keep the newest
-            drop = len(self.trace) - TRACE_LIMIT // 2
-            del self.trace[:drop]
-            self.trace_dropped += drop
+                 "token": timing.token, "issued": timing.issued, "tag": timing.tag}
+        self.add_trace(entry)
         if timing.token is not None:
             self.unresolved.append(entry)
             for b in bufs:
                 b.pending[timing.token] = stream.name
 
+    def add_trace(self, entry: dict) -> None:
+        self.trace.append(entry)
+        if len(self.trace) > TRACE_LIMIT:  # a long `repeat` must not grow memory without end: keep the newest
+            drop = len(self.trace) - TRACE_LIMIT // 2
+            del self.trace[:drop]
+            self.trace_dropped += drop
+
+    def refine(self, backend) -> None:
+        """Finished work gets its engine times from the backend's profiler records (CUPTI), where it has them:
+        events around an operation also count the time it waited in its queue."""
+        todo = [e for e in self.trace if e.get("tag") is not None and e["end"] is not None]
+        spans = backend.refine([e["tag"] for e in todo]) if todo else {}
+        for e in todo:
+            span = spans.get(e["tag"])
+            if span is not None:
+                e["start"], e["end"] = span
+                e["seconds"] = span[1] - span[0]
+                e["source"] = backend.tracing
+            e["tag"] = None  # asked once: CUPTI forgets a record it has handed over
+
+    def traced(self) -> int:
+        """How many operations the trace has seen (dropped ones too)."""
+        return len(self.trace) + self.trace_dropped
+
     def settle(self, backend) -> list[dict]:
         """Ask the backend which work in flight has finished: fill in its GPU times, clear the buffers'
         pending marks. The one place pending state changes, so it follows the GPU (or the virtual clock)."""
         done, still = [], []
+        spans = backend.resolve_many([e["token"] for e in self.unresolved]) if self.unresolved else {}
         for entry in self.unresolved:
-            span = backend.resolve(entry["token"])
+            span = spans.get(entry["token"])
             if span is None:
                 still.append(entry)
             else:

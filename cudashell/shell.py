@@ -13,6 +13,7 @@ from .backends.base import Backend
 from .commands.memory import release
 from .errors import ShellError
 from .explain import explain
+from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
 from .registry import parse_segment
 from .results import Result
@@ -221,24 +222,42 @@ class Shell:
             self.session.script_dir = self.dirs[-1]
 
     def _repeat(self, result: Result) -> None:
-        """Run a block N times with its output held back; a failure stops it and is the repeat's error."""
+        """Run a block N times with its output held back; a failure stops it and is the repeat's error. Round 1
+        goes through the shell; when the block is only GPU calls, the other rounds run on the GPU side as a loop
+        of driver calls (plan.py) — unless `shell` asks for every round through the shell."""
         segments = split_commands(result.data["commands"].replace("\n", ";"))
-        out, err, echo = self.out, self.err, self.echo
+        times = result.data["times"]
+        out, err, echo, backend = self.out, self.err, self.echo, self.backend
         self.out = self.err = io.StringIO()
         self.echo = self.recording = False
+        recorder = Recorder(backend, self.session) if times > 1 and not result.data["shell"] else None
         t0 = time.perf_counter()
         try:
-            for i in range(result.data["times"]):
-                for seg in segments:
-                    self.out.seek(0)
-                    self.out.truncate()
-                    if not self.run_segment(seg):
-                        e = self.last_error
-                        raise ShellError(e.code, f"`{seg.text}` failed in round {i + 1}: {e.message}", e.hint,
-                                         result.data["col"])
+            self.backend = recorder or backend
+            try:
+                self._round(segments, 1, result)
+            finally:
+                self.backend = backend
+            why = recorder.why_not(self.session) if recorder else ("asked" if times > 1 else None)
+            if recorder is not None and why is None:
+                run = backend.run_plan(recorder.calls, times - 1)
+                trace_plan(self.session, recorder, run, backend.timing_label)
+                result.data["plan"] = {**{k: v for k, v in run.items() if k not in ("records", "span")},
+                                       "rounds": times - 1, "timing": backend.timing_label}
+            else:
+                for i in range(1, times):
+                    self._round(segments, i + 1, result)
         finally:
             self.out, self.err, self.echo, self.recording = out, err, echo, True
-        result.data.update(wall=time.perf_counter() - t0, ran=result.data["times"] * len(segments))
+        result.data.update(wall=time.perf_counter() - t0, ran=times * len(segments), through_shell=why)
+
+    def _round(self, segments, n: int, result: Result) -> None:
+        for seg in segments:
+            self.out.seek(0)
+            self.out.truncate()
+            if not self.run_segment(seg):
+                e = self.last_error
+                raise ShellError(e.code, f"`{seg.text}` failed in round {n}: {e.message}", e.hint, result.data["col"])
 
     def _run_nested(self, result: Result) -> None:
         path = result.data["path"]
@@ -253,6 +272,11 @@ class Shell:
             return []
         self.closed = True
         left = [f"{b.name} ({b.kind} {b.size} B)" for b in self.session.buffers.values()]
+        if self.session.held is not None:  # held work runs now, or freeing would wait for it forever
+            try:
+                self.backend.release()
+            except ShellError:
+                pass
         for buf in list(self.session.buffers.values()):
             try:
                 release(self.backend, buf)

@@ -183,7 +183,13 @@ def check_free_all(shell, backend, tally: Tally) -> None:
     """`free all` (after `reset`, when the GPU side is dead) leaves no buffer and no simulated memory."""
     if backend.dead:
         shell.execute("reset")
-    shell.execute("sync; free all")
+    if shell.session.held is not None:  # held streams: `free` of GPU memory would wait forever, and says so
+        shell.execute("free all")
+        shell.execute("release")
+    shell.execute("sync")
+    if backend.dead:  # the sync gave up (`set gpu-timeout`)
+        shell.execute("reset")
+    shell.execute("free all")
     if shell.session.buffers or backend.device_used or backend.host_used or backend.budget.used:
         tally.leaks.append((list(shell.session.buffers), backend.device_used, backend.host_used,
                             backend.budget.used))

@@ -58,6 +58,23 @@ class Timing:
     end: float | None = None
     rule: str | None = None  # the API synchronisation rule (syncrules) that applies to the call
     basis: str = ""  # how `blocking` is known: "observed" on the GPU, "rule" where it could not be seen, "modeled"
+    tag: int | None = None  # the backend's id for the work, to ask the profiler's records for its engine time later
+    issued: float | None = None  # when the host issued it (seconds since the session began): start - issued is
+    # how long it waited in its queue
+
+
+PLAN_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch", "event_record", "stream_wait", "stream_sync",
+                        "device_sync"})
+WORK_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch"})  # those the GPU runs: each has a trace record
+
+
+def round_stats(per_round) -> dict:
+    """Median and spread of per-round host times (seconds), as `repeat` and `bench latency` report them."""
+    a = np.sort(np.asarray(per_round, dtype=float))
+    if a.size == 0:
+        return {"rounds": 0}
+    return {"rounds": int(a.size), "median": float(np.median(a)), "min": float(a[0]), "max": float(a[-1]),
+            "p10": float(a[int(0.1 * (a.size - 1))]), "p90": float(a[int(0.9 * (a.size - 1))])}
 
 
 class Backend(ABC):
@@ -173,6 +190,38 @@ class Backend(ABC):
     def resolve(self, token: int) -> tuple[float, float, float] | None:
         """(seconds, start, end) of async work reported as pending, once it has finished."""
         return None
+
+    def resolve_many(self, tokens: list[int]) -> dict:
+        """token → (seconds, start, end) for those that have finished: one question for many (one round trip)."""
+        spans = {t: self.resolve(t) for t in tokens}
+        return {t: s for t, s in spans.items() if s is not None}
+
+    def refine(self, tokens: list[int]) -> dict:
+        """token → (start, end) on the engine, from the profiler's activity records where the backend has them
+        (CUPTI): finished work timed by the GPU itself, not by the events around it. {} where there are none."""
+        return {}
+
+    tracing: str | None = None  # what gives engine times: "CUPTI activity records", "modeled"; None: events only
+    tracing_why: str = ""  # why not CUPTI, in one line, when it is not
+
+    # hold / release, and work run without the shell in the loop
+    @abstractmethod
+    def hold(self, streams: list) -> str:
+        """Keep each stream (handles; None is the default stream) from starting what is queued on it from now
+        until `release`; returns how. Calls made while held that would wait for the GPU raise STREAMS_HELD."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """Let every held stream go at once."""
+
+    @abstractmethod
+    def run_plan(self, calls: list, rounds: int, gate: bool = False) -> dict:
+        """Run `calls` ([method, args] of this contract: memcpy, memset, launch, prefetch, event_record,
+        stream_wait, stream_sync, device_sync) `rounds` times as direct driver calls, then wait for the device.
+        `gate`: hold the streams while they are queued, so the GPU runs them back to back. Returns
+        {host_seconds, per_round (round_stats), gpu_seconds (first start to last end on the GPU), busy_seconds,
+        records: [[call index, issued, start, end], …] for the work calls (where the backend can time them
+        one by one), source}."""
 
     @abstractmethod
     def pin_limit(self) -> tuple[int, str]:

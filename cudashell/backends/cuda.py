@@ -93,6 +93,7 @@ class CudaBackend(Backend):
         self.dead: str | None = None  # the sticky error, GPU_ABANDONED or GPU_WORKER_DIED
         self.answering = True  # False once a request was abandoned: the pipe's next reply is not ours
         self.host_allocs: dict[int, tuple[str, int]] = {}  # handle → (kind, size) of host-readable memory
+        self.fired: list[dict] = []  # host callbacks the worker reported with its replies
         self.closed = False
         main, main_child = socket.socketpair()
         rescue, rescue_child = socket.socketpair()
@@ -107,6 +108,7 @@ class CudaBackend(Backend):
         self.info, self.timing_label = hello["info"], hello["timing_label"]
         self._versions, self._priority_range = hello["versions"], hello["priority_range"]
         self._pin_limit, self._memory_paths = hello["pin_limit"], hello["memory_paths"]
+        self.tracing, self.tracing_why = hello["tracing"], hello["tracing_why"]
 
     def _call(self, method: str, *args):
         if not self.answering:
@@ -134,9 +136,12 @@ class CudaBackend(Backend):
             if ready:
                 try:
                     with _whole_message():
-                        status, value = self.conn.recv()
+                        message = self.conn.recv()
                 except (EOFError, OSError):
                     self._died(what)
+                status, value = message[0], message[1]
+                if len(message) > 2:
+                    self.fired += message[2]
                 break
             if self.proc.poll() is not None:
                 self._died(what)
@@ -291,10 +296,26 @@ class CudaBackend(Backend):
         return self._call("host_callback", stream, text, label)
 
     def fired_callbacks(self):
-        return self._call("fired_callbacks") if self.answering else []
+        fired, self.fired = self.fired, []
+        return fired
 
     def resolve(self, token):
         return self._call("resolve", token) if self.answering else None
+
+    def resolve_many(self, tokens):
+        return self._call("resolve_many", list(tokens)) if self.answering and tokens else {}
+
+    def refine(self, tags):
+        return self._call("refine", list(tags)) if self.answering and tags else {}
+
+    def hold(self, streams):
+        return self._call("hold", list(streams))
+
+    def release(self):
+        return self._call("release")
+
+    def run_plan(self, calls, rounds, gate=False):
+        return self._call("run_plan", [[m, [_wire(a) for a in args]] for m, args in calls], rounds, gate)
 
     def prefetch(self, buf, where, stream):
         return self._call("prefetch", buf, where, stream)
@@ -329,6 +350,8 @@ class CudaBackend(Backend):
 
     def host_sleep(self, seconds):
         time.sleep(seconds)
+        if self.answering:
+            self._call("ping")  # collects the callbacks that fired meanwhile
 
     def close(self):
         if not self.closed:

@@ -17,6 +17,7 @@ MEMORYTYPE = {1: "host", 2: "device", 3: "array", 4: "unified"}
 # cuMemHostRegister
 REGISTER_PORTABLE, REGISTER_DEVICEMAP, REGISTER_READ_ONLY = 1, 2, 8
 STREAM_NON_BLOCKING = 1
+STREAM_WAIT_VALUE_GEQ = 0
 EVENT_DEFAULT = 0
 # managed memory
 ADVISE = {"readmostly": 1, "preferred": 3, "accessed-by": 5}
@@ -70,6 +71,7 @@ _SIGNATURES = {
     "cuLaunchKernel": [C.c_void_p, C.c_uint, C.c_uint, C.c_uint, C.c_uint, C.c_uint, C.c_uint, C.c_uint,
                        C.c_void_p, C.POINTER(C.c_void_p), C.POINTER(C.c_void_p)],
     "cuStreamWaitEvent": [C.c_void_p, C.c_void_p, C.c_uint],
+    "cuStreamWaitValue32_v2": [C.c_void_p, C.c_uint64, C.c_uint32, C.c_uint],
     "cuLaunchHostFunc": [C.c_void_p, C.c_void_p, C.c_void_p],
     "cuDeviceGetAttribute": [C.POINTER(C.c_int), C.c_int, C.c_int],
     "cuMemPrefetchAsync_v2": [C.c_uint64, C.c_size_t, CUmemLocation, C.c_uint, C.c_void_p],

@@ -20,10 +20,11 @@ import numpy as np
 import threading
 
 from .. import syncrules as R
-from ..errors import ShellError
+from ..errors import ShellError, held_error
 from ..kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
 from . import driver as D
-from .base import Allocation, DeviceInfo, Timing
+from .activity import Activity, unavailable_reason
+from .base import WORK_CALLS, Allocation, DeviceInfo, Timing, round_stats
 
 CTYPE = {"float32": C.c_float, "float64": C.c_double, "int32": C.c_int32, "uint32": C.c_uint32,
          "int64": C.c_int64, "uint64": C.c_uint64, "int8": C.c_int8, "uint8": C.c_uint8, "int16": C.c_int16}
@@ -31,6 +32,10 @@ CTYPE = {"float32": C.c_float, "float64": C.c_double, "int32": C.c_int32, "uint3
 # for the queue ahead of it; shorter, the queue may simply have drained during the call.
 OBSERVABLE = 50e-6
 EVENT_MIN_BYTES = 64 << 10
+HOLD_WAIT_VALUE = "cuStreamWaitValue32 on a pinned flag, one per stream"
+HOLD_KERNEL = "a one-thread kernel polling a pinned flag, one per stream (no stream memory operations here)"
+HOLD_SOURCE = """__global__ void k_hold(const volatile unsigned int *flag, unsigned int gen)
+{ while (*flag < gen) { __nanosleep(500); } }"""
 
 
 def _nvidia_driver() -> str:
@@ -77,6 +82,14 @@ class GpuSide:
 
         self.cuda = cuda
         cuda.init()
+        self.activity = None  # CUPTI, made before the context so that it sees all of it
+        self.tracing_why = unavailable_reason(cuda.get_driver_version() // 1000)
+        if self.tracing_why is None:
+            try:
+                self.activity = Activity()
+            except Exception as e:  # CUPTI refused (another profiler attached, an old driver)
+                self.tracing_why = f"CUPTI could not start ({type(e).__name__}: {e}): engine times come from CUDA events"
+        self.tracing = "CUPTI activity records" if self.activity else None
         self.dev = cuda.Device(ordinal)
         self.drv = D.Driver()
         self.ctx = self.dev.make_context(flags=cuda.ctx_flags.MAP_HOST | cuda.ctx_flags.SCHED_AUTO)
@@ -95,11 +108,15 @@ class GpuSide:
             self.lock = threading.Lock()
             self.fired: list[dict] = []
             self.callback_refs: list = []  # ctypes callbacks must outlive the stream reaching them
+            self.held, self.hold_gen, self.hold_how = False, 0, None
+            self.flag = self.flag_dptr = self.hold_fn = None
             self.origin = self.drv.event()  # time zero of the trace
             self.all_events.append(self.origin)
             self.drv.call("cuEventRecord", self.origin, None)
             self.drv.call("cuEventSynchronize", self.origin)
             self.t0 = time.perf_counter()
+            if self.activity:
+                self.activity.base_ns = self.activity.cupti.get_timestamp()
         except BaseException:
             self.close()
             raise
@@ -135,7 +152,18 @@ class GpuSide:
         import pycuda
 
         return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": pycuda.VERSION_TEXT,
-                "NVIDIA driver": _nvidia_driver()}
+                "NVIDIA driver": _nvidia_driver(), "CUPTI": self._cupti_version()}
+
+    def _cupti_version(self) -> str:
+        if not self.activity:
+            return "not used: " + self.tracing_why
+        from importlib.metadata import version
+
+        return f"cupti-python {version('cupti-python')}: engine times from activity records"
+
+    def _stamp(self) -> float:
+        """Now, in trace seconds, on the clock the engine times use (CUPTI's when it traces)."""
+        return self.activity.now() if self.activity else time.perf_counter() - self.t0
 
     def clock(self) -> float:
         return time.perf_counter()
@@ -172,21 +200,31 @@ class GpuSide:
         the two cannot be told apart, and the result says it follows the documented rule. A small copy the
         rule says completes, on an idle stream, is latency-bound: its host time is its time, as C benchmarks
         take it."""
+        if self.held and rule.blocks:
+            raise held_error(name, rule.why)
         f, check = self.drv.fn[name], self.drv.check
         queued = not self.drv.stream_done(stream)
+        tag, act = self.next_token, self.activity
+        self.next_token += 1
         if rule.wait == "complete" and not queued and nbytes is not None and nbytes < EVENT_MIN_BYTES:
+            issued = self._stamp()
+            act and act.tag(tag)
             t0 = time.perf_counter()
             res = f(*args)
             host = time.perf_counter() - t0
+            act and act.untag()
             check(res, name)
-            return Timing(host, host, True, self.timing_label, None, t0 - self.t0, t0 - self.t0 + host,
-                          rule.why, "rule")
+            return Timing(host, host, True, self.timing_label, None, issued, issued + host, rule.why, "rule",
+                          tag, issued)
         start, end = self._event(), self._event()
         record = self.drv.fn["cuEventRecord"]
         check(record(start, stream), "cuEventRecord")
+        issued = self._stamp()
+        act and act.tag(tag)
         t0 = time.perf_counter()
         res = f(*args)
         host = time.perf_counter() - t0
+        act and act.untag()
         if res != D.CUDA_SUCCESS:
             self.free_events += [start, end]
             check(res, name)
@@ -199,11 +237,10 @@ class GpuSide:
         if rule.wait in ("complete", "device") or self.drv.event_done(end):
             self.drv.call("cuEventSynchronize", end)  # finished, or finishing now: its time is known
             seconds, t_start, t_end = self._span(start, end)
-            return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end, rule.why, basis)
-        token = self.next_token
-        self.next_token += 1
-        self.pending[token] = Pending(start, end)
-        return Timing(None, host, blocked, self.timing_label, token, rule=rule.why, basis=basis)
+            return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end, rule.why, basis, tag,
+                          issued)
+        self.pending[tag] = Pending(start, end)
+        return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why, basis=basis, tag=tag, issued=issued)
 
     def _span(self, start: int, end: int) -> tuple[float, float, float]:
         """(duration, start, end) of a finished event pair, on the trace's clock; frees the events."""
@@ -220,6 +257,17 @@ class GpuSide:
             return None
         del self.pending[token]
         return self._span(p.start, p.end)
+
+    def refine(self, tags):
+        if not self.activity:
+            return {}
+        self.activity.flush()
+        spans = {t: self.activity.span(t) for t in tags}
+        return {t: s for t, s in spans.items() if s is not None}
+
+    def resolve_many(self, tokens):
+        spans = {t: self.resolve(t) for t in tokens}
+        return {t: s for t, s in spans.items() if s is not None}
 
     def _host_timing(self, t0: float) -> Timing:
         host = time.perf_counter() - t0
@@ -259,6 +307,8 @@ class GpuSide:
     def free(self, buf):
         a: CudaAlloc = buf.handle
         if a.kind != "pageable":
+            if self.held:
+                raise held_error("cudaFree, which waits for the device,")
             # cudaFree synchronises the device anyway; do it here, through ctypes, which lets go of the GIL: PyCUDA's
             # free holds it, and a host callback still queued needs it to run — waiting inside PyCUDA deadlocks
             self.drv.call("cuCtxSynchronize")
@@ -286,6 +336,8 @@ class GpuSide:
         return a.dptr
 
     def unregister(self, buf):
+        if self.held:
+            raise held_error("cudaHostUnregister, which waits for the device,")
         ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
         self.drv.call("cuMemHostUnregister", C.c_void_p(ptr),
                       hint="only ranges pinned by `register` can be unregistered")
@@ -321,6 +373,8 @@ class GpuSide:
         a: CudaAlloc = buf.handle
         if a.array is not None:
             return a.array[offset: offset + nbytes].copy()
+        if self.held:
+            raise held_error("reading device memory (a synchronous copy)")
         out = np.empty(nbytes, np.uint8)
         self.drv.call("cuMemcpyDtoH_v2", out.ctypes.data, a.dptr + offset, nbytes)
         return out
@@ -340,22 +394,30 @@ class GpuSide:
         host = time.perf_counter() - t0
         return Timing(0.0, host, False, self.timing_label, rule=rule.why, basis="rule")
 
-    def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
-        """Through the driver for every pair, host-to-host too (cuMemcpy under UVA), so stream order holds."""
+    def _memcpy_call(self, src, src_off, dst, dst_off, nbytes, stream, async_):
         s_ptr = (src.host_ptr if src.host_ptr is not None else src.device_ptr) + src_off
         d_ptr = (dst.host_ptr if dst.host_ptr is not None else dst.device_ptr) + dst_off
         rule = R.memcpy_rule(self._cls(src), self._cls(dst), async_, nbytes)
         name, args = ("cuMemcpyAsync", (d_ptr, s_ptr, nbytes, stream)) if async_ else \
             ("cuMemcpy", (d_ptr, s_ptr, nbytes))
+        return name, args, rule
+
+    def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
+        """Through the driver for every pair, host-to-host too (cuMemcpy under UVA), so stream order holds."""
+        name, args, rule = self._memcpy_call(src, src_off, dst, dst_off, nbytes, stream, async_)
         if nbytes == 0:
             return self._untimed(name, args, rule)
         return self._timed(stream if async_ else None, name, args, rule, nbytes)
 
-    def memset(self, buf, offset, value, nbytes, stream, async_):
+    def _memset_call(self, buf, offset, value, nbytes, stream, async_):
         ptr = (buf.device_ptr if buf.device_ptr is not None else buf.host_ptr) + offset
         rule = R.memset_rule(self._cls(buf), async_, nbytes)
         name, args = ("cuMemsetD8Async", (ptr, value, nbytes, stream)) if async_ else \
             ("cuMemsetD8_v2", (ptr, value, nbytes))
+        return name, args, rule
+
+    def memset(self, buf, offset, value, nbytes, stream, async_):
+        name, args, rule = self._memset_call(buf, offset, value, nbytes, stream, async_)
         if nbytes == 0:
             return self._untimed(name, args, rule)
         return self._timed(stream if async_ else None, name, args, rule)
@@ -372,14 +434,16 @@ class GpuSide:
     def _builtin(self, kernel) -> int:
         if self.builtin_fns is None:
             self.builtin_fns = self._load(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
-            # one empty launch now, so lazy loading is not billed to the user's first launch
+            # one empty launch now, so lazy loading is not billed to the user's first launch (not while held:
+            # its wait would never end)
             args, _keepalive = self.drv.launch_args(self.builtin_fns["k_fill"], 1, 1, None, C.c_uint64(0),
                                                     C.c_float(0), C.c_int(0))
             self.drv.call("cuLaunchKernel", *args)
-            self.drv.call("cuCtxSynchronize")
+            if not self.held:
+                self.drv.call("cuCtxSynchronize")
         return self.builtin_fns[kernel.symbol]
 
-    def launch(self, kernel, args, count, grid, block, shared, stream):
+    def _launch_call(self, kernel, args, count, grid, block, shared, stream):
         fn = self._builtin(kernel) if kernel.builtin else kernel.handle
         values = []
         for param, arg in zip(kernel.params, args):
@@ -391,7 +455,10 @@ class GpuSide:
                 values.append(CTYPE[param.dtype](arg.item()))
         if kernel.builtin and kernel.name != "spin":
             values.append(C.c_int(count))
-        call, _keepalive = self.drv.launch_args(fn, grid, block, stream, *values, shared=shared)
+        return self.drv.launch_args(fn, grid, block, stream, *values, shared=shared)
+
+    def launch(self, kernel, args, count, grid, block, shared, stream):
+        call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
         return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
     def load_kernels(self, source):
@@ -414,6 +481,8 @@ class GpuSide:
         return self.drv.event_done(event)
 
     def event_sync(self, event):
+        if self.held and not self.drv.event_done(event):
+            raise held_error("cuEventSynchronize")
         t0 = time.perf_counter()
         self.drv.call("cuEventSynchronize", event)
         return self._host_timing(t0)
@@ -430,7 +499,7 @@ class GpuSide:
     def host_callback(self, stream, text, label):
         def fire(_):
             with self.lock:
-                self.fired.append({"text": text, "stream": label, "at": time.perf_counter() - self.t0})
+                self.fired.append({"text": text, "stream": label, "at": self._stamp()})
 
         fn = D.HOST_FN(fire)
         self.callback_refs.append(fn)
@@ -443,10 +512,13 @@ class GpuSide:
             fired, self.fired = self.fired, []
         return fired
 
-    def prefetch(self, buf, where, stream):
+    def _prefetch_call(self, buf, where, stream):
         loc = D.CUmemLocation(D.LOCATION_DEVICE if where == "device" else D.LOCATION_HOST,
                               self.info.ordinal if where == "device" else 0)
-        return self._timed(stream, "cuMemPrefetchAsync_v2", (buf.device_ptr, buf.size, loc, 0, stream), R.QUEUED)
+        return buf.device_ptr, buf.size, loc, 0, stream
+
+    def prefetch(self, buf, where, stream):
+        return self._timed(stream, "cuMemPrefetchAsync_v2", self._prefetch_call(buf, where, stream), R.QUEUED)
 
     def advise(self, buf, advice, where):
         loc = D.CUmemLocation(D.LOCATION_HOST if where == "host" else D.LOCATION_DEVICE,
@@ -466,6 +538,8 @@ class GpuSide:
         self.streams.discard(handle)
 
     def stream_sync(self, handle):
+        if self.held:
+            raise held_error("cuStreamSynchronize")
         t0 = time.perf_counter()
         self.drv.call("cuStreamSynchronize", handle)
         return self._host_timing(t0)
@@ -474,6 +548,8 @@ class GpuSide:
         return self.drv.stream_done(handle)
 
     def device_sync(self):
+        if self.held:
+            raise held_error("cuCtxSynchronize")
         t0 = time.perf_counter()
         self.drv.call("cuCtxSynchronize")
         return self._host_timing(t0)
@@ -484,12 +560,132 @@ class GpuSide:
     def mem_info(self) -> tuple[int, int]:
         return self.drv.mem_info()
 
+    # ------------------------------------------------------------------ hold, release, plans
+    def hold(self, streams):
+        """Each stream waits for a pinned flag to reach this hold's number: cuStreamWaitValue32 where the device
+        has stream memory operations, else a one-thread kernel polling the flag (nvbandwidth's spin gate)."""
+        if self.flag is None:
+            self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP)
+            self.flag[0] = 0
+            dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(self.flag.ctypes.data), 0)
+            self.flag_dptr = dp if isinstance(dp, int) else self.flag.ctypes.data
+        if not self.held:
+            self.hold_gen += 1
+            self.held = True
+        for stream in streams:
+            self._hold_one(stream)
+        return self.hold_how
+
+    def _hold_one(self, stream) -> None:
+        if self.hold_how != HOLD_KERNEL:
+            res = self.drv.raw("cuStreamWaitValue32_v2", stream, self.flag_dptr, self.hold_gen,
+                               D.STREAM_WAIT_VALUE_GEQ)
+            if res == D.CUDA_SUCCESS:
+                self.hold_how = HOLD_WAIT_VALUE
+                return
+            if self.hold_how == HOLD_WAIT_VALUE:  # it worked before: this is a real error
+                self.drv.check(res, "cuStreamWaitValue32")
+            self.hold_how = HOLD_KERNEL
+        if self.hold_fn is None:
+            self.hold_fn = self._load(HOLD_SOURCE, ["k_hold"], extern_c=True)["k_hold"]
+        call, _keep = self.drv.launch_args(self.hold_fn, 1, 1, stream, C.c_uint64(self.flag_dptr),
+                                           C.c_uint32(self.hold_gen))
+        self.drv.call("cuLaunchKernel", *call)
+
+    def release(self):
+        if self.held:
+            self.flag[0] = self.hold_gen
+            self.held = False
+
+    def _plan_call(self, method: str, args) -> tuple:
+        """(driver function, its arguments, what must outlive the call, stream) for one call of a plan."""
+        if method == "memcpy":
+            name, cargs, _ = self._memcpy_call(*args)
+            return name, cargs, None, args[5] if args[6] else None
+        if method == "memset":
+            name, cargs, _ = self._memset_call(*args)
+            return name, cargs, None, args[4] if args[5] else None
+        if method == "launch":
+            call, keep = self._launch_call(*args)
+            return "cuLaunchKernel", call, keep, args[6]
+        if method == "prefetch":
+            return "cuMemPrefetchAsync_v2", self._prefetch_call(*args), None, args[2]
+        if method == "event_record":
+            return "cuEventRecord", (args[0], args[1]), None, args[1]
+        if method == "stream_wait":
+            return "cuStreamWaitEvent", (args[0], args[1], 0), None, args[0]
+        if method == "stream_sync":
+            return "cuStreamSynchronize", (args[0],), None, args[0]
+        if method == "device_sync":
+            return "cuCtxSynchronize", (), None, None
+        raise ShellError("NOT_PLANNABLE", f"{method} cannot run without the shell")
+
+    def run_plan(self, calls, rounds, gate=False):
+        """The rounds as a tight loop of driver calls (no events or checks between them), events around it all."""
+        if self.held:
+            raise held_error("a repeat run on the GPU side (it waits for its work at the end)")
+        plan = [self._plan_call(m, a) for m, a in calls]
+        fns = [(self.drv.fn[name], cargs, name) for name, cargs, _, _ in plan]
+        streams = list(dict.fromkeys([None] + [p[3] for p in plan]))
+        if gate:
+            self.hold(streams)
+        record, check = self.drv.fn["cuEventRecord"], self.drv.check
+        starts, ends = [self._event() for _ in streams], [self._event() for _ in streams]
+        per = np.empty(rounds)
+        tag, act = self.next_token, self.activity
+        self.next_token += 1
+        try:
+            for ev, s in zip(starts, streams):
+                check(record(ev, s), "cuEventRecord")
+            act and act.tag(tag)
+            t0 = last = time.perf_counter()
+            for i in range(rounds):
+                for f, cargs, name in fns:
+                    res = f(*cargs)
+                    if res:
+                        check(res, f"{name} (in round {i + 1} on the GPU side)")
+                now = time.perf_counter()
+                per[i] = now - last
+                last = now
+            host = last - t0
+            act and act.untag()
+            for ev, s in zip(ends, streams):
+                check(record(ev, s), "cuEventRecord")
+        except BaseException:
+            act and self._untag_quietly()
+            raise
+        finally:
+            self.release() if gate else None
+        self.drv.call("cuCtxSynchronize")
+        first = min(self.drv.elapsed(self.origin, e) for e in starts)
+        last_end = max(self.drv.elapsed(self.origin, e) for e in ends)
+        self.free_events += starts + ends
+        records = []
+        if act:
+            act.flush()
+            records = act.plan_records(tag, [k for k, (m, _) in enumerate(calls) if m in WORK_CALLS], rounds)
+        if records:
+            first, last_end = min(r[2] for r in records), max(r[3] for r in records)
+        return {"host_seconds": host, "per_round": round_stats(per), "gpu_seconds": last_end - first,
+                "busy_seconds": sum(r[3] - r[2] for r in records) if records else None, "records": records,
+                "source": "CUPTI" if records else "CUDA events", "span": (first, last_end)}
+
+    def _untag_quietly(self) -> None:
+        try:
+            self.activity.untag()
+        except Exception:  # it was not pushed: the failure came before
+            pass
+
     def close(self):
         """Pop the context on every exit path; teardown errors of a dead context are ignored."""
         if self.closed:
             return
         self.closed = True
-        self.drv.raw("cuCtxSynchronize")  # let queued host callbacks run before PyCUDA (holding the GIL) tears down
+        if getattr(self, "held", False):
+            self.release()
+        self.drv.raw("cuCtxSynchronize")
+        if getattr(self, "activity", None):
+            self.activity.close()  # let queued host callbacks run before PyCUDA (holding the GIL) tears down
         for name, handles in (("cuStreamDestroy_v2", list(self.streams)),
                               ("cuEventDestroy_v2", list(getattr(self, "all_events", [])))):
             for h in handles:

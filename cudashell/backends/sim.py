@@ -7,6 +7,7 @@ the host comes from the one table in `syncrules`. Deterministic: the same script
 from __future__ import annotations
 
 import heapq
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
@@ -14,9 +15,10 @@ from typing import Callable
 import numpy as np
 
 from .. import syncrules as R
-from ..errors import RESET_HINT, ShellError
+from ..errors import RESET_HINT, ShellError, held_error
 from .addresses import SMALL, AddressSpaces
-from .base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation, Backend, DeviceInfo, Timing
+from .base import (HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, WORK_CALLS, Allocation, Backend, DeviceInfo,
+                   Timing, round_stats)
 from .profile import Profile
 from .sparse import Budget, SparseBytes
 
@@ -77,6 +79,7 @@ class Op:
 class SimBackend(Backend):
     name = "sim"
     timing_label = "modeled"
+    tracing = "modeled"
 
     def __init__(self, profile: Profile | None = None):
         self.profile = p = profile or Profile.load(None)
@@ -107,6 +110,11 @@ class SimBackend(Backend):
         self.seq = 0
         self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it; or GPU_ABANDONED
         self.salvaged: set[SimAlloc] = set()
+        self.held: list[Callable] | None = None  # while `hold`: what was queued, scheduled in order at release
+
+    def _refuse_held(self, what: str) -> None:
+        if self.held is not None:
+            raise held_error(what)
 
     def salvage(self, buf):
         """Host memory outlives its context: the bytes themselves go over to the new allocation."""
@@ -198,7 +206,10 @@ class SimBackend(Backend):
 
     def _submit(self, handle, duration: float, engine: str | None, rule: R.Rule, effect=None, *,
                 stage: float = 0.0, fault: str | None = None, callback: dict | None = None) -> Timing:
-        """Queue one operation under its synchronisation rule and return what the host saw."""
+        """Queue one operation under its synchronisation rule and return what the host saw. While held, the
+        operation is scheduled at release (its bytes, if staged, are read now)."""
+        if self.held is not None and rule.blocks:
+            raise held_error("this call", rule.why)
         before = self.now
         if rule.stages:  # a sync copy first waits for its stream; then the host stages the bytes
             if rule.wait == "queue":
@@ -207,22 +218,39 @@ class SimBackend(Backend):
             effect = effect(snapshot=True) if effect else None
         elif effect:
             effect = effect(snapshot=False)
-        start, end = self._schedule(handle, duration, engine)
         self.seq += 1
-        heapq.heappush(self.ops, Op(self.seq, start, end, effect, fault, callback))
+        token = self.seq
+        if self.held is not None:
+            self.held.append(lambda: self._enqueue(token, handle, duration, engine, effect, fault, callback))
+            self.now = max(self.now, before + self.profile.async_call)
+            self._advance(self.now)
+            self._keep_span(token, None)
+            return Timing(None, self.now - before, False, self.timing_label, token, rule=rule.why, basis="modeled",
+                          issued=before)
+        start, end = self._enqueue(token, handle, duration, engine, effect, fault, callback)
         if rule.wait == "complete":
             self._wait(end + self.profile.sync_latency, "a synchronous call")
         else:
             self.now = max(self.now, before + self.profile.async_call)
             self._advance(self.now)
-        token = None
         if end > self.now:
-            token = self.seq
-            self.spans[token] = (start, end)
-            if len(self.spans) > 1 << 16:
-                self.spans.popitem(last=False)
+            self._keep_span(token, (start, end))
+        else:
+            token = None
         return Timing(duration, self.now - before, rule.blocks, self.timing_label, token, start, end,
-                      rule=rule.why, basis="modeled")
+                      rule=rule.why, basis="modeled", issued=before)
+
+    def _enqueue(self, token: int, handle, duration, engine, effect, fault, callback) -> tuple[float, float]:
+        start, end = self._schedule(handle, duration, engine)
+        heapq.heappush(self.ops, Op(token, start, end, effect, fault, callback))
+        if token in self.spans:
+            self.spans[token] = (start, end)
+        return start, end
+
+    def _keep_span(self, token: int, span) -> None:
+        self.spans[token] = span
+        if len(self.spans) > 1 << 16:
+            self.spans.popitem(last=False)
 
     def _host_call(self, cost: float, rule: R.Rule = R.HOST_ONLY) -> Timing:
         before = self.now
@@ -306,6 +334,7 @@ class SimBackend(Backend):
     def free(self, buf):
         a: SimAlloc = buf.handle
         if a.kind != "pageable":  # cudaFree / cudaFreeHost wait for the device first
+            self._refuse_held("cudaFree, which waits for the device,")
             self._wait_device("cudaFree, which waits for the device")
             self._alive()
         self.addresses.give(a.region, a.addr, a.size)
@@ -359,6 +388,7 @@ class SimBackend(Backend):
             raise ShellError("CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
                              f"{buf.name} was not registered with cudaHostRegister",
                              "only ranges pinned by `register` can be unregistered")
+        self._refuse_held("cudaHostUnregister, which waits for the device,")
         self._wait_device("cudaHostUnregister, which waits for the device")
         self._alive()
         a.registered, a.readonly, a.host_bits = False, False, 0
@@ -420,6 +450,7 @@ class SimBackend(Backend):
     def read(self, buf, offset, nbytes):
         if buf.kind == "device":
             self._alive()
+            self._refuse_held("reading device memory (a synchronous copy)")
         else:
             self._advance(self.now)
         return buf.handle.data.read(offset, nbytes)
@@ -547,7 +578,11 @@ class SimBackend(Backend):
 
     def event_record(self, event, stream):
         self._alive()
-        _, event.time = self._schedule(stream, 0.0, None)
+        if self.held is not None:  # the GPU reaches it after the release
+            event.time = math.inf
+            self.held.append(lambda: setattr(event, "time", self._schedule(stream, 0.0, None)[1]))
+        else:
+            _, event.time = self._schedule(stream, 0.0, None)
         return self._host_call(self.profile.async_call, R.QUEUED)
 
     def event_query(self, event):
@@ -556,6 +591,8 @@ class SimBackend(Backend):
 
     def event_sync(self, event):
         self._alive()
+        if event.time is not None and event.time > self.now:
+            self._refuse_held("cuEventSynchronize")
         before = self.now
         self._wait(event.time or 0.0, "cuEventSynchronize")
         self._alive()
@@ -576,6 +613,9 @@ class SimBackend(Backend):
 
     def stream_wait(self, stream, event):
         self._alive()
+        if self.held is not None:
+            self.held.append(lambda: self.stream_wait(stream, event))
+            return
         q = stream or self.default
         q.tail = max(q.tail, event.time or 0.0)
 
@@ -615,6 +655,7 @@ class SimBackend(Backend):
 
     def stream_sync(self, handle):
         self._alive()
+        self._refuse_held("cuStreamSynchronize")
         before = self.now
         self._wait(self._stream_tail(handle), "cuStreamSynchronize")
         self._alive()
@@ -622,10 +663,13 @@ class SimBackend(Backend):
 
     def stream_idle(self, handle):
         self._advance(self.now)
+        if self.held:  # work waits for the release
+            return False
         return self._stream_tail(handle) <= self.now
 
     def device_sync(self):
         self._alive()
+        self._refuse_held("cuCtxSynchronize")
         before = self.now
         self._wait_device()
         self._alive()
@@ -634,5 +678,51 @@ class SimBackend(Backend):
     def priority_range(self):
         return self.profile.priority_least, self.profile.priority_greatest
 
+    # ------------------------------------------------------------------ hold, release, plans
+    def hold(self, streams):
+        self._alive()
+        if self.held is None:
+            self.held = []
+        return "modeled: work queued while held is scheduled at release"
+
+    def release(self):
+        queued, self.held = self.held or [], None
+        for later in queued:
+            later()
+        self._advance(self.now)
+
+    def run_plan(self, calls, rounds, gate=False):
+        """The calls at the driver's pace: no shell time between them (the modeled host cost of each call only)."""
+        self._alive()
+        self._refuse_held("a repeat run on the GPU side (it waits for its work at the end)")
+        if gate:
+            self.hold([])
+        records, per = [], []
+        t0 = self.now
+        try:
+            for _ in range(rounds):
+                r0 = self.now
+                for k, (method, args) in enumerate(calls):
+                    t = getattr(self, method)(*args)
+                    if method in WORK_CALLS:
+                        records.append([k, t.issued, t.start, t.end, t.token])
+                per.append(self.now - r0)
+        finally:
+            if gate:
+                self.release()
+        host = self.now - t0
+        self._wait_device("the end of the repeat")
+        self._alive()
+        for r in records:
+            if r[2] is None:
+                r[2], r[3] = self.spans.get(r[4]) or (None, None)
+            self.spans.pop(r[4], None)
+            del r[4]
+        done = [r for r in records if r[2] is not None]
+        return {"host_seconds": host, "per_round": round_stats(per),
+                "gpu_seconds": max(r[3] for r in done) - min(r[2] for r in done) if done else None,
+                "busy_seconds": sum(r[3] - r[2] for r in done), "records": done, "source": "modeled"}
+
     def close(self):
+        self.held = None
         self.budget.used = 0

@@ -21,6 +21,11 @@ from multiprocessing.connection import Connection
 from ..errors import ShellError
 from ..kernels import BUILTINS, Kernel
 
+# After a reply, look for the next request this long before sleeping in recv: a sleeping worker wakes tens of µs
+# late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
+# spinning would take the core the shell needs.
+SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
+
 
 @dataclass
 class BufRef:
@@ -92,6 +97,9 @@ class Worker:
         threading.Thread(target=self.serve_rescue, daemon=True).start()
         while True:
             try:
+                until = time.perf_counter() + SPIN
+                while time.perf_counter() < until and not self.conn.poll(0):
+                    pass
                 method, args = self.conn.recv()
             except (EOFError, OSError):  # the shell is gone
                 self.side.close()
@@ -102,7 +110,7 @@ class Worker:
                 reply = "ok", self.handle(method, args)
             except Exception as e:
                 reply = _error(e)
-            self.conn.send(reply)
+            self.conn.send((*reply, self.side.fired_callbacks()))  # callbacks ride along: no extra round trip
         try:
             self.side.close()
             self.conn.send(("ok", None))
@@ -138,7 +146,8 @@ def main() -> None:
         return
     side = worker.side
     conn.send(("ok", {"info": side.info, "timing_label": side.timing_label, "versions": side.versions(), "priority_range": side.priority_range(),
-                      "pin_limit": side.pin_limit(), "memory_paths": side.memory_paths(), "pid": os.getpid()}))
+                      "pin_limit": side.pin_limit(), "memory_paths": side.memory_paths(), "pid": os.getpid(),
+                      "tracing": side.tracing, "tracing_why": getattr(side, "tracing_why", "")}))
     worker.serve()
 
 

@@ -139,7 +139,7 @@ def shell_overhead(backend, src, dst, copy: float) -> tuple[float, float, float]
             if mode:  # async copies queue behind a gate; sync ones each wait for their own
                 gate(backend, 20000)
             t0 = backend.clock()
-            shell.execute(f"repeat 200 <<< memcpy {src.name} {dst.name} 4 {mode} >>>")
+            shell.execute(f"repeat 200 shell <<< memcpy {src.name} {dst.name} 4 {mode} >>>")
             per[mode] = (backend.clock() - t0) / 200
             backend.device_sync()
     finally:

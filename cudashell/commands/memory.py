@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ShellError, usage
+from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt, format_size, format_size_exact
 from ..registry import command
 from ..results import Result, hexptr, timing_data
@@ -111,6 +111,8 @@ def free(session, backend, args):
         raise ShellError(backend.dead, "the GPU side is dead: the driver cannot free its memory",
                          "`reset` first (the buffers come back, and can then be freed), or `quit`, which "
                          "releases everything", args.col("NAME"))
+    if session.held is not None and any(b.kind != "pageable" or b.registered is not None for b in bufs):
+        raise held_error("cudaFree, which waits for the device,").at(args.col("NAME"))
     freed = []
     t0 = backend.clock()
     for buf in bufs:

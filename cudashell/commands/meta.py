@@ -6,7 +6,7 @@ import difflib
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Opt, parse_size
+from ..grammar import Arg, Flag, Opt, parse_size
 from ..registry import GROUPS, command, lookup, specs
 from ..results import Result
 from .data import compare_buffers
@@ -193,17 +193,22 @@ def expect_faster(session, backend, args):
                              "speedup": b / a if a else None, "timing": backend.timing_label})
 
 
-@command("repeat", "scripts", "run commands N times, quietly, and say how long it took", 
-         "repeat 100 <<< memcpy h2d p0 d0; memcpy d2h d0 p0 >>>", "(a loop in the host program)",
-         args=(Arg("N", "count"), Arg("COMMANDS", "source")),
-         details="The commands go between <<< and >>>; their output is not printed, a failure stops the loop "
-                 "and is reported. Time it with events around the repeat.")
+@command("repeat", "scripts", "run commands N times, quietly; GPU-only blocks run at the driver's pace",
+         "repeat 1000 <<< memcpy h2d p0 d0 4 >>>", "(a loop in the host program)",
+         args=(Arg("N", "count"), Arg("COMMANDS", "source")), flags=(Flag("shell"),),
+         details="The commands go between <<< and >>>; their output is not printed, a failure stops the loop and "
+                 "is reported. Round 1 runs through the shell, checked as typed. When the block is only GPU work "
+                 "(memcpy, memset, launch, prefetch, event record, wait, sync), the other rounds run on the GPU "
+                 "side as a loop of driver calls, with no shell in between, and the repeat reports their host time "
+                 "per round (median and spread) and the GPU time from first start to last end; it waits for that "
+                 "work to finish. `shell` runs every round through the shell instead (what a script of N copies "
+                 "would cost).")
 def repeat(session, backend, args):
     n = args.get("N")
     if not 1 <= n <= 1_000_000:
         raise usage("repeat 1..1000000 times", args.col("N"))
-    return Result("repeat", {"times": n, "commands": args.get("COMMANDS"), "col": args.col("COMMANDS")},
-                  action="repeat")
+    return Result("repeat", {"times": n, "commands": args.get("COMMANDS"), "col": args.col("COMMANDS"),
+                             "shell": "shell" in args.flags}, action="repeat")
 
 
 @command("say", "scripts", "narration in one language: printed when it is the session's (`demo … lang zh`)",

@@ -84,6 +84,7 @@ def reset(session, backend, args):
     unfinished = [{"op": e["op"], "stream": e["stream"]} for e in session.unresolved]
     saved, lost = _salvage(backend, session.buffers.values())
     backend.reset()
+    session.held = None  # the fresh side holds nothing
     for e in session.unresolved:
         e["never_finished"] = True
     session.unresolved = []

@@ -30,6 +30,8 @@ def stream_create(session, backend, args):
     asked = args.get("N", "0").lower()
     asked = {"high": greatest, "low": least}.get(asked) if asked in ("high", "low") else parse_int(asked, args.col("N"))
     handle, priority = backend.stream_create("nonblocking" in args.flags, asked)
+    if session.held is not None:  # held streams are every stream, those made later too
+        backend.hold([handle])
     s = Stream(name, number, handle, "nonblocking" in args.flags, priority, backend.info.ordinal)
     session.add_stream(s)
     return Result("stream", {**stream_row(backend, s), "asked_priority": asked,
@@ -88,8 +90,10 @@ def sync(session, backend, args):
 
 def completed(session, backend) -> list[dict]:
     """The async work whose GPU time was pending and is now known."""
-    return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")}
-            for e in session.settle(backend)]
+    done = session.settle(backend)
+    if done:
+        session.refine(backend)  # engine times (CUPTI), where the backend has them
+    return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")} for e in done]
 
 
 @command("sleep", "streams", "let the host wait while the GPU works on", "sleep 5",

@@ -25,9 +25,17 @@ def glyph(op: str) -> str:
     return GLYPH.get(op, "K" if op.startswith("kernel") else "E")
 
 
+def source_of(backend) -> str:
+    """What the engine times are: the simulator's model, CUPTI's records, or the events around each operation."""
+    if backend.timing_label == "modeled":
+        return "modeled"
+    return backend.tracing or "CUDA events (" + (backend.tracing_why or "no CUPTI") + ")"
+
+
 def finished(session, backend) -> tuple[list[dict], int]:
     """Trace entries with known start and end (pending ones are resolved first when they can be)."""
     session.settle(backend)
+    session.refine(backend)
     done = [e for e in session.trace if e["start"] is not None and e["end"] is not None]
     return done, len(session.trace) - len(done)
 
@@ -47,11 +55,14 @@ def explain_(session, backend, args):
 
 
 @command("timeline", "streams", "an ASCII Gantt chart of the GPU work, per stream and per engine",
-         "timeline last 12", "(CUDA events around every operation; modeled on the simulator)",
+         "timeline last 12", "(CUPTI activity records — CUDA events around each operation where CUPTI is missing; "
+         "modeled on the simulator)",
          opts=(Opt("last", Arg("N", "count")), Opt("width", Arg("W", "count"))),
          details="One row per stream and per engine (copy H2D, copy D2H, compute): overlap shows as letters "
                  "in the same columns. H h2d copy, D d2h copy, C d2d copy, M memset, K kernel, P prefetch; "
-                 "# where one engine row holds two operations at once.")
+                 "# where one engine row holds two operations at once; . on a stream row: issued, waiting in its "
+                 "queue for the engine. On a GPU the engine times are CUPTI's (when the engine really started "
+                 "and ended); without CUPTI they come from events, which count a wait in the queue as running.")
 def timeline(session, backend, args):
     done, pending = finished(session, backend)
     if "N" in args.values:
@@ -68,6 +79,13 @@ def timeline(session, backend, args):
     engines = [e for e in ENGINES if e in {x["engine"] for x in done}]
     for name in [f"stream {s}" for s in streams] + engines:
         rows[name] = [" "] * width
+    for e in done:  # waiting first: the running operations are drawn over it
+        issued = e.get("issued")
+        if issued is not None and issued < e["start"]:
+            a, b = int((max(issued, t0) - t0) / scale), min(width, int((e["start"] - t0) / scale))
+            cells = rows[f"stream {e['stream']}"]
+            for i in range(a, b):
+                cells[i] = "." if cells[i] == " " else cells[i]
     for e in done:
         a = min(width - 1, int((e["start"] - t0) / scale))
         b = max(a + 1, min(width, round((e["end"] - t0) / scale)))
@@ -78,7 +96,7 @@ def timeline(session, backend, args):
                 cells[i] = g if row.startswith("stream") or cells[i] in (" ", g) else "#"
     return Result("timeline", {"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()],
                                "start": t0, "end": t1, "per_cell": scale, "ops": len(done), "pending": pending,
-                               "timing": backend.timing_label})
+                               "timing": backend.timing_label, "source": source_of(backend)})
 
 
 @command("trace export", "streams", "write the trace as Chrome trace JSON (Perfetto, chrome://tracing)",

@@ -1,0 +1,39 @@
+"""hold and release: keep every stream from starting while work is issued, then let it all go at once — so an
+experiment times the GPU, not the pace at which a person or a script issues commands (nvbandwidth's gate)."""
+
+from __future__ import annotations
+
+from ..errors import ShellError
+from ..registry import command
+from ..results import Result
+
+
+def held_streams(session) -> list:
+    return [session.default_stream, *session.streams.values()]
+
+
+@command("hold", "streams", "hold every stream: what is issued next waits, until `release` lets it all go",
+         "hold", "cuStreamWaitValue32 on a pinned flag per stream (or a kernel polling it); release writes it",
+         details="Every stream (the default stream too, and streams made while held) waits for a flag in pinned "
+                 "memory. Work issued meanwhile queues up; `release` sets the flag and the GPU runs it back to "
+                 "back. While held, a call that would wait for the GPU (`sync`, a synchronous copy, `free` of GPU "
+                 "memory, reading device memory) is refused with STREAMS_HELD: it would never return.")
+def hold(session, backend, args):
+    if session.held is not None:
+        raise ShellError("ALREADY_HELD", "the streams are already held", "`release` lets them go")
+    how = backend.hold([s.handle for s in held_streams(session)])
+    session.held = {"since": backend.clock(), "how": how, "traced": session.traced()}
+    return Result("hold", {"streams": [s.name for s in held_streams(session)], "how": how})
+
+
+@command("release", "streams", "let the held streams go: what was issued since `hold` runs at once",
+         "release", "a host write of the flag the streams wait for",
+         details="Says how long the streams were held and how many operations were waiting; `timeline` then "
+                 "shows them running back to back.")
+def release(session, backend, args):
+    if session.held is None:
+        raise ShellError("NOT_HELD", "no streams are held", "`hold` holds them")
+    backend.release()
+    held, session.held = session.held, None
+    return Result("release", {"held_seconds": backend.clock() - held["since"],
+                              "queued": session.traced() - held["traced"], "timing": backend.timing_label})

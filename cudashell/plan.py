@@ -1,0 +1,90 @@
+"""`repeat` at the driver's pace: the first round runs through the shell (parsed, checked, recorded, as typed),
+with a Recorder standing in for the backend that keeps the GPU calls it passes on; the other rounds are those
+calls, run by the backend itself as a loop of driver calls (`Backend.run_plan`) without the shell in between."""
+
+from __future__ import annotations
+
+from .backends.base import PLAN_CALLS, WORK_CALLS
+from .session import engine_of
+
+# calls that ask and change nothing the rounds depend on: a block that makes them can still be planned
+QUERIES = frozenset({"resolve", "resolve_many", "refine", "fired_callbacks", "clock", "command_started",
+                     "stream_idle", "event_query", "known_zero", "read", "priority_range", "versions"})
+OP_OF = {"memcpy": "memcpy", "memset": "memset", "launch": "kernel", "prefetch": "prefetch"}
+
+
+class Recorder:
+    """The backend as round 1 sees it: every call is passed on; GPU calls are kept, with where their trace
+    entries will be; any other call (an allocation, a free, a fill, a registration…) makes the block unplannable."""
+
+    def __init__(self, backend, session):
+        object.__setattr__(self, "_backend", backend)
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "calls", [])
+        object.__setattr__(self, "marks", [])
+        object.__setattr__(self, "other", [])
+
+    def __getattr__(self, name):
+        attr = getattr(self._backend, name)
+        if not callable(attr) or name in QUERIES:
+            return attr
+
+        def call(*args):
+            mark = self._session.traced()
+            value = attr(*args)
+            if name in PLAN_CALLS:
+                self.calls.append([name, args])
+                self.marks.append(mark)
+            else:
+                self.other.append(name)
+            return value
+        return call
+
+    def __setattr__(self, name, value):
+        setattr(self._backend, name, value)
+
+    def why_not(self, session) -> str | None:
+        """None when the rounds can run without the shell; else why not, in a few words."""
+        if self.other:
+            return f"the block calls {self.other[0]}, which only the shell does"
+        if not self.calls:
+            return "the block queues no GPU work"
+        if session.held is not None:
+            return "the streams are held, and a plan waits for its work at the end"
+        if self._backend.dead:
+            return "the GPU side is dead"
+        return None
+
+    def templates(self, session) -> dict[int, dict]:
+        """call index → the trace entry round 1 made for it (op, engine, stream, bytes)."""
+        out = {}
+        for k, ((name, _), mark) in enumerate(zip(self.calls, self.marks)):
+            i = mark - session.trace_dropped
+            if name in WORK_CALLS and 0 <= i < len(session.trace) and \
+                    session.trace[i]["op"].startswith(OP_OF[name]):
+                e = session.trace[i]
+                out[k] = {"op": e["op"], "engine": e["engine"], "stream": e["stream"], "bytes": e["bytes"]}
+        return out
+
+
+def trace_plan(session, recorder: Recorder, run: dict, label: str) -> int:
+    """Put the rounds' operations into the trace, finished: one entry per operation where the backend timed
+    each (CUPTI, the simulator), else one for the whole run. Returns how many entries were added."""
+    templates = recorder.templates(session)
+    added = 0
+    for k, issued, start, end in run["records"]:
+        t = templates.get(k)
+        if t is not None:
+            session.add_trace({**t, "seconds": end - start, "start": start, "end": end, "timing": label,
+                               "token": None, "issued": issued})
+            added += 1
+    if not run["records"] and run.get("span") and templates:
+        first = next(iter(templates.values()))
+        engines = {t["engine"] for t in templates.values()}
+        start, end = run["span"]
+        session.add_trace({"op": "repeat", "engine": engines.pop() if len(engines) == 1 else engine_of("kernel"),
+                           "stream": first["stream"], "bytes": sum(t["bytes"] for t in templates.values()),
+                           "seconds": end - start, "start": start, "end": end, "timing": label, "token": None,
+                           "issued": None})
+        added = 1
+    return added
