@@ -32,8 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def banner(reason: str) -> str:
-    return f"cudashell {__version__} · backend {reason}"
+def banner(reason: str, backend=None) -> str:
+    """One line: the version, the backend and why, and on a GPU where engine times come from."""
+    line = f"cudashell {__version__} · backend {reason}"
+    if backend is not None and backend.name == "cuda":
+        line += " · engine times: " + (backend.tracing or f"CUDA events — {backend.tracing_why}")
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         if interactive:
             from .repl import repl
 
-            code = repl(shell, banner(reason), settings)
+            code = repl(shell, banner(reason, backend), settings)
         else:
             if not args.quiet and not args.json:
-                shell._write(shell.err, banner(reason))
+                shell._write(shell.err, banner(reason, backend))
             code = run_batch(shell, args)
     except KeyboardInterrupt:
         shell._write(shell.err, "interrupted")

@@ -168,17 +168,28 @@ def _timeline(d):
     return out
 
 
+def nvprof_time(s: float) -> str:
+    """A duration as nvprof prints it: five significant digits in s, ms, us or ns (291.24ms, 6.6720us, 222ns)."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            v = s / scale
+            return f"{v:.{max(0, 4 - len(str(int(v))) + 1)}f}{unit}"
+    return f"{s * 1e9:.0f}ns"
+
+
 def _profile(d, tablefmt, width=0):
-    out = [f"==cudashell== Profiling result ({d['timing']}):"]
-    rows = []
-    for label, stats in (("GPU activities", d["gpu"]), ("API calls", d["api"])):
-        for i, r in enumerate(stats):
-            rows.append([label + ":" if i == 0 else "", f"{r['percent']:.2f}%", fmt_seconds(r["total"]), r["calls"],
-                         fmt_seconds(r["avg"]), fmt_seconds(r["min"]), fmt_seconds(r["max"]), r["name"]])
-    if not rows:
+    """nvprof's own layout (the tablefmt setting does not apply: this is what nvprof users know)."""
+    head = f"{'Time(%)':>7}{'Time':>10}{'Calls':>10}{'Avg':>10}{'Min':>10}{'Max':>10}  Name"
+    source = f": {d['source']}" if d.get("source", d["timing"]) != d["timing"] else ""
+    out = [f"==cudashell== Profiling result ({d['timing']}{source}):"]
+    if not d["gpu"] and not d["api"]:
         return out + ["nothing has run yet"]
-    out.append(tabulate(rows, ["Type", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"], tablefmt,
-                        colalign=("right",) * 7 + ("left",)))
+    for title, stats in (("GPU activities", d["gpu"]), ("API calls", d["api"])):
+        if title == "API calls":
+            out.append("==cudashell== API calls (host time of each call):")
+        out.append(head)
+        out += [f"{r['percent']:>6.2f}%{nvprof_time(r['total']):>10}{r['calls']:>10}{nvprof_time(r['avg']):>10}"
+                f"{nvprof_time(r['min']):>10}{nvprof_time(r['max']):>10}  {r['name']}" for r in stats]
     if d["pending"]:
         out.append(f"({d['pending']} operations still running are not counted: `sync` first)")
     return out
@@ -310,12 +321,20 @@ def _bench(d, tablefmt, width=0):
         return [json.dumps(d)]
     rows, bench, label = d["rows"], d["bench"], d["timing"]
     if bench == "memcpy":
-        head = f"bench memcpy {d['direction']} ({label}); % of {d['peak_of']}" + (
+        flags = {r.get("gated", True) for r in rows}
+        gated = "ungated" if flags == {False} else "gated" if flags == {True} else \
+            "gated; " + ", ".join(dict.fromkeys(r["kind"] for r in rows if not r["gated"])) + " as issued"
+        head = f"bench memcpy {d['direction']} ({label}, {gated}); % of {d['peak_of']}" + (
             f" = {d['peak'] / 1e9:.1f} GB/s" if d["peak"] else "")
-        table = [[r["kind"], format_size(r["size"]), f"{r['gbps']:.2f}", f"{100 * r['cv']:.1f}%",
+        table = [[r["kind"], format_size(r["size"]), f"{r['gbps']:.2f}",
+                  f"{r['us_per_copy']:.2f}" if r.get("us_per_copy") is not None else "", f"{100 * r['cv']:.1f}%",
                   f"{r['percent_of_peak']:.0f}%" if r["percent_of_peak"] is not None else "-", r["copies"]]
                  for r in rows]
-        headers = ["kind", "size", "GB/s (median)", "CV", "of peak", "copies/rep"]
+        headers = ["kind", "size", "GB/s (median)", "µs/copy", "CV", "of peak", "copies/rep"]
+    elif bench == "latency":
+        head = f"bench latency ({label}): host time of one round, {rows[0]['rounds'] if rows else 0} rounds each"
+        table = [[r["what"], f"{r['median_us']:.2f}", f"{r['p10_us']:.2f}–{r['p90_us']:.2f}"] for r in rows]
+        headers = ["operation", "µs (median)", "p10–p90 µs"]
     elif bench == "alloc":
         head = f"bench alloc ({label}): seconds per GiB"
         table = [[r["kind"], format_size(r["size"]), r["call"], f"{r['alloc_s_per_gib']:.4f}",

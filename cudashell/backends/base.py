@@ -64,7 +64,7 @@ class Timing:
 
 
 PLAN_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch", "event_record", "stream_wait", "stream_sync",
-                        "device_sync"})
+                        "device_sync", "host_noop"})
 WORK_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch"})  # those the GPU runs: each has a trace record
 
 
@@ -182,6 +182,10 @@ class Backend(ABC):
     @abstractmethod
     def host_callback(self, stream, text: str, label: str) -> Timing:
         """Queue a host function that reports `text` when the stream reaches it (cuLaunchHostFunc)."""
+
+    @abstractmethod
+    def host_noop(self, stream) -> Timing:
+        """Queue a host function that does nothing (a C function, no Python): what a callback costs, alone."""
 
     @abstractmethod
     def fired_callbacks(self) -> list[dict]:

@@ -295,6 +295,9 @@ class CudaBackend(Backend):
     def host_callback(self, stream, text, label):
         return self._call("host_callback", stream, text, label)
 
+    def host_noop(self, stream):
+        return self._call("host_noop", stream)
+
     def fired_callbacks(self):
         fired, self.fired = self.fired, []
         return fired

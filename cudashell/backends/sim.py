@@ -460,6 +460,8 @@ class SimBackend(Backend):
         buf.handle.data.write(offset, data)
 
     def known_zero(self, buf, offset, nbytes):
+        if buf.kind == "device":  # a read the GPU side would have to make: as `read` does
+            self._refuse_held("reading device memory (a synchronous copy)")
         self._advance(self.now)
         return not buf.handle.data.touched(offset, nbytes)
 
@@ -622,6 +624,10 @@ class SimBackend(Backend):
     def host_callback(self, stream, text, label):
         self._alive()
         return self._submit(stream, CALLBACK_COST, None, R.QUEUED, callback={"text": text, "stream": label})
+
+    def host_noop(self, stream):
+        self._alive()
+        return self._submit(stream, CALLBACK_COST, None, R.QUEUED)
 
     def fired_callbacks(self):
         fired, self.fired = self.fired, []

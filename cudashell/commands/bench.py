@@ -1,6 +1,8 @@
-"""bench memcpy | alloc | zerocopy | overlap: measured on a GPU, modeled on the simulator, and said so.
-Method as bandwidth tools do it: a warm-up, CUDA events around N back-to-back operations, buffers rotated
-so caches do not flatter, optionally a spin kernel gating the queue so launch gaps are not timed."""
+"""bench memcpy | latency | alloc | zerocopy | overlap: measured on a GPU, modeled on the simulator, and said
+so. Method as bandwidth tools (nvbandwidth) do it: a warm-up; the operations issued as one plan on the GPU side
+(`Backend.run_plan`: a loop of driver calls, no shell between them) while the streams are held, so the GPU runs
+them back to back; timed from the first start to the last end (CUPTI's records, or events around them);
+buffers rotated so caches do not flatter."""
 
 from __future__ import annotations
 
@@ -56,21 +58,9 @@ class Progress:
             sys.stderr.write("\r" + " " * 60 + "\r")
 
 
-def timed_batch(backend, ops, gate: bool) -> float:
-    """Seconds for the operations back to back between two events on the default stream."""
-    e0, e1 = backend.event_create(), backend.event_create()
-    try:
-        if gate:  # hold the queue until every op is queued, so no launch gap is timed
-            backend.launch(BUILTINS["spin"], [_us(2000)], 1, 1, 1, 0, None)
-        backend.event_record(e0, None)
-        for op in ops:
-            op()
-        backend.event_record(e1, None)
-        backend.event_sync(e1)
-        return backend.event_elapsed(e0, e1)
-    finally:
-        backend.event_destroy(e0)
-        backend.event_destroy(e1)
+def timed_batch(backend, calls: list, gate: bool = True, rounds: int = 1) -> float:
+    """GPU seconds of `rounds` rounds of the calls, issued on the GPU side; `gate`: held until all are queued."""
+    return backend.run_plan(calls, rounds, gate)["gpu_seconds"]
 
 
 def _us(n: int):
@@ -79,11 +69,11 @@ def _us(n: int):
     return np.int64(n)
 
 
-def _copy_ops(backend, s: Scratch, kind: str, direction: str, size: int, streams):
-    """Two rotating buffer pairs, and the operation list for one batch element."""
+def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, streams) -> list:
+    """One round of a batch: a copy from each of two rotating buffer pairs (each direction for bidir)."""
     dev = [s.alloc("device", size)[0] for _ in range(2)]
     if direction == "d2d":
-        return lambda i: backend.memcpy(dev[i % 2], 0, dev[(i + 1) % 2], 0, size, None, True)
+        return [["memcpy", (dev[i], 0, dev[1 - i], 0, size, None, True)] for i in range(2)]
     host = []
     for _ in range(2):
         if kind == "registered":
@@ -98,21 +88,29 @@ def _copy_ops(backend, s: Scratch, kind: str, direction: str, size: int, streams
         host.append(buf)
     n = size // 4
 
-    def one(i, d):
-        h, g = host[i % 2], dev[i % 2]
+    def one(i, d) -> list:
+        h, g = host[i], dev[i]
+        src, dst = (h, g) if d == "h2d" else (g, h)
         if kind == "mapped":  # a kernel's threads do the copy through the mapped pointer
-            src, dst = (h, g) if d == "h2d" else (g, h)
-            return backend.launch(BUILTINS["copy"], [src, dst], n, -(-n // 256), 256, 0, streams[d])
+            return [["launch", (BUILTINS["copy"], [src, dst], n, -(-n // 256), 256, 0, streams[d])]]
         if kind == "managed":  # pages must move every time: there and back, both counted
             first, back = ("device", "host") if d == "h2d" else ("host", "device")
-            backend.prefetch(h, first, streams[d])
-            return backend.prefetch(h, back, streams[d])
-        src, dst = (h, g) if d == "h2d" else (g, h)
-        return backend.memcpy(src, 0, dst, 0, size, streams[d], True)
+            return [["prefetch", (h, first, streams[d])], ["prefetch", (h, back, streams[d])]]
+        return [["memcpy", (src, 0, dst, 0, size, streams[d], True)]]
 
-    if direction == "bidir":
-        return lambda i: (one(i, "h2d"), one(i, "d2h"))
-    return lambda i: one(i, direction)
+    dirs = ("h2d", "d2h") if direction == "bidir" else (direction,)
+    return [call for i in range(2) for d in dirs for call in one(i, d)]
+
+
+# Pageable copies cannot be held: the host stages them through the driver's few pinned buffers, and waits for
+# the stream when those are full (or, into pageable memory, for the copy itself) — held, that wait never ends.
+# They run as issued, from the GPU side's loop of driver calls. Managed prefetches migrate through the host's
+# page tables the same way.
+
+
+def copies_per_batch(size: int) -> int:
+    """Enough copies that a batch lasts well beyond the timer's resolution: 256 MiB worth, 8 to 1024."""
+    return max(8, min(1024, (256 << 20) // size))
 
 
 def _peak(backend, direction: str) -> tuple[float | None, str]:
@@ -129,17 +127,20 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
 
 @command("bench memcpy", "copies", "copy bandwidth by memory kind and size, against the link's peak",
          "bench memcpy h2d pinned pageable sizes 4KB..256MB reps 5",
-         "cudaMemcpyAsync between cudaEventRecord pairs (bandwidthTest's method)",
+         "cudaMemcpyAsync back to back behind a gate, timed on the GPU (nvbandwidth's method)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True),
                Arg("KIND", choices=MEMCPY_KINDS, optional=True, many=True)),
          opts=(Opt("sizes", Arg("SIZES", "word")), Opt("reps", Arg("N", "count")), Opt("--csv", Arg("FILE", "file")),
                Opt("--plot", Arg("PNG", "file"))),
-         flags=(Flag("gate"), Flag("--json")),
+         flags=(Flag("ungated"), Flag("--json")),
          details="Kinds: pageable, pinned, writecombined, registered, mapped (a kernel copies through the "
-                 "mapped pointer), managed (prefetch migrates the pages there and back, both counted). Each point: the median and coefficient "
-                 "of variation over `reps` batches of back-to-back copies, GB/s, and % of the PCIe link's peak "
-                 "(read from sysfs; D2D against HBM, read + write counted). `gate` holds the queue with a spin "
-                 "kernel so launch gaps are not timed. Ctrl-C keeps the points measured so far.")
+                 "mapped pointer), managed (prefetch migrates the pages there and back, both counted). Each point: "
+                 "the median and coefficient of variation over `reps` batches of back-to-back copies (8 to 1024 a "
+                 "batch, 256 MiB worth), GB/s, % of the PCIe link's peak (read from sysfs; D2D against HBM, read + "
+                 "write counted), and under 1 MiB the time per copy. The copies are issued on the GPU side while "
+                 "the streams are held (`hold`), then released and timed from the first start to the last end; "
+                 "`ungated` lets each copy start as it is issued (pageable and managed copies always do: a held "
+                 "stream would keep their staging waiting forever). Ctrl-C keeps the points measured so far.")
 def bench_memcpy(session, backend, args):
     direction = args.get("DIR") or "h2d"
     kinds = args.get("KIND") or (["device"] if direction == "d2d" else ["pageable", "pinned"])
@@ -153,7 +154,8 @@ def bench_memcpy(session, backend, args):
     try:
         for kind in kinds:
             for size in sizes:
-                rows.append(_memcpy_point(backend, kind, direction, size, reps, "gate" in args.flags, peak))
+                gate = "ungated" not in args.flags and kind not in ("pageable", "managed")
+                rows.append(_memcpy_point(backend, kind, direction, size, reps, gate, peak))
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
@@ -173,11 +175,13 @@ def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
             for d in ("h2d", "d2h"):
                 streams[d] = backend.stream_create(False, 0)[0]  # blocking: the timing events see them
                 made.append(streams[d])
-        op = _copy_ops(backend, s, kind, direction, size, streams)
-        n = max(2, min(32, (256 << 20) // size))
+        calls = _copy_calls(backend, s, kind, direction, size, streams)
+        rounds = copies_per_batch(size) // 2
+        n = 2 * rounds
         moved = size * n * (2 if direction == "bidir" or kind == "managed" else 1)
-        timed_batch(backend, [lambda i=i: op(i) for i in range(n)], gate)  # warm-up
-        rates = [moved / timed_batch(backend, [lambda i=i: op(i) for i in range(n)], gate) for _ in range(reps)]
+        timed_batch(backend, calls, gate, rounds)  # warm-up
+        times = [timed_batch(backend, calls, gate, rounds) for _ in range(reps)]
+        rates = [moved / t for t in times]
     finally:
         for h in made:
             backend.stream_destroy(h)
@@ -188,7 +192,51 @@ def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
     med = statistics.median(rates)
     cv = statistics.pstdev(rates) / statistics.mean(rates)
     return {"kind": kind, "size": size, "gbps": med / 1e9, "cv": cv, "percent_of_peak": 100 * med / peak if peak else None,
-            "copies": n, "reps": reps}
+            "us_per_copy": statistics.median(times) / n * 1e6 if size < (1 << 20) else None,
+            "copies": n, "reps": reps, "gated": gate}
+
+
+LATENCY_ROUNDS = 2000
+
+
+@command("bench latency", "copies", "what one small operation costs: copies, a launch, an event, a callback",
+         "bench latency", "one 4-byte cudaMemcpy per kind and direction, a kernel launch, cudaEventRecord, "
+         "cudaLaunchHostFunc + cudaStreamSynchronize — each timed on the host, many times",
+         opts=(Opt("rounds", Arg("N", "count")), Opt("--csv", Arg("FILE", "file"))), flags=(Flag("--json"),),
+         details="Each point runs N rounds (2000 by default) on the GPU side as a loop of driver calls and reports "
+                 "the host time of one round: median and spread (p10–p90). Synchronous 4-byte copies from pageable "
+                 "and pinned memory, each direction (what `cudaMemcpy` of one value costs); launching an empty kernel "
+                 "(the call alone, and with a sync: a round trip); recording an event; and a host function that does "
+                 "nothing, queued and waited for (a callback's round trip).")
+def bench_latency(session, backend, args):
+    rounds = args.get("N", LATENCY_ROUNDS)
+    if not 10 <= rounds <= 1_000_000:
+        raise usage("rounds 10..1000000", args.col("N"))
+    s = Scratch(backend)
+    ev = None
+    rows = []
+    try:
+        pageable, pinned, dev = (s.alloc(k, 4096)[0] for k in ("pageable", "pinned", "device"))
+        ev = backend.event_create()
+        spin0 = (BUILTINS["spin"], [_us(0)], 1, 1, 1, 0, None)
+        points = [("memcpy h2d pageable 4 B", [["memcpy", (pageable, 0, dev, 0, 4, None, False)]]),
+                  ("memcpy d2h pageable 4 B", [["memcpy", (dev, 0, pageable, 0, 4, None, False)]]),
+                  ("memcpy h2d pinned 4 B", [["memcpy", (pinned, 0, dev, 0, 4, None, False)]]),
+                  ("memcpy d2h pinned 4 B", [["memcpy", (dev, 0, pinned, 0, 4, None, False)]]),
+                  ("kernel launch (the call)", [["launch", spin0]]),
+                  ("kernel launch + sync", [["launch", spin0], ["stream_sync", (None,)]]),
+                  ("event record", [["event_record", (ev, None)]]),
+                  ("host callback + sync", [["host_noop", (None,)], ["stream_sync", (None,)]])]
+        for name, calls in points:
+            backend.run_plan(calls, max(10, rounds // 20))  # warm-up
+            r = backend.run_plan(calls, rounds)["per_round"]
+            rows.append({"what": name, "median_us": r["median"] * 1e6, "p10_us": r["p10"] * 1e6,
+                         "p90_us": r["p90"] * 1e6, "rounds": rounds})
+    finally:
+        if ev is not None:
+            backend.event_destroy(ev)
+        s.free_all()
+    return _outputs(Result("bench", {"bench": "latency", "rows": rows, "timing": backend.timing_label}), args, "µs")
 
 
 @command("bench alloc", "memory", "what allocating, pinning and freeing cost per GiB",
@@ -283,24 +331,27 @@ def _zerocopy_point(backend, n: int) -> dict:
         grid = -(-n // 256)
 
         def kernel(a, b):
-            return lambda: backend.launch(BUILTINS["sum"], [a, b, dc], n, grid, 256, 0, None)
+            return ["launch", (BUILTINS["sum"], [a, b, dc], n, grid, 256, 0, None)]
 
         def copy(src, dst):
-            return lambda: backend.memcpy(src, 0, dst, 0, size, None, True)
+            return ["memcpy", (src, 0, dst, 0, size, None, True)]
 
-        def best(ops):  # gated: the shell's own time between launches is not the kernel's
-            timed_batch(backend, ops, True)
-            return min(timed_batch(backend, ops, True) for _ in range(5)) * 1e6
+        def best(calls, gate=True):
+            timed_batch(backend, calls, gate)
+            return min(timed_batch(backend, calls, gate) for _ in range(5)) * 1e6
 
+        # a kernel alone is held until issued; a whole step cannot be (its copies to and from pageable memory wait
+        # for the GPU), so it runs as issued: a loop of driver calls, no shell between them
         return {"n": n, "zc_kernel_us": best([kernel(za, zb)]), "dev_kernel_us": best([kernel(da, db)]),
-                "zc_step_us": best([kernel(za, zb), copy(dc, hc)]),
-                "dev_step_us": best([copy(ha, da), copy(hb, db), kernel(da, db), copy(dc, hc)])}
+                "zc_step_us": best([kernel(za, zb), copy(dc, hc)], False),
+                "dev_step_us": best([copy(ha, da), copy(hb, db), kernel(da, db), copy(dc, hc)], False)}
     finally:
         s.free_all()
 
 
 @command("bench overlap", "streams", "copy/compute overlap: the same work on 1, 2, 4, 8 streams",
-         "bench overlap streams 1,2,4,8", "cudaMemcpyAsync + kernels on several streams, events around it all",
+         "bench overlap streams 1,2,4,8", "cudaMemcpyAsync + kernels on several streams, held until all are "
+         "queued, timed on the GPU",
          opts=(Opt("streams", Arg("LIST", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
          flags=(Flag("--json"),),
          details="8 chunks of 16 MiB on pinned memory: each copied in, worked on by a kernel spinning 300 µs on "
@@ -319,14 +370,14 @@ def bench_overlap(session, backend, args):
         handles = [backend.stream_create(False, 0)[0] for _ in range(max(counts))]
         grid = 264  # two blocks per SM on an H100/H200: the kernel holds the whole GPU
         for k in counts:
-            ops = []
+            calls = []
             for c in range(chunks):
                 st = handles[c % k]
-                ops += [lambda c=c, st=st: backend.memcpy(host[c], 0, dev[c], 0, size, st, True),
-                        lambda st=st: backend.launch(BUILTINS["spin"], [_us(300)], 1, grid, 256, 0, st),
-                        lambda c=c, st=st: backend.memcpy(dev[c], 0, host[c], 0, size, st, True)]
-            timed_batch(backend, ops, False)
-            ms = statistics.median(timed_batch(backend, ops, False) for _ in range(3)) * 1e3
+                calls += [["memcpy", (host[c], 0, dev[c], 0, size, st, True)],
+                          ["launch", (BUILTINS["spin"], [_us(300)], 1, grid, 256, 0, st)],
+                          ["memcpy", (dev[c], 0, host[c], 0, size, st, True)]]
+            timed_batch(backend, calls)
+            ms = statistics.median(timed_batch(backend, calls) for _ in range(3)) * 1e3
             rows.append({"streams": k, "ms": ms})
     finally:
         for h in handles:

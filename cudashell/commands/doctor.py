@@ -18,9 +18,15 @@ def findings(backend) -> list[dict]:
     out.append(_finding("info", "GPU", f"{info.name}, compute {info.compute_capability}, "
                         f"{format_size(info.total_mem)}, PCI {info.pci_bus_id}",
                         "the device every figure below belongs to" + (" (simulated)" if backend.name == "sim" else "")))
-    versions = backend.versions()
+    versions = {k: v for k, v in backend.versions().items() if k != "CUPTI"}
     out.append(_finding("info", "driver / CUDA", ", ".join(f"{k} {v}" for k, v in versions.items()),
                         "the driver decides pinning, UVA and copy-engine behaviour"))
+    if backend.name == "cuda":
+        out.append(_finding("ok", "engine times", backend.tracing,
+                            "timeline, trace export and profile show when each engine really ran an operation")
+                   if backend.tracing else
+                   _finding("warn", "engine times", "CUDA events only", backend.tracing_why + "; a copy queued "
+                            "behind another is charged for its wait"))
     paths = backend.memory_paths()
     link = paths["pcie"]
     if link and link.get("current_gen"):

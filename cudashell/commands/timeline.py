@@ -128,8 +128,11 @@ def _stats(name_times: dict) -> list[dict]:
     return sorted(rows, key=lambda r: -r["total"])
 
 
-@command("profile", "streams", "an nvprof-style summary: GPU activities and API calls", "profile",
-         "(what nvprof / nsys print: the trace and the host time of every CUDA call)")
+@command("profile", "streams", "nvprof's summary: GPU activities and API calls", "profile",
+         "(what nvprof / nsys print: CUPTI's engine times of the trace, and the host time of every CUDA call)",
+         details="In nvprof's own layout: Time(%), Time, Calls, Avg, Min, Max, Name, for the GPU activities (the "
+                 "engine time of each operation: CUPTI's records on a GPU that has them, events otherwise, modeled "
+                 "on the simulator) and for the API calls (the host time of each call the shell made).")
 def profile(session, backend, args):
     done, pending = finished(session, backend)
     gpu = defaultdict(list)
@@ -141,4 +144,4 @@ def profile(session, backend, args):
     for call, seconds in session.api:
         api[call].append(seconds)
     return Result("profile", {"gpu": _stats(gpu), "api": _stats(api), "pending": pending,
-                              "timing": backend.timing_label})
+                              "timing": backend.timing_label, "source": source_of(backend)})

@@ -1,0 +1,181 @@
+"""Measuring the GPU and not the shell: `hold`/`release`, `repeat` run on the GPU side, benches issued there,
+engine times (CUPTI on a GPU, the model on the simulator) in the timeline and in nvprof's `profile` layout.
+The scenarios run on both backends and assert the same facts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cudashell.backends.base import round_stats
+from cudashell.render import nvprof_time
+
+MIB = 1 << 20
+
+
+def first(cush, name, dtype="float32"):
+    return cush.ok(f"show {name} dtype {dtype} count 1")["values"][0]
+
+
+# ------------------------------------------------------------------ hold / release
+def test_held_work_waits_for_release_and_then_runs(cush):
+    cush.ok("alloc pinned 4KB as z; fill z 0 dtype float32; stream create")
+    cush.ok("hold")
+    cush.ok("launch increment z; launch increment z stream 1")
+    cush.ok("sleep 30")
+    assert first(cush, "z") == 0.0  # 30 ms later, nothing has run: the streams are held
+    assert cush.ok("stream query 1")["idle"] is False
+    released = cush.ok("release")
+    assert released["queued"] == 2
+    cush.ok("sync")
+    assert first(cush, "z") == 2.0
+
+
+def test_calls_that_would_wait_for_held_work_are_refused_and_change_nothing(cush):
+    cush.ok("alloc pinned 1MB as p; alloc device 1MB as d; alloc pageable 1MB as h; fill p 5")
+    cush.ok("hold; memcpy p d async")
+    for line in ("sync", "sync stream 0", "memcpy p d", "memcpy d h async", "free d", "free all", "checksum d"):
+        assert cush.fails(line)["code"] == "STREAMS_HELD", line
+    assert {b["name"] for b in cush.ok("ls")["buffers"]} == {"p", "d", "h"}
+    assert cush.fails("hold")["code"] == "ALREADY_HELD"
+    cush.ok("release; sync; memcpy d h")
+    assert cush.ok("show h count 1")["values"] == [5]
+    assert cush.fails("release")["code"] == "NOT_HELD"
+
+
+def test_a_stream_made_while_held_is_held_too(cush):
+    cush.ok("alloc pinned 4KB as z; fill z 0 dtype float32; hold; stream create nonblocking as s")
+    cush.ok("launch increment z stream s; sleep 20")
+    assert first(cush, "z") == 0.0
+    cush.ok("release; sync")
+    assert first(cush, "z") == 1.0
+
+
+def test_held_copies_run_back_to_back_after_release(cush):
+    """The point of hold: the GPU time between two events no longer contains the issuing."""
+    cush.ok("alloc pinned 8MB as p; alloc device 8MB as d; hold; event record a")
+    cush.ok("memcpy p d async; sleep 20; memcpy p d async; event record b; release; event sync b")
+    ms = cush.ok("elapsed a b")["ms"]
+    assert ms < 10, ms  # two 8 MiB copies (~0.3 ms), not the 20 ms the host slept between issuing them
+
+
+def test_exit_while_held_releases_and_frees_everything(cush):
+    cush.ok("alloc pinned 1MB as p; alloc device 1MB as d; hold; memcpy p d async")
+    assert sorted(cush.shell.close()) == ["d (device 1048576 B)", "p (pinned 1048576 B)"]
+
+
+# ------------------------------------------------------------------ repeat on the GPU side
+def test_repeat_runs_its_rounds_on_the_gpu_side_with_the_same_effect(cush):
+    cush.ok("alloc device 4KB as d; alloc pinned 4KB as back; memset d 0")
+    res = cush.ok("repeat 50 <<< launch increment d; memcpy d back >>>")
+    plan = res["plan"]
+    assert plan["rounds"] == 49 and plan["per_round"]["rounds"] == 49
+    assert plan["per_round"]["median"] > 0 and plan["gpu_seconds"] > 0
+    assert res["through_shell"] is None
+    assert first(cush, "back") == 50.0
+    assert cush.ok("history")["entries"][-2]["text"].startswith("repeat 50")
+
+
+def test_repeat_puts_its_rounds_into_the_trace(cush):
+    cush.ok("alloc pinned 1MB as p; alloc device 1MB as d; repeat 20 <<< memcpy p d async; memcpy d p async >>>")
+    done = cush.ok("timeline")
+    if cush.backend.tracing:  # one entry per copy (CUPTI's records, or the model's)
+        assert done["ops"] == 40
+    else:  # events only: round 1's two copies, and the other rounds as one span
+        assert done["ops"] == 3
+
+
+def test_a_block_with_other_commands_runs_every_round_through_the_shell(cush):
+    res = cush.ok("repeat 3 <<< alloc pinned 4KB; echo hi >>>")
+    assert "plan" not in res and "alloc" in res["through_shell"]
+    assert len([b for b in cush.ok("ls")["buffers"] if b["kind"] == "pinned"]) == 3
+    res = cush.ok("alloc device 4KB as d; repeat 3 shell <<< memset d 1 >>>")
+    assert "plan" not in res and res["through_shell"] == "asked"
+
+
+def test_a_fault_inside_the_gpu_side_rounds_is_reported_with_its_round(cush):
+    cush.ok("alloc pageable 4KB as h; alloc device 4KB as d")
+    err = cush.fails("repeat 1000 <<< launch increment h unchecked; memcpy d h >>>")
+    assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    cush.ok("reset")
+    cush.ok("memset d 1; memcpy d h")
+    assert cush.ok("show h count 1")["values"] == [1]
+
+
+def test_round_stats_are_median_and_spread():
+    s = round_stats([3, 1, 2, 10, 4])
+    assert s == {"rounds": 5, "median": 3.0, "min": 1.0, "max": 10.0, "p10": 1.0, "p90": 4.0}
+    assert round_stats([]) == {"rounds": 0}
+
+
+# ------------------------------------------------------------------ benches issued on the GPU side
+def test_bench_latency_reports_each_point(cush):
+    rows = cush.ok("bench latency rounds 50")["rows"]
+    names = [r["what"] for r in rows]
+    assert names[:4] == ["memcpy h2d pageable 4 B", "memcpy d2h pageable 4 B", "memcpy h2d pinned 4 B",
+                         "memcpy d2h pinned 4 B"] and "host callback + sync" in names
+    for r in rows:
+        assert 0 < r["p10_us"] <= r["median_us"] <= r["p90_us"] < 10_000, r
+    assert cush.ok("ls")["buffers"] == []
+
+
+def test_bench_memcpy_is_gated_and_reports_time_per_small_copy(cush):
+    rows = cush.ok("bench memcpy h2d pinned sizes 4KB,2MB reps 2")["rows"]
+    small, big = rows
+    assert small["gated"] and small["copies"] == 1024 and small["us_per_copy"] > 0
+    assert big["us_per_copy"] is None
+    assert small["gbps"] < big["gbps"]
+    assert abs(small["us_per_copy"] * 1e-6 * small["gbps"] * 1e9 - 4096) < 1  # the two say the same
+    ungated = cush.ok("bench memcpy h2d pinned sizes 4KB reps 2 ungated")["rows"][0]
+    assert ungated["gated"] is False
+
+
+# ------------------------------------------------------------------ engine times and nvprof's layout
+def test_the_timeline_marks_waiting_apart_from_running(cush):
+    """Seed 001's naive order: stream 2's copy is issued at once but waits for the copy engine."""
+    cush.ok("alloc pinned 64MB as h1; alloc pinned 64MB as h2; alloc device 64MB as d1; alloc device 64MB as d2")
+    cush.ok("stream create; stream create; hold; memcpy h1 d1 async stream 1; memcpy h2 d2 async stream 2")
+    cush.ok("release; sync")
+    rows = {r["name"]: r["cells"] for r in cush.ok("timeline width 40")["rows"]}
+    assert rows["stream 1"].startswith("H") and "." not in rows["stream 1"]
+    assert re.fullmatch(r"\.+H+ *", rows["stream 2"]), rows["stream 2"]  # waited, then ran
+    assert re.fullmatch(r"H+ *", rows["copy H2D"].rstrip()) and "#" not in rows["copy H2D"]
+
+
+def test_profile_prints_nvprofs_layout(cush):
+    cush.ok("alloc pinned 1MB as p; alloc device 1MB as d; memcpy p d; memcpy p d; memcpy d p; sync")
+    cush.shell.session.settings["format"] = "table"
+    cush.shell.execute("profile")
+    text = cush.out.getvalue().splitlines()
+    i = next(i for i, line in enumerate(text) if line.startswith("==cudashell== Profiling result"))
+    assert text[i + 1] == "Time(%)      Time     Calls       Avg       Min       Max  Name"
+    assert re.fullmatch(r" *\d+\.\d\d%\s+\S+s\s+2\s+\S+s\s+\S+s\s+\S+s  \[CUDA memcpy HtoD\]", text[i + 2]), text[i + 2]
+    assert any(line.startswith("==cudashell== API calls") for line in text[i:])
+
+
+def test_nvprof_times_have_five_significant_digits():
+    assert [nvprof_time(x) for x in (291.24e-3, 5.7688e-3, 6.672e-6, 222e-9, 1.2345)] == \
+        ["291.24ms", "5.7688ms", "6.6720us", "222ns", "1.2345s"]
+
+
+@pytest.mark.gpu
+def test_cupti_engine_times_on_the_gpu():
+    """With CUPTI, stream 2's copy starts when stream 1's ends (it waited for the engine) and lasts what its
+    bytes take at the pinned rate; events around it would have charged it the wait."""
+    from tests.conftest import Cush, make_backend
+
+    cush = Cush(make_backend("cuda"))
+    try:
+        if not cush.backend.tracing:
+            pytest.skip(cush.backend.tracing_why)
+        cush.ok("alloc pinned 64MB as h1; alloc pinned 64MB as h2; alloc device 64MB as d1; alloc device 64MB as d2")
+        cush.ok("stream create; stream create; memcpy h1 d1; hold")
+        cush.ok("memcpy h1 d1 async stream 1; memcpy h2 d2 async stream 2; release; sync")
+        trace = cush.shell.session.trace[-2:]
+        assert all(e.get("source") == "CUPTI activity records" for e in trace), trace
+        one, two = trace
+        assert abs(two["start"] - one["end"]) < 10e-6, (one, two)
+        assert abs((two["end"] - two["start"]) / (one["end"] - one["start"]) - 1) < 0.05
+    finally:
+        cush.shell.close()
