@@ -1,0 +1,86 @@
+"""Issue 11's CUPTI benchmark, for one device run:
+
+  - seed 001's naive two-stream order (stream 1's H2D, then stream 2's, issued while held): with CUPTI the
+    timeline shows stream 2's copy starting within 10 µs of the end of stream 1's, and each copy lasting
+    size ÷ the pinned rate within 5% (the rate: `bench memcpy` at the same size, in this run); the events
+    around stream 2's copy, for contrast, also count its wait;
+  - tracing overhead: the pinned 256 MiB H2D rate with CUPTI on is ≥ 0.98 of the rate with it off
+    (CUDASHELL_TRACING=off), each the median of 9 batches through `bench memcpy`.
+Needs a GPU and cupti-python: `python benchmarks/tracing.py`; exits 1 when a target is missed."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+
+from cudashell.backends.cuda import CudaBackend
+from cudashell.shell import Shell
+
+MIB = 1 << 20
+
+
+def shell_on(tracing: bool) -> tuple[Shell, io.StringIO]:
+    os.environ["CUDASHELL_TRACING"] = "on" if tracing else "off"  # read by the worker when it starts
+    out = io.StringIO()
+    return Shell(CudaBackend(), out=out, err=sys.stderr, json_mode=True), out
+
+
+def run(shell: Shell, out: io.StringIO, line: str) -> dict:
+    start = out.tell()
+    shell.execute(line)
+    out.seek(start)
+    obj = json.loads(out.read().splitlines()[-1])
+    assert obj["ok"], obj
+    return obj["result"]
+
+
+def rate(shell, out, size: int) -> float:
+    return run(shell, out, f"bench memcpy h2d pinned sizes {size} reps 9")["rows"][0]["gbps"] * 1e9
+
+
+def main() -> int:
+    ok = True
+    shell, out = shell_on(True)
+    try:
+        if not shell.backend.tracing:
+            print(f"no CUPTI: {shell.backend.tracing_why}")
+            return 1
+        size = 64 * MIB
+        pinned = rate(shell, out, size)
+        run(shell, out, f"alloc pinned {size} as h1; alloc pinned {size} as h2; alloc device {size} as d1; "
+                        f"alloc device {size} as d2; stream create; stream create; memcpy h1 d1")
+        run(shell, out, "hold; event record a2 stream 2; memcpy h1 d1 async stream 1; memcpy h2 d2 async stream 2; "
+                        "event record b2 stream 2; release; sync")
+        events_ms = run(shell, out, "elapsed a2 b2")["ms"]
+        run(shell, out, "timeline")
+        one, two = shell.session.trace[-2:]
+        gap = two["start"] - one["end"]
+        expect = size / pinned
+        d1, d2 = one["end"] - one["start"], two["end"] - two["start"]
+        print(f"device: {shell.backend.info.name}; {shell.backend.tracing}")
+        print(f"naive order, 64 MiB each: stream 1's H2D {d1 * 1e3:.3f} ms, stream 2's H2D {d2 * 1e3:.3f} ms "
+              f"(size ÷ pinned rate {pinned / 1e9:.1f} GB/s = {expect * 1e3:.3f} ms)")
+        print(f"  stream 2's copy starts {gap * 1e6:+.2f} µs after stream 1's ends (target within 10 µs); "
+              f"events around it say {events_ms:.3f} ms (its wait included)")
+        ok &= abs(gap) <= 10e-6 and abs(d1 / expect - 1) <= 0.05 and abs(d2 / expect - 1) <= 0.05
+        print(f"  durations ÷ expected: {d1 / expect:.3f}, {d2 / expect:.3f} (target within 5%)")
+        on = rate(shell, out, 256 * MIB)
+    finally:
+        shell.close()
+    shell, out = shell_on(False)
+    try:
+        assert shell.backend.tracing is None, shell.backend.tracing
+        off = rate(shell, out, 256 * MIB)
+    finally:
+        shell.close()
+    ok &= on / off >= 0.98
+    print(f"pinned 256 MiB H2D: {on / 1e9:.2f} GB/s traced, {off / 1e9:.2f} GB/s untraced: {on / off:.3f} "
+          "(target ≥ 0.98)")
+    print("all targets met" if ok else "a target was MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
