@@ -1,7 +1,7 @@
 // The plain-CUDA-C reference for benchmarks/small_sizes.py, measured with the method `bench memcpy` and
 // `bench latency` use:
 //  - gated pinned H2D at each size given: a one-thread kernel holds the default stream on a mapped flag (as
-//    nvbandwidth does) while N copies (256 MiB worth, 8..1024) from two rotating buffer pairs are queued, then
+//    nvbandwidth does) while N copies (256 MiB worth, 8..128) from two rotating buffer pairs are queued, then
 //    the host sets the flag; events after the gate and after the copies; the median of 9 batches.
 //    Prints "gated BYTES GBPS US_PER_COPY".
 //  - latency: the host time of one round, 2000 rounds: synchronous 4-byte copies (pageable, pinned; each
@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     CHECK(cudaEventCreate(&a)); CHECK(cudaEventCreate(&b));
     for (int i = 1; i < argc; i++) {
         size_t bytes = strtoull(argv[i], nullptr, 10);
-        int n = (int)std::max<size_t>(8, std::min<size_t>(1024, (256u << 20) / bytes));
+        int n = (int)std::max<size_t>(8, std::min<size_t>(128, (256u << 20) / bytes));
         void *host[2], *dev[2];
         for (int k = 0; k < 2; k++) {
             CHECK(cudaHostAlloc(&host[k], bytes, cudaHostAllocDefault));

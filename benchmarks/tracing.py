@@ -2,10 +2,10 @@
 
   - seed 001's naive two-stream order (stream 1's H2D, then stream 2's, issued while held): with CUPTI the
     timeline shows stream 2's copy starting within 10 µs of the end of stream 1's, and each copy lasting
-    size ÷ the pinned rate within 5% (the rate: `bench memcpy` at the same size, in this run); the events
+    size ÷ the pinned rate within 5% (the rate: `memcpy` commands at the same size, in this run); the events
     around stream 2's copy, for contrast, also count its wait;
   - tracing overhead: the pinned 256 MiB H2D rate with CUPTI on is ≥ 0.98 of the rate with it off
-    (CUDASHELL_TRACING=off), each the median of 9 batches through `bench memcpy`.
+    (CUDASHELL_TRACING=off), each the median of 9 `memcpy` commands.
 Needs a GPU and cupti-python: `python benchmarks/tracing.py`; exits 1 when a target is missed."""
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ def run(shell: Shell, out: io.StringIO, line: str) -> dict:
 
 
 def rate(shell, out, size: int) -> float:
-    return run(shell, out, f"bench memcpy h2d pinned sizes {size} reps 9")["rows"][0]["gbps"] * 1e9
+    """Median bytes/s of 9 synchronous pinned H2D copies, each a command timed by events around it: traced by
+    CUPTI when it is on (a bench turns tracing off, so it cannot show the cost)."""
+    run(shell, out, f"alloc pinned {size} as rp; alloc device {size} as rd; memcpy rp rd")
+    rates = sorted(run(shell, out, "memcpy rp rd")["gbps"] for _ in range(9))
+    run(shell, out, "free rp rd")
+    return rates[4] * 1e9
 
 
 def main() -> int:

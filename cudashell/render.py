@@ -290,7 +290,8 @@ SIMPLE = {
     "hold": lambda d: [f"held streams {', '.join(d['streams'])} ({d['how']}): what is issued now waits for "
                        "`release`"],
     "release": lambda d: [f"released after {fmt_seconds(d['held_seconds'])}: {d['queued']} operations were "
-                          f"waiting and now run back to back ({d['timing']})"],
+                          f"waiting and now run back to back ({d['timing']})"]
+    + ([f"  note: {d['early']}"] if d.get("early") else []),
     "demos": lambda d: [f"  {x['name']:<20} {x['title']}" for x in d["demos"]]
     + [f"run one with `demo NAME` (`lang zh` for Chinese narration); the scripts are in {d['folder']}"],
     "timeline": _timeline,

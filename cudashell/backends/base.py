@@ -215,14 +215,15 @@ class Backend(ABC):
         until `release`; returns how. Calls made while held that would wait for the GPU raise STREAMS_HELD."""
 
     @abstractmethod
-    def release(self) -> None:
-        """Let every held stream go at once."""
+    def release(self) -> str | None:
+        """Let every held stream go at once; returns why they had been let go already, if they had."""
 
     @abstractmethod
-    def run_plan(self, calls: list, rounds: int, gate: bool = False) -> dict:
+    def run_plan(self, calls: list, rounds: int, gate: bool = False, trace: bool = True) -> dict:
         """Run `calls` ([method, args] of this contract: memcpy, memset, launch, prefetch, event_record,
         stream_wait, stream_sync, device_sync) `rounds` times as direct driver calls, then wait for the device.
-        `gate`: hold the streams while they are queued, so the GPU runs them back to back. Returns
+        `gate`: hold the streams while they are queued, so the GPU runs them back to back. `trace`: False
+        turns the profiler's records off meanwhile (a bench times what an untraced program would). Returns
         {host_seconds, per_round (round_stats), gpu_seconds (first start to last end on the GPU), busy_seconds,
         records: [[call index, issued, start, end], …] for the work calls (where the backend can time them
         one by one), source}."""

@@ -317,8 +317,8 @@ class CudaBackend(Backend):
     def release(self):
         return self._call("release")
 
-    def run_plan(self, calls, rounds, gate=False):
-        return self._call("run_plan", [[m, [_wire(a) for a in args]] for m, args in calls], rounds, gate)
+    def run_plan(self, calls, rounds, gate=False, trace=True):
+        return self._call("run_plan", [[m, [_wire(a) for a in args]] for m, args in calls], rounds, gate, trace)
 
     def prefetch(self, buf, where, stream):
         return self._call("prefetch", buf, where, stream)

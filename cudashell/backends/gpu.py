@@ -35,6 +35,7 @@ OBSERVABLE = 50e-6
 EVENT_MIN_BYTES = 64 << 10
 HOLD_WAIT_VALUE = "cuStreamWaitValue32 on a pinned flag, one per stream"
 HOLD_KERNEL = "a one-thread kernel polling a pinned flag, one per stream (no stream memory operations here)"
+STUCK = 1.0  # seconds an issuing call may stay stuck while held before the watchdog lets the streams go
 HOLD_SOURCE = """__global__ void k_hold(const volatile unsigned int *flag, unsigned int gen)
 { while (*flag < gen) { __nanosleep(500); } }"""
 
@@ -112,6 +113,8 @@ class GpuSide:
             self.fired: list[dict] = []
             self.callback_refs: list = []  # ctypes callbacks must outlive the stream reaching them
             self.held, self.hold_gen, self.hold_how = False, 0, None
+            self.watchdog = None  # started with the first hold: see _watch
+            self.in_call, self.beat, self.released_early = False, 0, None
             self.flag = self.flag_dptr = self.hold_fn = None
             self.origin = self.drv.event()  # time zero of the trace
             self.all_events.append(self.origin)
@@ -197,6 +200,14 @@ class GpuSide:
         return ev
 
     def _timed(self, stream, name: str, args: tuple, rule: R.Rule, nbytes: int | None = None) -> Timing:
+        """_timed_call, marked as issuing while held (for the watchdog, `_watch`)."""
+        self.in_call, self.beat = self.held, self.beat + 1
+        try:
+            return self._timed_call(stream, name, args, rule, nbytes)
+        finally:
+            self.in_call = False
+
+    def _timed_call(self, stream, name: str, args: tuple, rule: R.Rule, nbytes: int | None = None) -> Timing:
         """Call the driver function `name` between two events on `stream`, with nothing but the call between
         them, and observe whether it held the host: when work was queued ahead of it, the call waited for
         the GPU exactly when the GPU had passed the start event by the time it returned. With nothing queued
@@ -244,6 +255,14 @@ class GpuSide:
                           issued)
         self.pending[tag] = Pending(start, end)
         return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why, basis=basis, tag=tag, issued=issued)
+
+    def _issue(self, name: str, *args) -> None:
+        """A driver call that queues work, marked as issuing while held (for the watchdog)."""
+        self.in_call, self.beat = self.held, self.beat + 1
+        try:
+            self.drv.call(name, *args)
+        finally:
+            self.in_call = False
 
     def _span(self, start: int, end: int) -> tuple[float, float, float]:
         """(duration, start, end) of a finished event pair, on the trace's clock; frees the events."""
@@ -465,6 +484,8 @@ class GpuSide:
         return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
     def load_kernels(self, source):
+        if self.held:
+            raise held_error("loading a module, which may wait for the device,")
         kernels = parse_kernels(source)
         fns = self._load(source, [k.symbol for k in kernels], extern_c=True)
         return [replace(k, handle=fns[k.symbol], source=source) for k in kernels]
@@ -476,7 +497,7 @@ class GpuSide:
 
     def event_record(self, event, stream):
         t0 = time.perf_counter()
-        self.drv.call("cuEventRecord", event, stream)
+        self._issue("cuEventRecord", event, stream)
         host = time.perf_counter() - t0
         return Timing(0.0, host, False, self.timing_label)
 
@@ -497,7 +518,7 @@ class GpuSide:
         self.drv.call("cuEventDestroy_v2", event)
 
     def stream_wait(self, stream, event):
-        self.drv.call("cuStreamWaitEvent", stream, event, 0)
+        self._issue("cuStreamWaitEvent", stream, event, 0)
 
     def host_callback(self, stream, text, label):
         def fire(_):
@@ -507,12 +528,12 @@ class GpuSide:
         fn = D.HOST_FN(fire)
         self.callback_refs.append(fn)
         t0 = time.perf_counter()
-        self.drv.call("cuLaunchHostFunc", stream, C.cast(fn, C.c_void_p), None)
+        self._issue("cuLaunchHostFunc", stream, C.cast(fn, C.c_void_p), None)
         return self._host_timing(t0)
 
     def host_noop(self, stream):
         t0 = time.perf_counter()
-        self.drv.call("cuLaunchHostFunc", *self._noop_call(stream))
+        self._issue("cuLaunchHostFunc", *self._noop_call(stream))
         return self._host_timing(t0)
 
     def _noop_call(self, stream) -> tuple:
@@ -576,6 +597,7 @@ class GpuSide:
     def hold(self, streams):
         """Each stream waits for a pinned flag to reach this hold's number: cuStreamWaitValue32 where the device
         has stream memory operations, else a one-thread kernel polling the flag (nvbandwidth's spin gate)."""
+        self._builtin(BUILTINS["fill"])  # loaded now: loading a module while held may wait for the held work
         if self.flag is None:
             self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP)
             self.flag[0] = 0
@@ -583,10 +605,33 @@ class GpuSide:
             self.flag_dptr = dp if isinstance(dp, int) else self.flag.ctypes.data
         if not self.held:
             self.hold_gen += 1
-            self.held = True
+            self.held, self.released_early = True, None
         for stream in streams:
             self._hold_one(stream)
+        if self.watchdog is None:
+            self.watchdog = threading.Thread(target=self._watch, daemon=True)
+            self.watchdog.start()
         return self.hold_how
+
+    def _watch(self) -> None:
+        """The driver's queue is finite (with CUPTI tracing, its record buffer too: on the H100 a thousand 64 KiB
+        copies issued while held blocked the call that issued them). A call stuck that way while held would wait
+        forever for the release only its own thread can give: after STUCK seconds without progress, let go."""
+        last = None
+        while not self.closed:
+            time.sleep(STUCK / 4)
+            now = (self.held and self.in_call, self.beat)
+            if now[0] and last == now:
+                stuck_since = getattr(self, "_stuck_since", None) or time.perf_counter()
+                self._stuck_since = stuck_since
+                if time.perf_counter() - stuck_since >= STUCK:
+                    self.released_early = (f"the driver's queue filled while held ({self.beat} calls issued): the "
+                                           "streams were let go early, and the work issued since ran as issued")
+                    self.flag[0] = self.hold_gen
+                    self.held = False
+            else:
+                self._stuck_since = None
+            last = now
 
     def _hold_one(self, stream) -> None:
         if self.hold_how != HOLD_KERNEL:
@@ -605,9 +650,12 @@ class GpuSide:
         self.drv.call("cuLaunchKernel", *call)
 
     def release(self):
+        """Returns why the streams had already been let go, if the watchdog did it."""
         if self.held:
             self.flag[0] = self.hold_gen
             self.held = False
+        early, self.released_early = self.released_early, None
+        return early
 
     def _plan_call(self, method: str, args) -> tuple:
         """(driver function, its arguments, what must outlive the call, stream) for one call of a plan."""
@@ -634,7 +682,7 @@ class GpuSide:
             return "cuLaunchHostFunc", self._noop_call(args[0]), None, args[0]
         raise ShellError("NOT_PLANNABLE", f"{method} cannot run without the shell")
 
-    def run_plan(self, calls, rounds, gate=False):
+    def run_plan(self, calls, rounds, gate=False, trace=True):
         """The rounds as a tight loop of driver calls (no events or checks between them), events around it all."""
         if self.held:
             raise held_error("a repeat run on the GPU side (it waits for its work at the end)")
@@ -646,12 +694,15 @@ class GpuSide:
         record, check = self.drv.fn["cuEventRecord"], self.drv.check
         starts, ends = [self._event() for _ in streams], [self._event() for _ in streams]
         per = np.empty(rounds)
-        tag, act = self.next_token, self.activity
+        tag, act = self.next_token, self.activity if trace else None
         self.next_token += 1
+        if self.activity and not trace:  # CUPTI stamps each operation on the GPU too: a bench must not pay that
+            self.activity.pause()
         try:
             for ev, s in zip(starts, streams):
                 check(record(ev, s), "cuEventRecord")
             act and act.tag(tag)
+            self.in_call = self.held
             t0 = last = time.perf_counter()
             for i in range(rounds):
                 for f, cargs, name in fns:
@@ -661,16 +712,21 @@ class GpuSide:
                 now = time.perf_counter()
                 per[i] = now - last
                 last = now
+                self.beat = i
+            self.in_call = False
             host = last - t0
             act and act.untag()
             for ev, s in zip(ends, streams):
                 check(record(ev, s), "cuEventRecord")
         except BaseException:
+            self.in_call = False
             act and self._untag_quietly()
             raise
         finally:
             self.release() if gate else None
         self.drv.call("cuCtxSynchronize")
+        if self.activity and not trace:
+            self.activity.resume()
         first = min(self.drv.elapsed(self.origin, e) for e in starts)
         last_end = max(self.drv.elapsed(self.origin, e) for e in ends)
         self.free_events += starts + ends

@@ -569,6 +569,7 @@ class SimBackend(Backend):
                             fault=ILLEGAL if faulty else None)
 
     def load_kernels(self, source):
+        self._refuse_held("loading a module, which may wait for the device,")
         raise ShellError("NOT_SUPPORTED_ON_SIM", "the simulator cannot compile or run CUDA C",
                          "the built-in kernels (sum, fill, scale, saxpy, increment, touch, spin) run on both "
                          "backends; user kernels need --backend cuda")
@@ -697,7 +698,7 @@ class SimBackend(Backend):
             later()
         self._advance(self.now)
 
-    def run_plan(self, calls, rounds, gate=False):
+    def run_plan(self, calls, rounds, gate=False, trace=True):
         """The calls at the driver's pace: no shell time between them (the modeled host cost of each call only)."""
         self._alive()
         self._refuse_held("a repeat run on the GPU side (it waits for its work at the end)")

@@ -136,6 +136,9 @@ class Worker:
 def main() -> None:
     """Entry point: `python -m cudashell.backends.worker FD RESCUE_FD gpu|sim ORDINAL`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the shell's to handle
+    # Lazy loading (CUDA's default) loads a kernel at its first launch, which may wait for the whole context: a
+    # launch while `hold` keeps the streams waiting would never return. Load every kernel with its module.
+    os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
     _die_with_parent()
     fd, rescue_fd, side, ordinal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     conn, rescue = Connection(fd), Connection(rescue_fd)

@@ -60,7 +60,7 @@ class Progress:
 
 def timed_batch(backend, calls: list, gate: bool = True, rounds: int = 1) -> float:
     """GPU seconds of `rounds` rounds of the calls, issued on the GPU side; `gate`: held until all are queued."""
-    return backend.run_plan(calls, rounds, gate)["gpu_seconds"]
+    return backend.run_plan(calls, rounds, gate, trace=False)["gpu_seconds"]
 
 
 def _us(n: int):
@@ -109,8 +109,10 @@ def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, strea
 
 
 def copies_per_batch(size: int) -> int:
-    """Enough copies that a batch lasts well beyond the timer's resolution: 256 MiB worth, 8 to 1024."""
-    return max(8, min(1024, (256 << 20) // size))
+    """Enough copies that a batch lasts well beyond the timer's resolution (256 MiB worth, at least 8), and few
+    enough to wait behind a gate: on the H100 with CUPTI tracing, a thousand 64 KiB copies held blocked the call
+    issuing them (its record buffer was full). 128 copies of 4 KiB last ~0.3 ms."""
+    return max(8, min(128, (256 << 20) // size))
 
 
 def _peak(backend, direction: str) -> tuple[float | None, str]:
@@ -135,7 +137,7 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
          flags=(Flag("ungated"), Flag("--json")),
          details="Kinds: pageable, pinned, writecombined, registered, mapped (a kernel copies through the "
                  "mapped pointer), managed (prefetch migrates the pages there and back, both counted). Each point: "
-                 "the median and coefficient of variation over `reps` batches of back-to-back copies (8 to 1024 a "
+                 "the median and coefficient of variation over `reps` batches of back-to-back copies (8 to 128 a "
                  "batch, 256 MiB worth), GB/s, % of the PCIe link's peak (read from sysfs; D2D against HBM, read + "
                  "write counted), and under 1 MiB the time per copy. The copies are issued on the GPU side while "
                  "the streams are held (`hold`), then released and timed from the first start to the last end; "
@@ -228,8 +230,8 @@ def bench_latency(session, backend, args):
                   ("event record", [["event_record", (ev, None)]]),
                   ("host callback + sync", [["host_noop", (None,)], ["stream_sync", (None,)]])]
         for name, calls in points:
-            backend.run_plan(calls, max(10, rounds // 20))  # warm-up
-            r = backend.run_plan(calls, rounds)["per_round"]
+            backend.run_plan(calls, max(10, rounds // 20), trace=False)  # warm-up
+            r = backend.run_plan(calls, rounds, trace=False)["per_round"]
             rows.append({"what": name, "median_us": r["median"] * 1e6, "p10_us": r["p10"] * 1e6,
                          "p90_us": r["p90"] * 1e6, "rounds": rounds})
     finally:

@@ -33,7 +33,7 @@ def hold(session, backend, args):
 def release(session, backend, args):
     if session.held is None:
         raise ShellError("NOT_HELD", "no streams are held", "`hold` holds them")
-    backend.release()
+    early = backend.release()
     held, session.held = session.held, None
-    return Result("release", {"held_seconds": backend.clock() - held["since"],
+    return Result("release", {"held_seconds": backend.clock() - held["since"], "early": early,
                               "queued": session.traced() - held["traced"], "timing": backend.timing_label})
