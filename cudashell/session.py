@@ -201,7 +201,9 @@ class Session:
             if span is None:
                 still.append(entry)
             else:
-                entry["seconds"], entry["start"], entry["end"] = span
+                entry["seconds"], entry["start"], entry["end"] = span[:3]
+                if len(span) > 3:  # the engine's own times: nothing left to refine
+                    entry["source"], entry["tag"] = span[3], None
                 done.append(entry)
         self.unresolved = still
         finished = {e["token"] for e in done}

@@ -70,10 +70,12 @@ def test_trace_export_is_valid_chrome_trace(cush, tmp_path):
     path = tmp_path / "t.json"
     cush.ok(f"trace export {path}")
     trace = json.loads(path.read_text())
-    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "queue"]
     assert len(spans) == 6 and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
     assert {e["tid"] for e in spans if e["pid"] == 1} == {"stream 1", "stream 2"}
     assert {"copy H2D", "copy D2H", "compute"} <= {e["tid"] for e in spans if e["pid"] == 2}
+    waits = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "queue"]
+    assert waits and all(e["tid"].endswith("(waiting)") and e["dur"] > 0 for e in waits)  # the kernel waited
 
 
 def test_timeline_shows_copies_overlapping_on_two_engines(cush):

@@ -191,8 +191,9 @@ class Backend(ABC):
     def fired_callbacks(self) -> list[dict]:
         """Callbacks that ran since the last call: {text, stream, at} (seconds since the session began)."""
 
-    def resolve(self, token: int) -> tuple[float, float, float] | None:
-        """(seconds, start, end) of async work reported as pending, once it has finished."""
+    def resolve(self, token: int) -> tuple | None:
+        """(seconds, start, end) of async work reported as pending, once it has finished; a fourth item names
+        what timed it on its engine (CUPTI), where that was not the events around it."""
         return None
 
     def resolve_many(self, tokens: list[int]) -> dict:

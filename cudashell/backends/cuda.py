@@ -7,6 +7,7 @@ the GPU in its own process, so nothing the GPU does can take it down."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
@@ -23,7 +25,8 @@ from ..errors import RESET_HINT, STICKY, ShellError
 from .base import Backend
 from .worker import BufRef
 
-POLL = 0.05  # seconds between looks at a worker that has not answered yet
+POLL_MS = 50  # between looks at a worker that has not answered yet (whether it died, whether time is up)
+ATOMIC_SEND = 16384  # multiprocessing writes a message shorter than this in one system call
 # How long to look for a reply before sleeping (a sleeping shell wakes up tens of µs late): on the H100 machine
 # one round trip took 66 µs sleeping, 52 µs looking first; on two cores looking first slows the worker down.
 SPIN = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
@@ -104,6 +107,8 @@ class CudaBackend(Backend):
         main_child.close()
         rescue_child.close()
         self.conn, self.rescue = Connection(main.detach()), Connection(rescue.detach())
+        self.poller = select.poll()  # one syscall a look, where Connection.poll builds a selector each time
+        self.poller.register(self.conn.fileno(), select.POLLIN)
         hello = self._reply("starting the GPU worker", timed=False)
         self.info, self.timing_label = hello["info"], hello["timing_label"]
         self._versions, self._priority_range = hello["versions"], hello["priority_range"]
@@ -113,9 +118,13 @@ class CudaBackend(Backend):
     def _call(self, method: str, *args):
         if not self.answering:
             raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
+        data = ForkingPickler.dumps((method, tuple(_wire(a) for a in args)))
         try:
-            with _whole_message():
-                self.conn.send((method, tuple(_wire(a) for a in args)))
+            if len(data) < ATOMIC_SEND:  # one write: Ctrl-C cannot fall in the middle of it
+                self.conn.send_bytes(data)
+            else:
+                with _whole_message():
+                    self.conn.send_bytes(data)
         except OSError:  # BrokenPipeError: it is gone
             self._died(method)
         return self._reply(method)
@@ -124,10 +133,15 @@ class CudaBackend(Backend):
         """Wait for the worker's answer. Ctrl-C asks (interactive) or decides (scripts) to give the GPU up;
         `gpu_timeout` decides by itself (not while the worker starts: that is no GPU wait)."""
         t0 = time.monotonic()
-        spin_until = time.perf_counter() + SPIN
+        look, clock = self.poller.poll, time.perf_counter
+        spin_until = clock() + SPIN
         while True:
             try:  # most replies come within microseconds: look without sleeping first, then sleep in polls
-                ready = self.conn.poll(0 if time.perf_counter() < spin_until else POLL)
+                ready = look(0)
+                while not ready and clock() < spin_until:
+                    ready = look(0)
+                if not ready:
+                    ready = look(POLL_MS)
             except KeyboardInterrupt:
                 waited = time.monotonic() - t0
                 if self.ask_abandon is None or self.ask_abandon(what, waited):

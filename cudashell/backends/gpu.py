@@ -69,7 +69,7 @@ class CudaAlloc:
 
 @dataclass
 class Pending:
-    start: int
+    start: int | None  # None: CUPTI times it, the end event only says when it is done
     end: int
 
 
@@ -217,9 +217,25 @@ class GpuSide:
         if self.held and rule.blocks:
             raise held_error(name, rule.why)
         f, check = self.drv.fn[name], self.drv.check
-        queued = not self.drv.stream_done(stream)
         tag, act = self.next_token, self.activity
         self.next_token += 1
+        record = self.drv.fn["cuEventRecord"]
+        if act and rule.wait == "none":  # CUPTI times it on its engine: one event, to know when it is done
+            end = self._event()
+            issued = self._stamp()
+            act.tag(tag)
+            t0 = time.perf_counter()
+            res = f(*args)
+            host = time.perf_counter() - t0
+            act.untag()
+            if res != D.CUDA_SUCCESS:
+                self.free_events.append(end)
+                check(res, name)
+            check(record(end, stream), "cuEventRecord")
+            self.pending[tag] = Pending(None, end)
+            return Timing(None, host, False, self.timing_label, tag, rule=rule.why, basis="rule", tag=tag,
+                          issued=issued)
+        queued = not self.drv.stream_done(stream)
         if rule.wait == "complete" and not queued and nbytes is not None and nbytes < EVENT_MIN_BYTES:
             issued = self._stamp()
             act and act.tag(tag)
@@ -231,7 +247,6 @@ class GpuSide:
             return Timing(host, host, True, self.timing_label, None, issued, issued + host, rule.why, "rule",
                           tag, issued)
         start, end = self._event(), self._event()
-        record = self.drv.fn["cuEventRecord"]
         check(record(start, stream), "cuEventRecord")
         issued = self._stamp()
         act and act.tag(tag)
@@ -278,7 +293,21 @@ class GpuSide:
         except ShellError:  # a dead context: that work never finished
             return None
         del self.pending[token]
+        if p.start is None:
+            return self._engine_span(token, p.end)
         return self._span(p.start, p.end)
+
+    def _engine_span(self, tag: int, end: int) -> tuple:
+        """(duration, start, end) from CUPTI's record of finished work (flushed when not yet delivered)."""
+        self.free_events.append(end)
+        span = self.activity.span(tag)
+        if span is None:
+            self.activity.flush()
+            span = self.activity.span(tag)
+        if span is None:  # CUPTI dropped the record: when it ended is known, how long it ran is not
+            t = self.drv.elapsed(self.origin, end)
+            return 0.0, t, t
+        return span[1] - span[0], span[0], span[1], self.tracing
 
     def refine(self, tags):
         if not self.activity:

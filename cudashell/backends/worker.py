@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
 import threading
@@ -69,8 +70,9 @@ class Worker:
             self.side = GpuSide(ordinal)
 
     def _local(self, x):
-        if isinstance(x, BufRef):
-            return replace(x, handle=self.allocs[x.handle])
+        if isinstance(x, BufRef):  # a fresh copy, unpickled for this call: its handle number becomes the object
+            x.handle = self.allocs[x.handle]
+            return x
         if isinstance(x, list):
             return [self._local(v) for v in x]
         if isinstance(x, Kernel) and x.builtin:  # its numpy twin stayed behind (functions do not pickle)
@@ -83,6 +85,7 @@ class Worker:
         if method == "stall":  # holds the worker as a GPU wait would: tests of giving up, where no GPU hangs
             time.sleep(args[0])
             return None
+        number = args[0].handle if method == "free" else None  # before _local makes it the object
         value = getattr(self.side, method)(*[self._local(a) for a in args])
         if method == "alloc":
             alloc, timing = value
@@ -90,15 +93,18 @@ class Worker:
             self.allocs[n] = alloc.handle
             return replace(alloc, handle=n), timing
         if method == "free":
-            del self.allocs[args[0].handle]
+            del self.allocs[number]
         return value
 
     def serve(self) -> None:
         threading.Thread(target=self.serve_rescue, daemon=True).start()
+        poller = select.poll()
+        poller.register(self.conn.fileno(), select.POLLIN)
+        look, clock = poller.poll, time.perf_counter
         while True:
             try:
-                until = time.perf_counter() + SPIN
-                while time.perf_counter() < until and not self.conn.poll(0):
+                until = clock() + SPIN
+                while not look(0) and clock() < until:
                     pass
                 method, args = self.conn.recv()
             except (EOFError, OSError):  # the shell is gone

@@ -100,7 +100,10 @@ def timeline(session, backend, args):
 
 
 @command("trace export", "streams", "write the trace as Chrome trace JSON (Perfetto, chrome://tracing)",
-         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),))
+         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),),
+         details="Each operation on its stream's track and its engine's, with the engine times (CUPTI's on a GPU "
+                 "that has it); the time it waited in its queue, from issue to start, on a `stream N (waiting)` "
+                 "track beside its stream.")
 def trace_export(session, backend, args):
     done, pending = finished(session, backend)
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}
@@ -110,6 +113,10 @@ def trace_export(session, backend, args):
                   "dur": (e["end"] - e["start"]) * 1e6, "args": {"bytes": e["bytes"], "timing": e["timing"]}}
         events.append({**common, "pid": 1, "tid": f"stream {e['stream']}"})
         events.append({**common, "pid": 2, "tid": e["engine"]})
+        if e.get("issued") is not None and e["issued"] < e["start"]:  # its wait in the queue, on a track beside
+            events.append({"name": f"waiting: {e['op']}", "cat": "queue", "ph": "X", "ts": e["issued"] * 1e6,
+                           "dur": (e["start"] - e["issued"]) * 1e6, "pid": 1, "tid": f"stream {e['stream']} (waiting)",
+                           "args": {"timing": e["timing"]}})
     path = Path(args.get("FILE"))
     try:
         path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
