@@ -185,3 +185,23 @@ def test_cupti_engine_times_on_the_gpu():
         assert abs((two["end"] - two["start"]) / (one["end"] - one["start"]) - 1) < 0.05
     finally:
         cush.shell.close()
+
+
+@pytest.mark.gpu
+def test_a_hold_the_driver_cannot_queue_behind_is_let_go_and_said_so():
+    """With CUPTI tracing, the H100 blocked the 341st 64 KiB copy issued while held (its record buffer was full):
+    the worker's watchdog lets the streams go rather than wait forever, and `release` says it had."""
+    from tests.conftest import Cush, make_backend
+
+    cush = Cush(make_backend("cuda"))
+    try:
+        if not cush.backend.tracing:
+            pytest.skip("the queue filled only with CUPTI tracing on")
+        cush.ok("set gpu-timeout 60; alloc pinned 64KB as p; alloc device 64KB as d; fill p 9; hold")
+        cush.ok("repeat 3000 <<< memcpy p d async >>>")
+        released = cush.ok("release")
+        assert released["early"] and "queue filled" in released["early"]
+        cush.ok("sync; alloc pinned 64KB as back; memcpy d back")
+        assert cush.ok("show back count 1")["values"] == [9]
+    finally:
+        cush.shell.close()

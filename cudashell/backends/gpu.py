@@ -220,7 +220,9 @@ class GpuSide:
         tag, act = self.next_token, self.activity
         self.next_token += 1
         record = self.drv.fn["cuEventRecord"]
-        if act and rule.wait == "none":  # CUPTI times it on its engine: one event, to know when it is done
+        if act and rule.wait == "none" and name != "cuMemPrefetchAsync_v2":
+            # CUPTI times it on its engine (copies, memsets, kernels; a prefetch has no such record): one event,
+            # to know when it is done
             end = self._event()
             issued = self._stamp()
             act.tag(tag)
