@@ -222,7 +222,9 @@ class GpuSide:
         record = self.drv.fn["cuEventRecord"]
         if act and rule.wait == "none" and name != "cuMemPrefetchAsync_v2":
             # CUPTI times it on its engine (copies, memsets, kernels; a prefetch has no such record): one event,
-            # to know when it is done
+            # to know when it is done. With work queued ahead, a call that returns well within OBSERVABLE did not
+            # wait for it: observed, as with events
+            queued = not self.drv.stream_done(stream)
             end = self._event()
             issued = self._stamp()
             act.tag(tag)
@@ -235,8 +237,9 @@ class GpuSide:
                 check(res, name)
             check(record(end, stream), "cuEventRecord")
             self.pending[tag] = Pending(None, end)
-            return Timing(None, host, False, self.timing_label, tag, rule=rule.why, basis="rule", tag=tag,
-                          issued=issued)
+            blocked = queued and host >= OBSERVABLE
+            return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why,
+                          basis="observed" if queued else "rule", tag=tag, issued=issued)
         queued = not self.drv.stream_done(stream)
         if rule.wait == "complete" and not queued and nbytes is not None and nbytes < EVENT_MIN_BYTES:
             issued = self._stamp()
