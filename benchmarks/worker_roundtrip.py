@@ -1,5 +1,6 @@
-"""What the GPU worker process costs per backend call: a round trip on the pipe, against the same driver
-query made in-process (a GpuSide in this process, the reference measured in the same run). Timings the
+"""What the GPU worker process costs per backend call, and where a command's time goes: a round trip on the
+pipe, a driver query and a 4-byte async copy through the worker against the same in-process (a GpuSide in this
+process, measured in the same run), and the whole command through the shell. Timings the
 shell reports are taken inside the worker, so this cost never shows in them; it shows in how long a
 command takes at the prompt, and in `repeat`. Needs a GPU: `python benchmarks/worker_roundtrip.py`."""
 
@@ -32,26 +33,42 @@ def main() -> int:
         return 0
     from cudashell.backends.gpu import GpuSide
 
-    from cudashell.backends import cuda
+    from cudashell.session import Buffer
+
+    import io
+
+    from cudashell.shell import Shell
 
     remote = CudaBackend()
     local = GpuSide()
+    out = io.StringIO()
+    shell = Shell(remote, out=out, err=out)
     try:
         ping = per_call(remote.ping)
-        spin, cuda.SPIN = cuda.SPIN, 200e-6
-        ping_spin = per_call(remote.ping)
-        cuda.SPIN = spin
         remote_query = per_call(lambda: remote.stream_idle(None))
         local_query = per_call(lambda: local.stream_idle(None))
+        shell.execute("alloc pinned 4KB as p; alloc device 4KB as d")
+        p, d = shell.session.buffers["p"], shell.session.buffers["d"]
+        remote_copy = per_call(lambda: remote.memcpy(p, 0, d, 0, 4, None, True), 1000)
+        lp, ld = (Buffer(n, k, 4096, frozenset(), a.host_ptr, a.device_ptr, a.handle)
+                  for n, k, a in (("p", "pinned", local.alloc("pinned", 4096, frozenset())[0]),
+                                  ("d", "device", local.alloc("device", 4096, frozenset())[0])))
+        local_copy = per_call(lambda: local.memcpy(lp, 0, ld, 0, 4, None, True), 1000)
+
+        def command():
+            shell.execute("memcpy p d 4 async")
+            out.seek(0)
+            out.truncate()
+        whole = per_call(command, 1000)
     finally:
-        remote.close()
+        shell.close()
         local.close()
-    print(f"round trip, no driver call:        {ping * 1e6:7.1f} µs per call")
-    print(f"  the same, looking 200 µs before sleeping: {ping_spin * 1e6:7.1f} µs per call")
-    print(f"cuStreamQuery through the worker:  {remote_query * 1e6:7.1f} µs per call")
-    print(f"cuStreamQuery in-process (ref):    {local_query * 1e6:7.1f} µs per call")
-    print(f"ratio worker / in-process:         {remote_query / local_query:7.1f}x  "
-          f"(the pipe adds {(remote_query - local_query) * 1e6:.1f} µs)")
+    print(f"round trip, no driver call:              {ping * 1e6:7.1f} µs per call")
+    print(f"cuStreamQuery through the worker:        {remote_query * 1e6:7.1f} µs (in-process {local_query * 1e6:.1f})")
+    print(f"4-byte async copy through the worker:    {remote_copy * 1e6:7.1f} µs (in-process GpuSide "
+          f"{local_copy * 1e6:.1f}: events, CUPTI tag, Timing)")
+    print(f"`memcpy p d 4 async` through the shell:  {whole * 1e6:7.1f} µs (parse, handler, render: "
+          f"{(whole - remote_copy) * 1e6:.1f})")
     return 0
 
 
