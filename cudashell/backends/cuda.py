@@ -7,7 +7,7 @@ the GPU in its own process, so nothing the GPU does can take it down."""
 from __future__ import annotations
 
 import os
-import select
+import pickle
 import signal
 import socket
 import subprocess
@@ -17,16 +17,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
+
 
 import numpy as np
 
 from ..errors import RESET_HINT, STICKY, ShellError
 from .base import Backend
-from .worker import BufRef
+from .worker import BufRef, Channel
 
 POLL_MS = 50  # between looks at a worker that has not answered yet (whether it died, whether time is up)
-ATOMIC_SEND = 16384  # multiprocessing writes a message shorter than this in one system call
+ATOMIC_SEND = 16384  # a message shorter than this goes in one system call
 # How long to look for a reply before sleeping (a sleeping shell wakes up tens of µs late): on the H100 machine
 # one round trip took 66 µs sleeping, 52 µs looking first; on two cores looking first slows the worker down.
 SPIN = 200e-6 if (os.cpu_count() or 1) >= 4 else 0.0
@@ -62,20 +62,38 @@ def _wire(x):
     return x
 
 
+class _Sigint:
+    """Ctrl-C while a message is half sent or half read would desynchronise the pipe: it is held until the
+    message is through, then delivered (the reply is the unit: an allocation is either known or never made).
+    One handler, installed once, and a counter — not a handler swapped around every message (that cost
+    ~15 µs a round trip)."""
+
+    depth, caught, installed = 0, False, False
+
+    @classmethod
+    def install(cls) -> None:
+        if not cls.installed and threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, cls.handle)
+            cls.installed = True
+
+    @classmethod
+    def handle(cls, signum, frame):
+        if cls.depth:
+            cls.caught = True
+            return
+        raise KeyboardInterrupt
+
+
 @contextmanager
 def _whole_message():
-    """Ctrl-C while a message is half sent or half read would desynchronise the pipe: hold it until the
-    message is through, then deliver it (the reply is the unit: an allocation is either known or never made)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught = []
-    old = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    _Sigint.depth += 1
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
-    if caught:
+        _Sigint.depth -= 1
+    if _Sigint.caught and not _Sigint.depth:
+        _Sigint.caught = False
         raise KeyboardInterrupt
 
 
@@ -89,6 +107,7 @@ class CudaBackend(Backend):
         self.gpu_timeout: float | None = None  # `set gpu-timeout`: give the GPU up after this long in one wait
         self.ask_abandon = None  # the REPL's question on Ctrl-C: (what, seconds waited) -> abandon?
         self.proc = None
+        _Sigint.install()
         self._start()
 
     # ------------------------------------------------------------------ the worker
@@ -106,9 +125,7 @@ class CudaBackend(Backend):
                                      start_new_session=True)  # the terminal's Ctrl-C is the shell's alone
         main_child.close()
         rescue_child.close()
-        self.conn, self.rescue = Connection(main.detach()), Connection(rescue.detach())
-        self.poller = select.poll()  # one syscall a look, where Connection.poll builds a selector each time
-        self.poller.register(self.conn.fileno(), select.POLLIN)
+        self.conn, self.rescue = Channel(main), Connection(rescue.detach())
         hello = self._reply("starting the GPU worker", timed=False)
         self.info, self.timing_label = hello["info"], hello["timing_label"]
         self._versions, self._priority_range = hello["versions"], hello["priority_range"]
@@ -118,13 +135,13 @@ class CudaBackend(Backend):
     def _call(self, method: str, *args):
         if not self.answering:
             raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
-        data = ForkingPickler.dumps((method, tuple(_wire(a) for a in args)))
+        data = pickle.dumps((method, tuple(_wire(a) for a in args)), pickle.HIGHEST_PROTOCOL)
         try:
             if len(data) < ATOMIC_SEND:  # one write: Ctrl-C cannot fall in the middle of it
-                self.conn.send_bytes(data)
+                self.conn.send_pickled(data)
             else:
                 with _whole_message():
-                    self.conn.send_bytes(data)
+                    self.conn.send_pickled(data)
         except OSError:  # BrokenPipeError: it is gone
             self._died(method)
         return self._reply(method)
@@ -133,7 +150,7 @@ class CudaBackend(Backend):
         """Wait for the worker's answer. Ctrl-C asks (interactive) or decides (scripts) to give the GPU up;
         `gpu_timeout` decides by itself (not while the worker starts: that is no GPU wait)."""
         t0 = time.monotonic()
-        look, clock = self.poller.poll, time.perf_counter
+        look, clock = self.conn.poller.poll, time.perf_counter
         spin_until = clock() + SPIN
         while True:
             try:  # most replies come within microseconds: look without sleeping first, then sleep in polls
@@ -188,7 +205,7 @@ class CudaBackend(Backend):
         if self.answering:
             try:
                 self.conn.send(("close", ()))
-                if self.conn.poll(CLOSE_WAIT):
+                if self.conn.ready(int(CLOSE_WAIT * 1000)):
                     self.conn.recv()
             except (EOFError, OSError):
                 pass

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import select
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
@@ -26,6 +29,55 @@ from ..kernels import BUILTINS, Kernel
 # late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
 # spinning would take the core the shell needs.
 SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
+
+
+class Channel:
+    """The main pipe: length-prefixed pickles on a Unix socket, through the socket's own C methods (a
+    multiprocessing Connection's buffered read loops cost several µs a message). One message is in flight at a
+    time in each direction, so a read may take a whole message at once."""
+
+    HEAD = struct.Struct("!Q")
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.poller = select.poll()  # one system call a look
+        self.poller.register(sock.fileno(), select.POLLIN)
+
+    def send(self, obj) -> None:
+        self.send_pickled(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+
+    def send_pickled(self, data: bytes) -> None:
+        if len(data) < 1 << 16:
+            self.sock.sendall(self.HEAD.pack(len(data)) + data)
+        else:  # no copy of a large buffer's bytes
+            self.sock.sendall(self.HEAD.pack(len(data)))
+            self.sock.sendall(data)
+
+    def recv(self):
+        chunk = self.sock.recv(1 << 16)
+        if len(chunk) < 8:
+            chunk += self._exact(8 - len(chunk))
+        n = self.HEAD.unpack_from(chunk)[0]
+        body = chunk[8:]
+        if len(body) < n:
+            body += self._exact(n - len(body))
+        return pickle.loads(body)
+
+    def _exact(self, n: int) -> bytes:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = self.sock.recv_into(view[got:])
+            if not k:
+                raise EOFError("the other end closed the pipe")
+            got += k
+        return bytes(buf)
+
+    def ready(self, timeout_ms: int = 0) -> bool:
+        return bool(self.poller.poll(timeout_ms))
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 @dataclass
@@ -56,7 +108,7 @@ def _error(e: BaseException) -> tuple:
 
 
 class Worker:
-    def __init__(self, conn: Connection, rescue: Connection, side: str, ordinal: int):
+    def __init__(self, conn: Channel, rescue: Connection, side: str, ordinal: int):
         self.conn, self.rescue = conn, rescue
         self.allocs: dict[int, object] = {}  # handle number → the side's allocation
         self.next_handle = 1
@@ -98,9 +150,7 @@ class Worker:
 
     def serve(self) -> None:
         threading.Thread(target=self.serve_rescue, daemon=True).start()
-        poller = select.poll()
-        poller.register(self.conn.fileno(), select.POLLIN)
-        look, clock = poller.poll, time.perf_counter
+        look, clock = self.conn.poller.poll, time.perf_counter
         while True:
             try:
                 until = clock() + SPIN
@@ -147,7 +197,7 @@ def main() -> None:
     os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
     _die_with_parent()
     fd, rescue_fd, side, ordinal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-    conn, rescue = Connection(fd), Connection(rescue_fd)
+    conn, rescue = Channel(socket.socket(fileno=fd)), Connection(rescue_fd)
     try:
         worker = Worker(conn, rescue, side, ordinal)
     except Exception as e:
