@@ -122,12 +122,13 @@ class Worker:
             self.side = GpuSide(ordinal)
 
     def _local(self, x):
-        if isinstance(x, BufRef):  # a fresh copy, unpickled for this call: its handle number becomes the object
+        kind = type(x)  # by exact type: this runs for every argument of every call
+        if kind is BufRef:  # a fresh copy, unpickled for this call: its handle number becomes the object
             x.handle = self.allocs[x.handle]
             return x
-        if isinstance(x, list):
+        if kind is list:
             return [self._local(v) for v in x]
-        if isinstance(x, Kernel) and x.builtin:  # its numpy twin stayed behind (functions do not pickle)
+        if kind is Kernel and x.builtin:  # its numpy twin stayed behind (functions do not pickle)
             return BUILTINS[x.name]
         return x
 
