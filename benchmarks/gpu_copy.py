@@ -16,6 +16,7 @@ from pathlib import Path
 
 from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
+from near_gpu import bind
 
 SIZES = (32 << 20, 256 << 20)
 REPS = 30
@@ -69,6 +70,7 @@ def bench_command(shell: Shell, out: io.StringIO) -> dict:
 
 
 def main() -> int:
+    print(bind())
     ref, c_small = c_reference()
     out = io.StringIO()
     backend = CudaBackend()

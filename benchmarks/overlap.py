@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from cudashell.shell import Shell
+from near_gpu import bind
 
 CHUNKS, BYTES, SPIN_US, GRID = 8, 16 << 20, 300, 264
 STREAMS = (1, 2, 4, 8)
@@ -58,6 +59,7 @@ def shell_times(shell: Shell, out: io.StringIO) -> dict[int, float]:
 
 
 def main() -> int:
+    print(bind())
     sim = "--sim" in sys.argv
     out = io.StringIO()
     if sim:

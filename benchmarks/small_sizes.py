@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
+from near_gpu import bind
 
 SIZES = (4 << 10, 64 << 10, 1 << 20)
 HERE = Path(__file__).resolve().parent
@@ -89,6 +90,7 @@ def command_path(shell: Shell, n: int = 3000) -> float:
 
 
 def main() -> int:
+    print(bind())
     c_gated, c_latency = c_reference()
     out = io.StringIO()
     backend = CudaBackend()

@@ -17,6 +17,7 @@ import sys
 
 from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
+from near_gpu import bind
 
 MIB = 1 << 20
 
@@ -46,6 +47,7 @@ def rate(shell, out, size: int) -> float:
 
 
 def main() -> int:
+    print(bind())
     ok = True
     shell, out = shell_on(True)
     try:

@@ -222,8 +222,8 @@ class GpuSide:
         record = self.drv.fn["cuEventRecord"]
         if act and rule.wait == "none" and name != "cuMemPrefetchAsync_v2":
             # CUPTI times it on its engine (copies, memsets, kernels; a prefetch has no such record): one event,
-            # to know when it is done. With work queued ahead, a call that returns well within OBSERVABLE did not
-            # wait for it: observed, as with events
+            # to know when it is done. With work queued ahead, a call that returned before its own work had run
+            # did not wait for that queue: observed, as with events (a quick return needs no query)
             queued = not self.drv.stream_done(stream)
             end = self._event()
             issued = self._stamp()
@@ -237,7 +237,7 @@ class GpuSide:
                 check(res, name)
             check(record(end, stream), "cuEventRecord")
             self.pending[tag] = Pending(None, end)
-            blocked = queued and host >= OBSERVABLE
+            blocked = queued and host >= OBSERVABLE and self.drv.event_done(end)
             return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why,
                           basis="observed" if queued else "rule", tag=tag, issued=issued)
         queued = not self.drv.stream_done(stream)
