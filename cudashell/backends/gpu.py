@@ -252,18 +252,19 @@ class GpuSide:
             return Timing(host, host, True, self.timing_label, None, issued, issued + host, rule.why, "rule",
                           tag, issued)
         start, end = self._event(), self._event()
-        check(record(start, stream), "cuEventRecord")
         issued = self._stamp()
-        act and act.tag(tag)
+        act and act.tag(tag)  # before the events: between them is the call alone (an idle GPU starts at once)
+        check(record(start, stream), "cuEventRecord")
         t0 = time.perf_counter()
         res = f(*args)
         host = time.perf_counter() - t0
-        act and act.untag()
         if res != D.CUDA_SUCCESS:
+            act and act.untag()
             self.free_events += [start, end]
             check(res, name)
         started = self.drv.event_done(start)
         check(record(end, stream), "cuEventRecord")
+        act and act.untag()
         if queued and (not started or host >= OBSERVABLE):
             blocked, basis = started, "observed"
         else:
