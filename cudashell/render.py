@@ -315,7 +315,9 @@ SIMPLE = {
     "expect": lambda d: ([f"expect faster: {d['ms'][0]:.3f} ms < {d['ms'][1]:.3f} ms ("
                           + (f"{d['speedup']:.2f}× faster" if d["speedup"] else "no time at all") + f", {d['timing']})"]
                          if d["expected"] == "faster" else []),
-    "run": lambda d: [], "quit": lambda d: [],
+    "run": lambda d: ["(the demo ran in a scope of its own: what it made is released, your session is as it was)"]
+    if d.get("scope") is not None else [],
+    "quit": lambda d: [],
 }
 def _bench(d, tablefmt, width=0):
     if d.get("json"):
@@ -428,7 +430,7 @@ def json_line(cmd: str, result: Result | None, error: ShellError | None = None, 
     err = None
     if error is not None:
         err = {"code": error.code, "message": error.message, "hint": error.hint, "file": file, "line": line,
-               "col": error.col}
+               "col": error.col or (1 if file is not None else None)}  # where the text says file:line:1
     obj = {"cmd": cmd, "ok": error is None, "error": err, "result": result.data if result is not None else None}
     if wall is not None:
         obj["wall_seconds"] = wall

@@ -29,6 +29,7 @@ class Buffer:
     device: int = 0
     registered: frozenset | None = None  # cudaHostRegister flags while registered
     pending: dict = field(default_factory=dict)  # backend token → stream name, of GPU work on it not yet done
+    view: str = "uint8"  # the dtype it was last filled or computed as: how `show` reads it unless told
 
     @property
     def host_accessible(self) -> bool:

@@ -261,9 +261,23 @@ class Shell:
 
     def _run_nested(self, result: Result) -> None:
         path = result.data["path"]
-        if not self.run_script(path):
+        scope = result.data.get("scope")
+        ok = self._run_scoped(path, scope) if scope is not None else self.run_script(path)
+        if not ok:
             raise ShellError("SCRIPT_FAILED", f"script {path} stopped at a failed command",
                              "its error is printed above", result.data["col"])
+
+    def _run_scoped(self, path: str, settings: dict) -> bool:
+        """Run a script (a demo) on a session of its own — the same backend, the user's settings with `settings`
+        on top — and release what it made at its end, whatever happened: the user's session is left as it was."""
+        mine = self.session
+        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir)
+        self.session = scope
+        try:
+            return self.run_script(path)
+        finally:
+            self.session = mine
+            release_session(self.backend, scope)
 
     # ------------------------------------------------------------------ teardown
     def close(self) -> list[str]:
@@ -272,25 +286,38 @@ class Shell:
             return []
         self.closed = True
         left = [f"{b.name} ({b.kind} {b.size} B)" for b in self.session.buffers.values()]
-        if self.session.held is not None:  # held work runs now, or freeing would wait for it forever
-            try:
-                self.backend.release()
-            except ShellError:
-                pass
-        for buf in list(self.session.buffers.values()):
-            try:
-                release(self.backend, buf)
-            except ShellError:
-                pass  # a dead context: its memory goes with it below
-            del self.session.buffers[buf.name]
-        for s in list(self.session.streams.values()):
-            try:
-                self.backend.stream_destroy(s.handle)
-            except ShellError:
-                pass
-            del self.session.streams[s.name]
+        release_session(self.backend, self.session)
         self.backend.close()
         return left
+
+
+def release_session(backend, session: Session) -> None:
+    """Give back everything a session made — a hold, buffers, streams, events — on a backend that lives on. A
+    dead context's memory goes with it when the backend closes, so its refusals are passed over."""
+    if session.held is not None:  # held work runs now, or freeing would wait for it forever
+        try:
+            backend.release()
+        except ShellError:
+            pass
+        session.held = None
+    for buf in list(session.buffers.values()):
+        try:
+            release(backend, buf)
+        except ShellError:
+            pass
+        del session.buffers[buf.name]
+    for s in list(session.streams.values()):
+        try:
+            backend.stream_destroy(s.handle)
+        except ShellError:
+            pass
+        del session.streams[s.name]
+    for ev in list(session.events.values()):
+        try:
+            backend.event_destroy(ev.handle)
+        except ShellError:
+            pass
+        del session.events[ev.name]
 
 
 def joined_source_lines(lines: list[str]):

@@ -147,3 +147,38 @@ def test_every_demo_checks_itself_on_the_simulator(lang):
         chinese = any("\u4e00" <= ch <= "\u9fff" for ch in out.getvalue())
         assert chinese == (lang == "zh"), name
         sh.close()
+
+
+def test_a_demo_leaves_the_users_session_as_it_found_it(sim):
+    """Its names do not clash with the user's (zero-copy makes `za`), and nothing it made stays behind."""
+    sim.ok("alloc pinned 4KB as za; fill za 7; stream create as mine; event record mark")
+    before = sim.ok("ls")["buffers"]
+    sim.ok("demo zero-copy lang zh")
+    assert sim.ok("ls")["buffers"] == before
+    assert sim.ok("show za count 1")["values"] == [7]
+    assert [s["name"] for s in sim.ok("streams")["streams"]] == ["0", "mine"]
+    assert list(sim.shell.session.events) == ["mark"] and sim.shell.session.settings["lang"] == "en"
+    assert sim.shell.backend.host_used == 4096 and sim.shell.backend.device_used == 0
+
+
+def test_show_reads_a_buffer_as_it_was_last_filled_or_computed(sim):
+    sim.ok("alloc pinned 64 as a; fill a 7 dtype int32")
+    shown = sim.ok("show a count 2")
+    assert shown["dtype"] == "int32" and shown["values"] == [7, 7]
+    sim.ok("alloc pinned 64 as z; fill z 0 dtype int32; launch increment z; sync")
+    assert sim.ok("show z count 1") == {**sim.ok("show z count 1 dtype float32")} and \
+        sim.ok("show z count 1")["values"] == [1.0]
+    assert sim.ok("show a count 1 dtype uint8")["values"] == [7]  # asked: as asked
+
+
+def test_json_errors_from_a_script_carry_the_column_the_text_shows(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "bad.cush"
+    script.write_text("echo one\n\n\nnosuch thing\n")
+    out = subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", "--json", str(script)],
+                         capture_output=True, text=True).stdout
+    err = [json.loads(x) for x in out.splitlines() if x.strip()][-1]["error"]
+    assert (err["line"], err["col"]) == (4, 1)

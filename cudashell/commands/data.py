@@ -81,6 +81,7 @@ def fill(session, backend, args):
     for start in range(0, count, per):
         n = min(per, count - start)
         backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, seed).view(np.uint8))
+    buf.view = dtype.name
     return Result("fill", {"name": buf.name, "value": value, "dtype": dtype.name, "elements": count,
                            "pending": pending(session, backend, buf)})
 
@@ -88,11 +89,13 @@ def fill(session, backend, args):
 @command("show", "data", "print the elements of a host-accessible buffer", "show h0 dtype float32 count 8",
          "(the host reads the memory)", args=(Arg("NAME", "buffer"),),
          opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("N", "count")), Opt("offset", Arg("B", "size"))),
-         details="Shows `count` elements (default: the `count` setting, 16) from byte `offset` as dtype T.")
+         details="Shows `count` elements (default: the `count` setting, 16) from byte `offset` as dtype T — by "
+                 "default the dtype the buffer was last filled as (`fill … dtype`), or float32 after a built-in "
+                 "kernel wrote it, else uint8.")
 def show(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     check_host_accessible(buf, args.col("NAME"))
-    dtype = np.dtype(args.get("T", "uint8"))
+    dtype = np.dtype(args.get("T", buf.view))
     offset = args.get("B", 0)
     check_range(buf, offset, 0, args.col("B"), "show")
     available = (buf.size - offset) // dtype.itemsize

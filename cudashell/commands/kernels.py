@@ -68,6 +68,9 @@ def launch(session, backend, args):
     moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
     session.track(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t,
                   *[v for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
+    for p, v in zip(kernel.params, values):
+        if p.is_buffer and p.writes:
+            v.view = p.dtype  # what the kernel wrote it as: `show` reads it so
     shown = [v.name if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
     return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": grid, "block": block,
                              "shared": args.get("BYTES", 0), "computed": min(count, grid * block),

@@ -235,7 +235,9 @@ def demos() -> dict[str, str]:
          "(a shipped .cush script)", args=(Arg("NAME", "demo", optional=True),),
          opts=(Opt("lang", Arg("L", choices=("en", "zh"))),),
          details="Each demo reproduces an experiment of the source articles; its `expect` lines check the "
-                 "article's conclusion (on the simulator: the modeled figures, and it says so). The .cush files "
+                 "article's conclusion (on the simulator: the modeled figures, and it says so). A demo runs in a "
+                 "scope of its own — its own names, on the same GPU and settings — and everything it made is "
+                 "released at its end: your buffers, streams and events are as you left them. The .cush files "
                  "are in the package's demos/ folder: copy one to change it.")
 def demo(session, backend, args):
     name = args.get("NAME")
@@ -247,6 +249,6 @@ def demo(session, backend, args):
         close = difflib.get_close_matches(name, list(available), n=1)
         raise ShellError("NO_SUCH_DEMO", f"no demo named '{name}'",
                          f"did you mean `{close[0]}`?" if close else "`demo` lists them", args.col("NAME"))
-    if args.get("L"):
-        session.settings["lang"] = args.get("L")
-    return Result("run", {"path": str(DEMO_DIR / f"{name}.cush"), "col": args.col("NAME")}, action="run")
+    settings = {"lang": args.get("L")} if args.get("L") else {}
+    return Result("run", {"path": str(DEMO_DIR / f"{name}.cush"), "col": args.col("NAME"), "scope": settings},
+                  action="run")
