@@ -301,7 +301,7 @@ def test_host_flags_are_what_the_driver_answers(cush, line, bits):
 FAULT = ("alloc pageable 64KB as r; register r readonly; fill r 5; alloc pinned 4KB as p; fill p 6\n"
          "launch spin 20000; launch increment r\n"
          "sync\n"
-         "show r count 1; fill p 8; show p count 1\n"
+         "show r count 1 dtype uint8; fill p 8; show p count 1\n"
          "alloc device 4KB")
 
 
@@ -317,7 +317,7 @@ def test_a_fault_surfaces_at_the_next_sync_and_host_memory_stays_usable(backend)
     by = {o["cmd"]: o for o in objs}
     assert by["launch increment r"]["ok"] is True  # the launch itself succeeds
     assert by["sync"]["error"]["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
-    assert by["show r count 1"]["result"]["values"] == [5]
+    assert by["show r count 1 dtype uint8"]["result"]["values"] == [5]  # the faulted kernel wrote nothing
     assert by["show p count 1"]["result"]["values"] == [8]
     assert by["alloc device 4KB"]["error"]["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
     assert "Traceback" not in r.stderr

@@ -59,6 +59,7 @@ def memcpy(session, backend, args):
     async_ = "async" in args.flags
     t = backend.memcpy(src, 0, dst, 0, nbytes, stream.handle, async_)
     session.track(f"memcpy {direction}", stream, nbytes, t, src, dst)
+    dst.view = src.view  # the bytes came as what they were
     return Result("copy", {"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
                            "gbps": nbytes / t.seconds / 1e9 if t.seconds else None,
                            "async": async_, "stream": stream.name,
@@ -84,6 +85,7 @@ def memset(session, backend, args):
     async_ = "async" in args.flags
     t = backend.memset(buf, 0, value, nbytes, stream.handle, async_)
     session.track("memset", stream, nbytes, t, buf)
+    buf.view = "uint8"
     return Result("memset", {"name": buf.name, "value": value, "bytes": nbytes, "async": async_,
                              "stream": stream.name,
                              "call": "cudaMemsetAsync" if async_ else "cudaMemset", **timing_data(t)})

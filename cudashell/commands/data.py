@@ -90,8 +90,8 @@ def fill(session, backend, args):
          "(the host reads the memory)", args=(Arg("NAME", "buffer"),),
          opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("N", "count")), Opt("offset", Arg("B", "size"))),
          details="Shows `count` elements (default: the `count` setting, 16) from byte `offset` as dtype T — by "
-                 "default the dtype the buffer was last filled as (`fill … dtype`), or float32 after a built-in "
-                 "kernel wrote it, else uint8.")
+                 "default the dtype its bytes were last written as: `fill … dtype`, float32 after a built-in kernel "
+                 "wrote it, its source's after a `memcpy`, uint8 after a `memset`.")
 def show(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     check_host_accessible(buf, args.col("NAME"))
