@@ -212,11 +212,21 @@ class Shell:
                              "paths in a script are relative to that script") from None
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
+        name = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+        items = self.script_items(text)
+        errors = syntax_errors(items)
+        if errors:  # found before anything runs: a typo on line 300 must not cost the 299 lines before it
+            for e, lineno in errors:
+                self._report(f"<line {lineno}>", None, e, name, lineno)
+            if not self.json_mode:
+                self._write(self.err, f"{name}: {len(errors)} syntax error{'s' * (len(errors) > 1)}; nothing was run")
+            self.last_error = errors[0][0]
+            self.failed = True
+            return False
         self.dirs.append(path.parent)
         self.session.script_dir = path.parent
         try:
-            return self.run_items(self.script_items(text), str(path.relative_to(Path.cwd()))
-                                  if path.is_relative_to(Path.cwd()) else str(path))
+            return self.run_items(items, name)
         finally:
             self.dirs.pop()
             self.session.script_dir = self.dirs[-1]
@@ -318,6 +328,26 @@ def release_session(backend, session: Session) -> None:
         except ShellError:
             pass
         del session.events[ev.name]
+
+
+def syntax_errors(items: list) -> list[tuple[ShellError, int]]:
+    """Every line that does not tokenize or parse, with its line number — except where the next command is
+    `expect error`, which makes the failure part of the script. One pass, cached parses (registry)."""
+    out = []
+    for i, (item, lineno) in enumerate(items):
+        nxt = items[i + 1][0] if i + 1 < len(items) else None
+        if isinstance(nxt, Segment) and [t.text.lower() for t in nxt.tokens[:2]] == ["expect", "error"]:
+            continue
+        if isinstance(item, ShellError):
+            out.append((item, lineno))
+            continue
+        if item.tokens[-1].text == "?" and not item.tokens[-1].quoted:  # `memcpy ?`: help, at run time
+            continue
+        try:
+            parse_segment(item)
+        except ShellError as e:
+            out.append((e.at(item.tokens[0].col), lineno))
+    return out
 
 
 def joined_source_lines(lines: list[str]):

@@ -182,3 +182,18 @@ def test_json_errors_from_a_script_carry_the_column_the_text_shows(tmp_path):
                          capture_output=True, text=True).stdout
     err = [json.loads(x) for x in out.splitlines() if x.strip()][-1]["error"]
     assert (err["line"], err["col"]) == (4, 1)
+
+
+def test_a_script_with_syntax_errors_reports_them_all_and_runs_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "typos.cush"
+    script.write_text("alloc pinned 4KB as a\nfill a 1\nmemcpy a\nbogus x\nmemset a 999 oops\n"
+                      "alloc pinned 5XB\nexpect error USAGE\n")
+    r = subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", str(script)],
+                       capture_output=True, text=True)
+    lines = [x for x in r.stderr.splitlines() if "typos.cush:" in x]
+    assert [x.split(": ")[0].rsplit(":", 2)[1:] for x in lines[:3]] == [["3", "10"], ["4", "1"], ["5", "14"]], lines
+    assert "3 syntax errors; nothing was run" in r.stderr and r.returncode == 1
+    assert "alloc" not in r.stdout  # line 1 never ran
