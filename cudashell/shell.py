@@ -120,6 +120,10 @@ class Shell:
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
                 wall: float | None = None) -> None:
+        if error is not None and getattr(error, "shown", False):
+            return  # one error passed up through nested `run`s is printed once
+        if error is not None:
+            error.shown = True
         explained = explain(result.kind, result.data) if result and self.session.settings["explain"] == "on" else None
         if self.json_mode:
             self._write(self.out, render.json_line(text, result, error, file, lineno, wall, explained))
@@ -209,7 +213,8 @@ class Shell:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ShellError("NO_SUCH_FILE", f"cannot read script {path}: {getattr(e, 'strerror', e)}",
-                             "paths in a script are relative to that script") from None
+                             "paths in a script are relative to that script" if len(self.dirs) > 1
+                             else "a path is relative to the directory you are in") from None
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
         name = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
@@ -273,9 +278,15 @@ class Shell:
         path = result.data["path"]
         scope = result.data.get("scope")
         ok = self._run_scoped(path, scope) if scope is not None else self.run_script(path)
-        if not ok:
-            raise ShellError("SCRIPT_FAILED", f"script {path} stopped at a failed command",
-                             "its error is printed above", result.data["col"])
+        if ok:
+            return
+        if self.last_error is not None and self.last_error.code == "RECURSION":
+            raise self.last_error  # printed once, where it happened: each enclosing `run` passes it on silently
+        if self.keep_going:
+            raise ShellError("SCRIPT_FAILED", f"script {path} had failed commands and went on (--keep-going)",
+                             "their errors are printed above", result.data["col"])
+        raise ShellError("SCRIPT_FAILED", f"script {path} stopped at a failed command",
+                         "its error is printed above", result.data["col"])
 
     def _run_scoped(self, path: str, settings: dict) -> bool:
         """Run a script (a demo) on a session of its own — the same backend, the user's settings with `settings`

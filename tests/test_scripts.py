@@ -197,3 +197,23 @@ def test_a_script_with_syntax_errors_reports_them_all_and_runs_nothing(tmp_path)
     assert [x.split(": ")[0].rsplit(":", 2)[1:] for x in lines[:3]] == [["3", "10"], ["4", "1"], ["5", "14"]], lines
     assert "3 syntax errors; nothing was run" in r.stderr and r.returncode == 1
     assert "alloc" not in r.stdout  # line 1 never ran
+
+
+def test_nested_runs_say_what_happened_once(tmp_path):
+    import subprocess
+    import sys
+
+    def cush(*args):
+        return subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", "--quiet", *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+
+    (tmp_path / "self.cush").write_text("alloc pinned 4KB\nrun self.cush\n")
+    r = cush("self.cush")
+    assert [x for x in r.stderr.splitlines() if "RECURSION" in x or "SCRIPT_FAILED" in x] == \
+        ["self.cush:2:1: RECURSION: scripts nest deeper than 16 (does self.cush run itself?)"] and r.returncode == 1
+    (tmp_path / "outer.cush").write_text("run inner.cush\necho after\n")
+    (tmp_path / "inner.cush").write_text("alloc pinned 0\necho in\n")
+    r = cush("--keep-going", "outer.cush")
+    assert "went on (--keep-going)" in r.stderr and "stopped" not in r.stderr and "after" in r.stdout
+    r = cush("nosuch.cush")
+    assert "relative to the directory you are in" in r.stderr and "that script" not in r.stderr
