@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .errors import SHELL_CODES
 from .registry import GROUPS, specs
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
@@ -29,6 +30,8 @@ def reference_markdown() -> str:
             if s.aliases:
                 out.append(f"- Aliases: {', '.join(s.aliases)}")
             out.append("")
+    out += ["## Error codes", "", "The driver's refusals keep its `CUDA_ERROR_*` names; the shell's own codes:", "",
+            "| code | meaning |", "|---|---|"] + [f"| `{c}` | {m} |" for c, m in SHELL_CODES.items()] + [""]
     return "\n".join(out)
 
 

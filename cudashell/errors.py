@@ -25,6 +25,42 @@ class ShellError(Exception):
         return self
 
 
+# The shell's own codes (the driver's are its CUDA_ERROR_* names): docs/commands.md lists this catalogue, and a
+# test fails when code raises one that is not here.
+SHELL_CODES = {
+    "USAGE": "the command is not written as its syntax says",
+    "UNKNOWN_COMMAND": "no command of that name",
+    "NO_SUCH_BUFFER": "no buffer of that name in the session",
+    "NO_SUCH_STREAM": "no stream of that name",
+    "NO_SUCH_EVENT": "no event of that name",
+    "NO_SUCH_KERNEL": "no kernel of that name (built-in or loaded)",
+    "NO_SUCH_DEMO": "no shipped demo of that name",
+    "NO_SUCH_FILE": "a script or kernel file that cannot be read",
+    "NAME_TAKEN": "the name is in use",
+    "OUT_OF_BOUNDS": "the range is not inside the buffer (checked before any driver call)",
+    "NOT_HOST_ACCESSIBLE": "the host cannot read or write that memory (device memory)",
+    "NOT_DEVICE_ACCESSIBLE": "the GPU cannot reach that memory (pageable, without `unchecked`)",
+    "KIND_MISMATCH": "the direction or operation does not fit the buffers' kinds",
+    "PIN_LIMIT": "pinning that much would exceed the guard (half of RAM, or RLIMIT_MEMLOCK)",
+    "STREAMS_HELD": "the call would wait for work that `hold` keeps waiting: it would never return",
+    "ALREADY_HELD": "`hold` while the streams are held",
+    "NOT_HELD": "`release` with nothing held",
+    "NOT_PLANNABLE": "a call that cannot run on the GPU side without the shell",
+    "EXPECT_FAILED": "an `expect` line found something else",
+    "SCRIPT_FAILED": "a script run by `run` or `demo` had a failed command",
+    "RECURSION": "scripts nested deeper than 16",
+    "IO_ERROR": "a file could not be written",
+    "NOT_SUPPORTED_ON_SIM": "the simulator cannot do that (CUDA C kernels)",
+    "NOT_INSTALLED": "an optional package is missing (matplotlib for plots)",
+    "NO_GPU": "the cuda backend was asked for and no GPU answered",
+    "BAD_PROFILE": "a simulator profile file that cannot be used",
+    "GPU_ABANDONED": "a wait on the GPU was given up (Ctrl-C or gpu-timeout): `reset`",
+    "GPU_WORKER_DIED": "the GPU worker process ended: `reset`",
+    "INTERRUPTED": "Ctrl-C",
+    "INTERNAL_ERROR": "a bug in cudashell: `--debug` shows the traceback",
+}
+
+
 def usage(message: str, col: int | None = None, hint: str | None = None) -> ShellError:
     return ShellError("USAGE", message, hint, col)
 

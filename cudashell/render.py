@@ -320,8 +320,6 @@ SIMPLE = {
     "quit": lambda d: [],
 }
 def _bench(d, tablefmt, width=0):
-    if d.get("json"):
-        return [json.dumps(d)]
     rows, bench, label = d["rows"], d["bench"], d["timing"]
     if bench == "memcpy":
         flags = {r.get("gated", True) for r in rows}
@@ -394,6 +392,8 @@ TABLES = {"reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "strea
 
 
 def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:
+    if result.as_json:
+        return json.dumps(_json_safe(result.data), ensure_ascii=False)
     if result.kind in TABLES:
         lines = TABLES[result.kind](result.data, tablefmt, width)
     else:

@@ -11,6 +11,7 @@ class Result:
     kind: str
     data: dict = field(default_factory=dict)
     action: str | None = None  # "run" or "quit": work only the Shell can do
+    as_json: bool = False  # `bench … --json`: shown as its JSON object even in text mode (not part of the data)
 
 
 def hexptr(p: int | None) -> str | None:

@@ -42,6 +42,7 @@ class Shell:
         self.last_error: ShellError | None = None
         self.recording = True  # off inside `repeat`: history keeps the repeat, not its thousand rounds
         self.output_lost: str | None = None  # why output could not be written, once it could not
+        self.session.progress = self._progress
 
     @property
     def json_mode(self) -> bool:
@@ -137,6 +138,23 @@ class Shell:
             self._write(self.out, f"  C:      {explained[0]}\n  driver: {explained[1]}")
         if wall is not None and not self.json_mode:
             self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
+
+    def _progress(self, label: str, done: int | None, total: int) -> None:
+        """A one-line progress bar on the shell's error stream when it is a terminal (not in JSON, not inside
+        `repeat`, whose output is held back); `done` None clears it."""
+        stream = self.err
+        if self.json_mode or not getattr(stream, "isatty", lambda: False)():
+            return
+        if done is None:
+            text = "\r" + " " * 60 + "\r"
+        else:
+            filled = 30 * done // max(total, 1)
+            text = f"\r{label} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}"
+        try:
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
     def _write(self, stream, text: str) -> None:
         """Write a line. A reader that went away (`| head`), a full disk or a closed stream must not stop the
@@ -292,7 +310,7 @@ class Shell:
         """Run a script (a demo) on a session of its own — the same backend, the user's settings with `settings`
         on top — and release what it made at its end, whatever happened: the user's session is left as it was."""
         mine = self.session
-        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir)
+        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, progress=mine.progress)
         self.session = scope
         try:
             return self.run_script(path)

@@ -285,3 +285,15 @@ def test_bench_plot_writes_a_png(sim, tmp_path):
     pytest.importorskip("matplotlib")
     sim.ok(f"bench overlap streams 1,2 --plot {tmp_path / 'o.png'}")
     assert (tmp_path / "o.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_json_flag_is_presentation_not_data(sim):
+    """`--json` on a bench prints its object in text mode; it is not a field of the result."""
+    res = sim.ok("bench alloc pinned sizes 4MB --json")
+    assert "json" not in res and res["bench"] == "alloc"
+    sim.shell.session.settings["format"] = "table"
+    start = sim.out.tell()
+    sim.shell.execute("bench alloc pinned sizes 4MB --json")
+    sim.out.seek(start)
+    import json
+    assert json.loads(sim.out.read().splitlines()[-1])["bench"] == "alloc"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import statistics
-import sys
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_size
@@ -40,22 +39,20 @@ def parse_sizes(text: str, col: int, default: list[int]) -> list[int]:
 
 
 class Progress:
-    """A one-line progress bar on a terminal's stderr; silent elsewhere."""
+    """Counts the points of a bench for the shell's progress line (`session.progress`: shown on a terminal,
+    through the shell's own error stream; nothing elsewhere)."""
 
-    def __init__(self, total: int, label: str):
-        self.total, self.done, self.label = total, 0, label
-        self.on = sys.stderr.isatty()
+    def __init__(self, session, total: int, label: str):
+        self.session, self.total, self.done, self.label = session, total, 0, label
 
     def step(self) -> None:
         self.done += 1
-        if self.on:
-            filled = 30 * self.done // max(self.total, 1)
-            sys.stderr.write(f"\r{self.label} [{'#' * filled}{' ' * (30 - filled)}] {self.done}/{self.total}")
-            sys.stderr.flush()
+        if self.session.progress:
+            self.session.progress(self.label, self.done, self.total)
 
     def close(self) -> None:
-        if self.on:
-            sys.stderr.write("\r" + " " * 60 + "\r")
+        if self.session.progress:
+            self.session.progress(self.label, None, self.total)
 
 
 def timed_batch(backend, calls: list, gate: bool = True, rounds: int = 1) -> float:
@@ -152,7 +149,7 @@ def bench_memcpy(session, backend, args):
     reps = max(2, args.get("N", 5))
     peak, peak_what = _peak(backend, direction)
     rows, interrupted = [], False
-    progress = Progress(len(kinds) * len(sizes), "bench memcpy")
+    progress = Progress(session, len(kinds) * len(sizes), "bench memcpy")
     try:
         for kind in kinds:
             for size in sizes:
@@ -251,7 +248,7 @@ def bench_alloc(session, backend, args):
     kinds = args.get("KIND") or list(ALLOC_KINDS)
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [64 << 20, 256 << 20])
     rows, interrupted = [], False
-    progress = Progress(len(kinds) * len(sizes), "bench alloc")
+    progress = Progress(session, len(kinds) * len(sizes), "bench alloc")
     try:
         for kind in kinds:
             for size in sizes:
@@ -300,7 +297,7 @@ def bench_zerocopy(session, backend, args):
     rng = args.get("RANGE") or "2^10..2^20"
     counts = parse_sizes(rng, args.col("RANGE"), [])
     rows, interrupted = [], False
-    progress = Progress(len(counts), "bench zerocopy")
+    progress = Progress(session, len(counts), "bench zerocopy")
     try:
         for n in counts:
             rows.append(_zerocopy_point(backend, n))
@@ -403,7 +400,7 @@ def _outputs(result: Result, args, unit: str) -> Result:
             raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
     if args.get("PNG") and rows:
         _plot(result.data, args.get("PNG"), args.col("PNG"))
-    result.data["json"] = "--json" in args.flags
+    result.as_json = "--json" in args.flags
     return result
 
 
