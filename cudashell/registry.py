@@ -87,14 +87,6 @@ class Command:
     args: Parsed
     segment: Segment
 
-    @property
-    def text(self) -> str:
-        return self.segment.text
-
-    @property
-    def col(self) -> int:
-        return self.segment.tokens[0].col
-
 
 def resolve(segment: Segment) -> tuple[Spec, int]:
     """The spec a command's first word(s) name, and how many words they took."""

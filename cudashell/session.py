@@ -11,7 +11,6 @@ from pathlib import Path
 from .errors import ShellError
 from .kernels import BUILTINS
 
-KINDS = ("pageable", "pinned", "device", "managed")
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
 TRACE_LIMIT = 100_000  # operations the trace keeps (about 50 MB); older ones are dropped, and counted

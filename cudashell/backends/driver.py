@@ -27,7 +27,6 @@ DEVICE_CPU = -1
 
 
 HOST_FN = C.CFUNCTYPE(None, C.c_void_p)
-ATTRIBUTE_CLOCK_RATE = 13  # kHz
 
 
 class CUmemLocation(C.Structure):

@@ -14,7 +14,7 @@ import re
 import resource
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,7 +64,6 @@ class CudaAlloc:
     array: np.ndarray | None = None  # host-accessible bytes (pageable, pinned, managed)
     owner: object = None  # the PyCUDA allocation, or the mmap of pageable memory
     dptr: int | None = None  # the address CUDA copies and kernels use
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass

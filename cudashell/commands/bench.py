@@ -162,7 +162,7 @@ def bench_memcpy(session, backend, args):
         progress.close()
     data = {"bench": "memcpy", "direction": direction, "rows": rows, "peak": peak, "peak_of": peak_what,
             "interrupted": interrupted, "timing": backend.timing_label}
-    return _outputs(Result("bench", data), args, "GB/s")
+    return _outputs(Result("bench", data), args)
 
 
 def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
@@ -235,7 +235,7 @@ def bench_latency(session, backend, args):
         if ev is not None:
             backend.event_destroy(ev)
         s.free_all()
-    return _outputs(Result("bench", {"bench": "latency", "rows": rows, "timing": backend.timing_label}), args, "µs")
+    return _outputs(Result("bench", {"bench": "latency", "rows": rows, "timing": backend.timing_label}), args)
 
 
 @command("bench alloc", "memory", "what allocating, pinning and freeing cost per GiB",
@@ -259,7 +259,7 @@ def bench_alloc(session, backend, args):
     finally:
         progress.close()
     return _outputs(Result("bench", {"bench": "alloc", "rows": rows, "interrupted": interrupted,
-                                     "timing": backend.timing_label}), args, "s/GiB")
+                                     "timing": backend.timing_label}), args)
 
 
 def _alloc_point(backend, kind: str, size: int) -> dict:
@@ -315,7 +315,7 @@ def bench_zerocopy(session, backend, args):
     kernel_cross = next((r["n"] for r in rows if r["zc_kernel_us"] > 2 * r["dev_kernel_us"]), None)
     return _outputs(Result("bench", {"bench": "zerocopy", "rows": rows, "zc_step_wins_from": wins_from,
                                      "kernel_2x": kernel_cross, "interrupted": interrupted,
-                                     "timing": backend.timing_label}), args, "µs")
+                                     "timing": backend.timing_label}), args)
 
 
 def _zerocopy_point(backend, n: int) -> dict:
@@ -384,10 +384,10 @@ def bench_overlap(session, backend, args):
         s.free_all()
     for r in rows:
         r["speedup"] = rows[0]["ms"] / r["ms"]
-    return _outputs(Result("bench", {"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args, "×")
+    return _outputs(Result("bench", {"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args)
 
 
-def _outputs(result: Result, args, unit: str) -> Result:
+def _outputs(result: Result, args) -> Result:
     """--csv FILE and --plot FILE.png beside the table; --json prints this result as JSON."""
     rows = result.data["rows"]
     if args.get("FILE") and rows:
