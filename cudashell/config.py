@@ -23,6 +23,8 @@ TEMPLATE = """\
 # color = auto
 # colour theme for the prompt: default or mono
 # theme = default
+# line editing keys: emacs or vi
+# editing_mode = emacs
 
 [pinning]
 # how much host memory may be page-locked in all: auto (half of RAM, never past a finite
@@ -30,7 +32,7 @@ TEMPLATE = """\
 # limit = auto
 """
 DEFAULTS = {"backend": "auto", "tablefmt": "simple", "history_size": "10000", "explain": "off", "time": "off",
-            "color": "auto", "theme": "default", "limit": "auto"}
+            "color": "auto", "theme": "default", "limit": "auto", "editing_mode": "emacs"}
 
 
 def config_dir() -> Path:

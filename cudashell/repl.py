@@ -107,15 +107,71 @@ class ShellValidator(Validator):
                     parse_segment(seg)
         except ShellError as e:
             col = min(max((e.col or 1) - 1, 0), len(text))
-            raise ValidationError(cursor_position=col, message=f"{e.code}: {e.message}") from None
+            hint = f" — {e.hint}" if e.hint and e.hint.startswith("did you mean") else ""  # as scripts show it
+            raise ValidationError(cursor_position=col, message=f"{e.code}: {e.message}{hint}") from None
 
 
-def toolbar(shell) -> str:
+def names_exist(line: str, session) -> bool:
+    """Whether every buffer a line names is in the session (a line that does not parse is not judged here)."""
+    try:
+        for seg in split_commands(line):
+            cmd = parse_segment(seg)
+            for arg in cmd.spec.args:
+                if arg.kind == "buffer" and arg.name in cmd.args.values:
+                    value = cmd.args.get(arg.name)
+                    names = value if isinstance(value, list) else [value]
+                    if any(n not in session.buffers and n != "all" for n in names):
+                        return False
+    except ShellError:
+        return True
+    return True
+
+
+class SessionAutoSuggest(AutoSuggestFromHistory):
+    """History's suggestion, unless it names a buffer this session does not have (yesterday's `d3`)."""
+
+    def __init__(self, shell):
+        super().__init__()
+        self.shell = shell
+
+    def get_suggestion(self, buffer, document):
+        found = super().get_suggestion(buffer, document)
+        if found is None or not names_exist(document.text + found.text, self.shell.session):
+            return None
+        return found
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def toolbar(shell, width: int | None = None) -> str:
+    """The session at a glance, in one line that fits the terminal: items are dropped from the least needed
+    (the last of the list) until it fits."""
     s, b = shell.session, shell.backend
-    pinned = pinned_bytes(s)
-    return (f" {b.name} · {b.info.name} · {len(s.buffers)} buffers · pinned {format_size(pinned)} · "
-            f"device {format_size(s.bytes_in_use('device'))} · default stream 0 · time {s.settings['time']} · "
-            f"explain {s.settings['explain']} · F1 help ")
+    items = [f"{b.name} · {b.info.name.split(' (')[0]}", _plural(len(s.buffers), "buffer"),
+             f"pinned {format_size(pinned_bytes(s))}", f"device {format_size(s.bytes_in_use('device'))}",
+             "HELD" if s.held is not None else "", _plural(len(s.streams) + 1, "stream"),
+             "F1 help", f"time {s.settings['time']}", f"explain {s.settings['explain']}"]
+    items = [i for i in items if i]
+    width = width or shutil.get_terminal_size().columns
+    while len(items) > 1 and len(" " + " · ".join(items) + " ") > width:
+        items.pop()
+    return (" " + " · ".join(items) + " ")[:width]
+
+
+def trim_history(path, keep: int) -> None:
+    """Keep the newest `keep` entries of a prompt_toolkit history file (the `history_size` setting)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return
+    starts = [i for i, line in enumerate(lines) if line.startswith("# ") and (i == 0 or not lines[i - 1].strip())]
+    if len(starts) > keep:
+        try:
+            path.write_text("".join(lines[starts[-keep] if keep else len(lines):]), encoding="utf-8")
+        except OSError:
+            pass
 
 
 def key_bindings(shell) -> KeyBindings:
@@ -156,16 +212,18 @@ def make_session(shell, settings: dict, input=None, output=None) -> PromptSessio
     if input is None:  # a real terminal keeps its history in the XDG state dir
         try:
             config.state_dir().mkdir(parents=True, exist_ok=True)
-            history = FileHistory(str(config.state_dir() / "history"))
-        except OSError:
+            path = config.state_dir() / "history"
+            trim_history(path, max(0, int(settings.get("history_size", 10000))))
+            history = FileHistory(str(path))
+        except (OSError, ValueError):
             pass
     return PromptSession(
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
-        validate_while_typing=True, auto_suggest=AutoSuggestFromHistory(), history=history,
+        validate_while_typing=True, auto_suggest=SessionAutoSuggest(shell), history=history,
         complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell), key_bindings=key_bindings(shell),
         style=STYLES.get(settings.get("theme"), STYLES["default"]), enable_history_search=False,
         color_depth=None if use_color(settings.get("color", "auto")) else _mono(),
-        input=input, output=output)
+        vi_mode=settings.get("editing_mode") == "vi", input=input, output=output)
 
 
 def _mono():

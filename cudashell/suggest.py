@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from .errors import ShellError
 from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize
 from .registry import REGISTRY, command_words, lookup
+from .settings import SETTINGS
 
-SETTING_KEYS = ("count", "format", "tablefmt", "pinlimit", "time", "explain")
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,22 @@ def _files(partial: str) -> list[tuple[str, str]]:
     return out
 
 
-def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: str) -> list[tuple[str, str]]:
+def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
+    """`launch K …`: buffers the GPU can reach where K's parameter number `index` is a pointer."""
+    kernel = session.kernels.get(words[1]) if len(words) > 1 else None
+    if kernel is None or index >= len(kernel.params) or not kernel.params[index].is_buffer:
+        return []
+    return [(b.name, f"{kernel.params[index].name}: {b.kind} {b.size} B") for b in session.buffers.values()
+            if b.device_accessible]
+
+
+def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: str,
+                index: int = 0) -> list[tuple[str, str]]:
+    if spec_name == "launch" and arg.name == "ARG":
+        return _kernel_arg(session, words, index)
+    if spec_name == "set" and arg.name == "VALUE":
+        setting = SETTINGS.get(words[1].lower()) if len(words) > 1 else None
+        return [(w, "value") for w in setting.words()] if setting else []
     if arg.choices:
         return [(c, arg.name.lower()) for c in arg.choices]
     kind = arg.kind
@@ -101,7 +116,7 @@ def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: st
 
         return list(demos().items())
     if kind == "key":
-        return [(k, "setting") for k in SETTING_KEYS]
+        return [(k, "setting") for k in SETTINGS]
     return []
 
 
@@ -135,7 +150,7 @@ def _next(spec, rest: list[str], session, words: list[str], partial: str) -> lis
     """Walk the typed arguments like the parser does, then offer what fits at the cursor."""
     opt_by_kw = {o.keyword: o for o in spec.opts}
     flag_words = {w: f.word for f in spec.flags for w in (f.word,) + f.aliases}
-    seen_opts, seen_flags, pi, i = set(), set(), 0, 0
+    seen_opts, seen_flags, pi, i, many = set(), set(), 0, 0, 0
     args = list(spec.args)
     while i < len(rest):
         w = rest[i].lower()
@@ -155,10 +170,12 @@ def _next(spec, rest: list[str], session, words: list[str], partial: str) -> lis
             return []
         if pi < len(args) and not args[pi].many:
             pi += 1
+        elif pi < len(args):
+            many += 1  # values given so far to a repeated argument
         i += 1
     out: list[tuple[str, str]] = []
     for arg in args[pi:]:
-        out += _values_for(arg, session, spec.name, words, partial)
+        out += _values_for(arg, session, spec.name, words, partial, many if arg.many else 0)
         if not arg.optional:
             break
     out += [(f.word, "flag") for f in spec.flags if f.word not in seen_flags]

@@ -126,3 +126,69 @@ def test_ctrl_c_during_a_long_command_returns_to_the_prompt_consistent(shell, mo
     assert "INTERRUPTED" in shell.err.getvalue() and list(shell.session.buffers) == ["p0"]
     monkeypatch.undo()
     assert shell.execute("sync; alloc device 1KB") is True
+
+
+def test_the_toolbar_fits_the_terminal_and_counts_right():
+    import io
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.repl import toolbar
+    from cudashell.shell import Shell
+
+    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
+    shell.execute("alloc pinned 1MB; stream create; hold")
+    narrow, wide = toolbar(shell, 80), toolbar(shell, 200)
+    assert len(narrow) <= 80 and "1 buffer ·" in narrow and "HELD" in narrow
+    assert "2 streams" in wide and "explain off" in wide and "default stream 0" not in wide
+    assert toolbar(shell, 30) == " sim · H100 80GB HBM3 "[:30]
+
+
+def test_history_keeps_the_newest_entries(tmp_path):
+    from cudashell.repl import trim_history
+
+    path = tmp_path / "history"
+    path.write_text("".join(f"\n# 2026-01-0{i}\n+cmd{i}\n" for i in range(1, 6)))
+    trim_history(path, 2)
+    assert [x for x in path.read_text().splitlines() if x.startswith("+")] == ["+cmd4", "+cmd5"]
+
+
+def test_the_validator_gives_the_did_you_mean_hint_scripts_give():
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.validation import ValidationError
+
+    from cudashell.repl import ShellValidator
+
+    with pytest.raises(ValidationError) as e:
+        ShellValidator().validate(Document("aloc pinned 1MB"))
+    assert "did you mean `alloc`" in e.value.message
+
+
+def test_completion_offers_kernel_pointers_and_setting_values():
+    import io
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.shell import Shell
+    from cudashell.suggest import suggest
+
+    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
+    shell.execute("alloc pinned 1MB as a; alloc device 1MB as b; alloc pageable 1MB as h")
+
+    def texts(line):
+        return [s.text for s in suggest(line, shell.session)]
+    assert texts("launch sum ")[:2] == ["a", "b"] and "h" not in texts("launch sum ")  # h: unreachable
+    assert "a" not in texts("launch saxpy ") and texts("launch saxpy 2.0 ")[:2] == ["a", "b"]  # a float first
+    assert texts("set tablefmt g") == ["github", "grid"] and texts("set time ") == ["on", "off"]
+
+
+def test_history_suggestions_naming_missing_buffers_are_not_offered():
+    import io
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.repl import names_exist
+    from cudashell.shell import Shell
+
+    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
+    shell.execute("alloc pinned 1MB as a; alloc device 1MB as b")
+    assert names_exist("memcpy a b", shell.session) and names_exist("free all", shell.session)
+    assert not names_exist("memcpy a d3", shell.session) and not names_exist("free a zz", shell.session)
+    assert names_exist("alloc pinned 1MB as brand_new", shell.session)

@@ -9,6 +9,7 @@ from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_size
 from ..registry import GROUPS, command, lookup, specs
 from ..results import Result
+from ..settings import SETTINGS
 from .data import compare_buffers
 
 META = {"help", "history", "save", "quit", "echo"}
@@ -70,26 +71,6 @@ def save(session, backend, args):
                               "commands": len(lines)})
 
 
-SETTING_CHECKS = {
-    "count": ("a number of elements ≥ 1", lambda v: int(v) >= 1, int),
-    "format": ("table or json", lambda v: v in ("table", "json"), str),
-    "tablefmt": ("a tabulate format: simple, plain, github, grid, psql, …",
-                 lambda v: v in _tabulate_formats(), str),
-    "time": ("on or off", lambda v: v in ("on", "off"), str),
-    "explain": ("on or off", lambda v: v in ("on", "off"), str),
-    "gpu-timeout": ("off or a number of seconds > 0", lambda v: v == "off" or 0 < float(v) < 1e9,
-                    lambda v: v if v == "off" else float(v)),
-    "pinlimit": ("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
-                 lambda v: v if v == "auto" else parse_size(v)),
-}
-
-
-def _tabulate_formats() -> list[str]:
-    import tabulate
-
-    return tabulate.tabulate_formats
-
-
 @command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit, gpu-timeout)",
          "set count 32",
          "(none)",
@@ -104,15 +85,16 @@ def set_(session, backend, args):
     if key is None:
         return Result("settings", {"settings": dict(session.settings)})
     key = key.lower()
-    if key not in SETTING_CHECKS:
-        close = difflib.get_close_matches(key, list(SETTING_CHECKS), n=1)
+    if key not in SETTINGS:
+        close = difflib.get_close_matches(key, list(SETTINGS), n=1)
         raise usage(f"no setting '{key}'", args.col("KEY"),
-                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTING_CHECKS))
+                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTINGS))
     if value is None:
         return Result("settings", {"settings": {key: session.settings[key]}})
-    what, ok, cast = SETTING_CHECKS[key]
+    setting = SETTINGS[key]
+    what, cast = setting.accepts, setting.cast
     try:
-        good = ok(value)
+        good = setting.ok(value)
     except (ValueError, ShellError):
         good = False
     if not good:

@@ -1,0 +1,38 @@
+"""The session's settings that `set` changes: what each accepts, how its text becomes a value, and the words
+completion offers for it — one table, read by `set` (commands/meta.py) and by completion (suggest.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .grammar import parse_size
+
+
+def _tabulate_formats() -> list[str]:
+    import tabulate
+
+    return list(tabulate.tabulate_formats)
+
+
+@dataclass(frozen=True)
+class Setting:
+    accepts: str  # in words, for the error message
+    ok: Callable[[str], bool]
+    cast: Callable[[str], object]
+    words: Callable[[], list[str]] = lambda: []  # what completion offers
+
+
+ON_OFF = ("on", "off")
+SETTINGS = {
+    "count": Setting("a number of elements ≥ 1", lambda v: int(v) >= 1, int, lambda: ["16", "64"]),
+    "format": Setting("table or json", lambda v: v in ("table", "json"), str, lambda: ["table", "json"]),
+    "tablefmt": Setting("a tabulate format: simple, plain, github, grid, psql, …", lambda v: v in _tabulate_formats(),
+                        str, _tabulate_formats),
+    "time": Setting("on or off", lambda v: v in ON_OFF, str, lambda: list(ON_OFF)),
+    "explain": Setting("on or off", lambda v: v in ON_OFF, str, lambda: list(ON_OFF)),
+    "gpu-timeout": Setting("off or a number of seconds > 0", lambda v: v == "off" or 0 < float(v) < 1e9,
+                           lambda v: v if v == "off" else float(v), lambda: ["off", "10", "60"]),
+    "pinlimit": Setting("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
+                        lambda v: v if v == "auto" else parse_size(v), lambda: ["auto"]),
+}
