@@ -8,8 +8,9 @@ import os
 import sys
 
 from . import __version__, config, render
-from .config import DEFAULTS
 from .backends import open_backend
+from .backends.profile import BUILTIN
+from .config import DEFAULTS
 from .errors import ShellError
 from .shell import Shell
 
@@ -21,7 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "sim", "cuda"),
                    help="cuda needs PyCUDA and a GPU; auto (the default, or the config file's) falls back to the "
                         "simulator")
-    p.add_argument("--sim-profile", metavar="FILE|NAME", help="simulator profile: JSON file, or no-uva")
+    p.add_argument("--sim-profile", metavar="FILE|NAME",
+                   help=f"simulator profile: a JSON file (`calibrate out FILE`), or built-in: h100 (the default), "
+                        f"{', '.join(BUILTIN)}")
     p.add_argument("--json", action="store_true", help="one JSON object per executed command")
     p.add_argument("--keep-going", action="store_true", help="run on after a failed command (exit 1 at the end)")
     p.add_argument("--echo", action=argparse.BooleanOptionalAction, default=None,

@@ -25,3 +25,11 @@ def test_help_lists_every_command_and_explains_one():
     assert c.ok("help stream create")["name"] == "stream create"
     assert {x["name"] for x in c.ok("help stream")["groups"]["stream"]} == {"stream create", "stream destroy", "stream query"}
     assert c.fails("help memcopy")["hint"] == "did you mean `memcpy`?"
+
+
+def test_the_readme_tour_is_a_real_run():
+    from cudashell.docs import README, readme_with_tour
+
+    text = README.read_text()
+    assert readme_with_tour(text) == text, "run: python -m cudashell.docs --write"
+    assert "cush> alloc pageable 64MB as pageable" in text
