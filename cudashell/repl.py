@@ -24,6 +24,7 @@ from .commands.checks import pinned_bytes
 from .errors import ShellError
 from .grammar import format_size, parse_size, split_commands, tokenize
 from .registry import REGISTRY, lookup, parse_segment, specs
+from .shell import joined_source_lines
 from .suggest import suggest
 
 STYLES = {
@@ -96,15 +97,33 @@ def _keywords() -> frozenset:
     return frozenset({w for s in specs() for w in s.keywords()} | {n.split()[-1] for n in REGISTRY if " " in n})
 
 
+def open_block(text: str) -> bool:
+    """A `<<<` not closed yet: Enter goes on to the next line instead of running."""
+    return text.count("<<<") > text.count(">>>")
+
+
 class ShellValidator(Validator):
-    """Marks a malformed line at its column while typing, before Enter."""
+    """Marks a malformed line at its column while typing, before Enter. Several lines (a paste, a `<<<` block
+    over lines) are checked as a script would be: line by line, a block joined into its first line."""
 
     def validate(self, document):
         text = document.text
+        if open_block(text):
+            return
+        lines = text.split("\n")
+        starts = [0]
+        for line in lines[:-1]:
+            starts.append(starts[-1] + len(line) + 1)
         try:
-            for seg in split_commands(text):
-                if seg.tokens[-1].text != "?":
-                    parse_segment(seg)
+            for lineno, line in joined_source_lines(lines):
+                offset = starts[lineno - 1]
+                try:
+                    for seg in split_commands(line):
+                        if seg.tokens[-1].text != "?":
+                            parse_segment(seg)
+                except ShellError as e:
+                    e.col = offset + (e.col or 1) if "\n" not in line else offset + 1
+                    raise
         except ShellError as e:
             col = min(max((e.col or 1) - 1, 0), len(text))
             hint = f" — {e.hint}" if e.hint and e.hint.startswith("did you mean") else ""  # as scripts show it
@@ -176,6 +195,15 @@ def trim_history(path, keep: int) -> None:
 
 def key_bindings(shell) -> KeyBindings:
     kb = KeyBindings()
+
+    @kb.add("enter")
+    def _(event):
+        """Run the input, unless a `<<<` block is still open: then a new line, with a continuation prompt."""
+        buf = event.current_buffer
+        if open_block(buf.text):
+            buf.insert_text("\n")
+        else:
+            buf.validate_and_handle()
 
     @kb.add("f1")
     def _(event):
@@ -256,13 +284,15 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     while not shell.quitting:
         shell.session.settings["width"] = shutil.get_terminal_size().columns
         try:
-            line = session.prompt("cush> ")
+            line = session.prompt("cush> ", multiline=True, prompt_continuation="  ...> ")
         except KeyboardInterrupt:  # Ctrl-C at the prompt cancels the input
             continue
         except EOFError:
             break
         try:  # Shell.execute reports its own failures; this guard is for the loop itself
-            shell.execute(line)
+            for _, text in joined_source_lines(line.split("\n")):  # a pasted block runs line by line
+                if shell.quitting or not shell.execute(text):
+                    break
         except KeyboardInterrupt:
             continue
         except Exception as e:

@@ -192,3 +192,11 @@ def test_history_suggestions_naming_missing_buffers_are_not_offered():
     assert names_exist("memcpy a b", shell.session) and names_exist("free all", shell.session)
     assert not names_exist("memcpy a d3", shell.session) and not names_exist("free a zz", shell.session)
     assert names_exist("alloc pinned 1MB as brand_new", shell.session)
+
+
+def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell):
+    out = drive(shell, "repeat 2 <<<\r", "echo looped\r", ">>>\r", "\x1b[200~alloc pinned 4KB as a\nls\n"
+                "free a\x1b[201~", "\r", "\x04")
+    assert "repeated 2×" in out
+    assert [e.text for e in shell.session.history][-3:] == ["alloc pinned 4KB as a", "ls", "free a"]
+    assert "a: pinned 4 KiB" in out and "USAGE" not in shell.err.getvalue()
