@@ -25,6 +25,8 @@ TEMPLATE = """\
 # theme = default
 # line editing keys: emacs or vi
 # editing_mode = emacs
+# output longer than the screen goes through this pager at the prompt (never in scripts or pipes); off for none
+# pager = less -SRXF
 
 [pinning]
 # how much host memory may be page-locked in all: auto (half of RAM, never past a finite
@@ -32,7 +34,8 @@ TEMPLATE = """\
 # limit = auto
 """
 DEFAULTS = {"backend": "auto", "tablefmt": "simple", "history_size": "10000", "explain": "off", "time": "off",
-            "color": "auto", "theme": "default", "limit": "auto", "editing_mode": "emacs"}
+            "color": "auto", "theme": "default", "limit": "auto", "editing_mode": "emacs",
+            "pager": "less -SRXF"}
 
 
 def config_dir() -> Path:

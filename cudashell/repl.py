@@ -3,8 +3,11 @@ kept apart from evaluation, which is Shell.execute. Input and output are injecta
 
 from __future__ import annotations
 
+import io
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 from functools import lru_cache
 
@@ -260,6 +263,21 @@ def _mono():
     return ColorDepth.MONOCHROME
 
 
+def page(text: str, command: str, out, rows: int, tty: bool) -> None:
+    """Output taller than the screen goes through the pager (pgcli's `less -SRXF`: no wrapping, colours kept,
+    gone when it fits); shorter output, output to a non-terminal, or a pager that will not start: written as is."""
+    if not text:
+        return
+    if tty and command != "off" and text.count("\n") >= rows - 1:
+        try:
+            subprocess.run(shlex.split(command), input=text, text=True, check=False)
+            return
+        except (OSError, ValueError):
+            pass
+    out.write(text)
+    out.flush()
+
+
 def ask_abandon(what: str, waited: float) -> bool:
     """Ctrl-C while the GPU has not answered: give it up (the session comes back with `reset`), or wait on."""
     from prompt_toolkit.shortcuts import confirm
@@ -289,6 +307,9 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             continue
         except EOFError:
             break
+        screen = shell.out
+        if line.split()[:1] not in (["run"], ["demo"]):  # a script or demo narrates as it goes: never held back
+            shell.out = io.StringIO()  # held back, to page it when it is taller than the screen
         try:  # Shell.execute reports its own failures; this guard is for the loop itself
             for _, text in joined_source_lines(line.split("\n")):  # a pasted block runs line by line
                 if shell.quitting or not shell.execute(text):
@@ -299,6 +320,11 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             if shell.debug:
                 raise
             shell._write(shell.err, f"INTERNAL_ERROR: {type(e).__name__}: {e} — hint: run with --debug for the traceback")
+        finally:
+            if shell.out is not screen:
+                held, shell.out = shell.out.getvalue(), screen
+                page(held, settings.get("pager", "off"), screen, shutil.get_terminal_size().lines,
+                     input is None and getattr(screen, "isatty", lambda: False)())
     left = shell.close()
     shell.out.write(("released: " + ", ".join(left) if left else "nothing was left allocated") + "\n")
     return 0

@@ -200,3 +200,20 @@ def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell):
     assert "repeated 2×" in out
     assert [e.text for e in shell.session.history][-3:] == ["alloc pinned 4KB as a", "ls", "free a"]
     assert "a: pinned 4 KiB" in out and "USAGE" not in shell.err.getvalue()
+
+
+def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
+    import io
+
+    from cudashell.repl import page
+
+    paged = tmp_path / "paged"
+    out = io.StringIO()
+    tall = "".join(f"line {i}\n" for i in range(50))
+    page(tall, f"sh -c 'cat > {paged}'", out, rows=24, tty=True)
+    assert paged.read_text() == tall and out.getvalue() == ""
+    page("short\n", f"sh -c 'cat > {paged}x'", out, rows=24, tty=True)
+    assert out.getvalue() == "short\n" and not (tmp_path / "pagedx").exists()
+    page(tall, "cat", out, rows=24, tty=False)  # a pipe, a script: never paged
+    assert out.getvalue().endswith("line 49\n")
+    page(tall, "no-such-pager-here", io.StringIO(), rows=24, tty=True)  # a pager that will not start: as is
