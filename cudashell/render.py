@@ -425,6 +425,30 @@ def _json_safe(x):
     return x
 
 
+PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
+
+
+def csv_text(result: Result) -> str:
+    """A result as CSV: its table (the first list of records in it: rows, buffers, entries…), else one record of
+    its plain fields. Nested values are written as JSON."""
+    import csv
+    import io
+
+    data = result.data
+    rows = next((v for v in data.values() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)),
+                None)
+    if rows is None:
+        rows = [{k: v for k, v in data.items() if not isinstance(v, (list, dict))}]
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: json.dumps(_json_safe(v), ensure_ascii=False) if isinstance(v, (list, dict)) else v
+                    for k, v in r.items()})
+    return out.getvalue().rstrip("\n")
+
+
 def json_line(cmd: str, result: Result | None, error: ShellError | None = None, file: str | None = None,
               line: int | None = None, wall: float | None = None, explained: list | None = None) -> str:
     err = None

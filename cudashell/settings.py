@@ -26,7 +26,8 @@ class Setting:
 ON_OFF = ("on", "off")
 SETTINGS = {
     "count": Setting("a number of elements ≥ 1", lambda v: int(v) >= 1, int, lambda: ["16", "64"]),
-    "format": Setting("table or json", lambda v: v in ("table", "json"), str, lambda: ["table", "json"]),
+    "format": Setting("table, json or csv", lambda v: v in ("table", "json", "csv"), str,
+                      lambda: ["table", "json", "csv"]),
     "tablefmt": Setting("a tabulate format: simple, plain, github, grid, psql, …", lambda v: v in _tabulate_formats(),
                         str, _tabulate_formats),
     "time": Setting("on or off", lambda v: v in ON_OFF, str, lambda: list(ON_OFF)),

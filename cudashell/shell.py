@@ -43,6 +43,7 @@ class Shell:
         self.recording = True  # off inside `repeat`: history keeps the repeat, not its thousand rounds
         self.output_lost: str | None = None  # why output could not be written, once it could not
         self.session.progress = self._progress
+        self.redirect = None  # `output FILE`: results go there (errors stay on the screen)
 
     @property
     def json_mode(self) -> bool:
@@ -82,6 +83,8 @@ class Shell:
                 self._repeat(result)
             elif result.action == "quit":
                 self.quitting = True
+            elif result.action == "output":
+                self._output_to(result)
         except ShellError as e:
             error = e
         except KeyboardInterrupt:  # Ctrl-C during a long command: back to the prompt
@@ -131,9 +134,11 @@ class Shell:
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
         else:
-            body = render.human(result, self.session.settings["tablefmt"], int(self.session.settings["width"]))
-            if body:
-                self._write(self.out, body)
+            csv = self.session.settings["format"] == "csv" and result.kind not in render.PROSE
+            body = render.csv_text(result) if csv else \
+                render.human(result, self.session.settings["tablefmt"], int(self.session.settings["width"]))
+            if body:  # `output`'s own word goes to the screen
+                self._write(self.out if result.action == "output" else self.redirect or self.out, body)
         if explained and not self.json_mode:
             self._write(self.out, f"  C:      {explained[0]}\n  driver: {explained[1]}")
         if wall is not None and not self.json_mode:
@@ -292,6 +297,19 @@ class Shell:
                 e = self.last_error
                 raise ShellError(e.code, f"`{seg.text}` failed in round {n}: {e.message}", e.hint, result.data["col"])
 
+    def _output_to(self, result: Result) -> None:
+        """`output FILE` appends the results that follow to FILE (pgcli's \\o); `output off` ends it."""
+        path = result.data["path"]
+        if self.redirect is not None:
+            self.redirect.close()
+            self.redirect = None
+        if path is None:
+            return
+        try:
+            self.redirect = open(path, "a", encoding="utf-8")
+        except OSError as e:
+            raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, result.data["col"]) from None
+
     def _run_nested(self, result: Result) -> None:
         path = result.data["path"]
         scope = result.data.get("scope")
@@ -325,6 +343,8 @@ class Shell:
             return []
         self.closed = True
         left = [f"{b.name} ({b.kind} {b.size} B)" for b in self.session.buffers.values()]
+        if self.redirect is not None:
+            self.redirect.close()
         release_session(self.backend, self.session)
         self.backend.close()
         return left

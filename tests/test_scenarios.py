@@ -297,3 +297,18 @@ def test_bench_json_flag_is_presentation_not_data(sim):
     sim.out.seek(start)
     import json
     assert json.loads(sim.out.read().splitlines()[-1])["bench"] == "alloc"
+
+
+def test_csv_format_and_output_to_a_file(sim, tmp_path):
+    import csv
+
+    sim.shell.session.settings["format"] = "table"
+    path = tmp_path / "results.csv"
+    sim.shell.execute(f"alloc pinned 1MB as a; alloc device 1MB as b; set format csv; output {path}; ls; streams; "
+                      "output off; set format json")
+    rows = list(csv.DictReader(path.read_text().splitlines()[:3]))
+    assert [(r["name"], r["kind"], r["size"]) for r in rows] == [("a", "pinned", "1048576"), ("b", "device", "1048576")]
+    assert "name,number,nonblocking" in path.read_text()
+    screen = sim.out.getvalue()
+    assert f"results go to {path}" in screen and "0x" not in screen.split("results go to")[1].split("results go")[0]
+    assert sim.fails("output /nonexistent-dir/x.txt")["code"] == "IO_ERROR"

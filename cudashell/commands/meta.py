@@ -105,6 +105,17 @@ def set_(session, backend, args):
     return Result("settings", {"settings": {key: session.settings[key]}})
 
 
+@command("output", "session", "send the results that follow to a file (appended), or `output off`",
+         "output results.txt", "(none)", args=(Arg("FILE", "file"),),
+         details="Like pgcli's \\o: every result after it is appended to FILE in the current format (`set format "
+                 "table|json|csv`); errors still show on the screen. `output off` writes to the screen again.")
+def output(session, backend, args):
+    path = args.get("FILE")
+    return Result("message", {"text": f"results go to {path}" if path != "off" else "results go to the screen",
+                              "path": None if path == "off" else str(session.script_dir / path)
+                              if not path.startswith("/") else path, "col": args.col("FILE")}, action="output")
+
+
 @command("run", "scripts", "run a .cush script (paths relative to the calling script)", "run demo.cush",
          "(none)", args=(Arg("FILE", "file"),))
 def run(session, backend, args):
