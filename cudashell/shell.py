@@ -247,7 +247,8 @@ class Shell:
             for e, lineno in errors:
                 self._report(f"<line {lineno}>", None, e, name, lineno)
             if not self.json_mode:
-                self._write(self.err, f"{name}: {len(errors)} syntax error{'s' * (len(errors) > 1)}; nothing was run")
+                many = f"{len(errors)}+" if len(errors) >= MAX_SYNTAX_ERRORS else str(len(errors))
+                self._write(self.err, f"{name}: {many} syntax error{'s' * (len(errors) > 1)}; nothing was run")
             self.last_error = errors[0][0]
             self.failed = True
             return False
@@ -379,11 +380,17 @@ def release_session(backend, session: Session) -> None:
         del session.events[ev.name]
 
 
+MAX_SYNTAX_ERRORS = 20  # a file that is not a script at all (a C file, a results file) stops being read here
+
+
 def syntax_errors(items: list) -> list[tuple[ShellError, int]]:
-    """Every line that does not tokenize or parse, with its line number — except where the next command is
-    `expect error`, which makes the failure part of the script. One pass, cached parses (registry)."""
+    """The lines that do not tokenize or parse (the first MAX_SYNTAX_ERRORS), with their line numbers — except
+    where the next command is `expect error`, which makes the failure part of the script. One pass, cached
+    parses (registry)."""
     out = []
     for i, (item, lineno) in enumerate(items):
+        if len(out) >= MAX_SYNTAX_ERRORS:
+            break
         nxt = items[i + 1][0] if i + 1 < len(items) else None
         if isinstance(nxt, Segment) and [t.text.lower() for t in nxt.tokens[:2]] == ["expect", "error"]:
             continue

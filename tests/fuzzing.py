@@ -103,6 +103,8 @@ class Fuzzer:
         for flag in spec.flags:
             if r.random() < 0.3:
                 words.append(flag.word)
+        if spec.name == "output":  # results to one file of its own: not into the scripts `run` reads, not forever
+            words = ["output", r.choice([str(self.workdir / "results.txt"), "off", "off", "/", "x/y/z.txt"])]
         if spec.name == "repeat":  # a block with a bounded count: the point is the block, not the time it takes
             words = ["repeat", r.choice(["1", "2", "3", "0", "-1"]), "<<<", self.command(shell), ";",
                      self.command(shell), r.choice([">>>", ""])]
@@ -183,6 +185,8 @@ def check_free_all(shell, backend, tally: Tally) -> None:
     """`free all` (after `reset`, when the GPU side is dead) leaves no buffer and no simulated memory."""
     if backend.dead:
         shell.execute("reset")
+    shell.execute("output off")
+    (Path(shell.session.script_dir) / "results.txt").write_text("")
     if shell.session.held is not None:  # held streams: `free` of GPU memory would wait forever, and says so
         shell.execute("free all")
         shell.execute("release")
