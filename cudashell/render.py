@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import textwrap
 
 from tabulate import tabulate
 
@@ -87,14 +89,46 @@ def _memset(d):
             f"{d['call']}, {_how(d)} {_timing(d)}"]
 
 
-def fit(rows, headers, tablefmt: str, width: int) -> str:
-    """A table no wider than the terminal: long cells wrap before the table overflows."""
+POINTER = re.compile(r"^(0x[0-9a-f]+|same \(UVA\)|-)$")
+
+
+def _whole(column) -> bool:
+    """A column of pointers: never wrapped (half a pointer cannot be copied)."""
+    return all(POINTER.match(str(c)) for c in column)
+
+
+def fit(rows, headers, tablefmt: str, width: int, shorter=None) -> str:
+    """A table no wider than the terminal. First the `shorter` form of the rows (columns abbreviated: a size
+    without its exact bytes), then long cells wrap between words — pointers never."""
     text = tabulate(rows, headers, tablefmt)
+    if not width or max(map(len, text.splitlines())) <= width:
+        return text
+    if shorter is not None:
+        rows, headers = shorter
+        text = tabulate(rows, headers, tablefmt)
+    columns = list(zip(*rows)) if rows else []
     for limit in (24, 18, 14, 10, 8):
-        if not width or max(map(len, text.splitlines())) <= width:
+        if max(map(len, text.splitlines())) <= width:
             break
-        text = tabulate(rows, headers, tablefmt, maxcolwidths=limit)
+        text = tabulate(rows, headers, tablefmt, maxcolwidths=[None if _whole(c) else limit for c in columns])
     return text
+
+
+def wrap(lines: list[str], width: int) -> list[str]:
+    """Lines longer than the terminal break between words, continued indented — never inside a number or a
+    pointer (a word longer than the line stays whole)."""
+    if not width:
+        return lines
+    out = []
+    for line in lines:
+        for part in line.split("\n"):
+            if len(part) <= width:
+                out.append(part)
+                continue
+            indent = " " * (len(part) - len(part.lstrip()) + 4)
+            out += textwrap.wrap(part, width, subsequent_indent=indent, break_long_words=False,
+                                 break_on_hyphens=False) or [part]
+    return out
 
 
 def _ls(d, tablefmt, width=0):
@@ -102,7 +136,9 @@ def _ls(d, tablefmt, width=0):
         return ["no buffers"]
     rows = [[r["name"], r["kind"], format_size_exact(r["size"]), _flags_text(r), r["host_ptr"] or "-",
              _device_ptr_text(r), r["state"]] for r in d["buffers"]]
-    return [fit(rows, ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"], tablefmt, width)]
+    headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"]
+    short = [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)]
+    return [fit(rows, headers, tablefmt, width, (short, headers))]
 
 
 def _info(d):
@@ -397,7 +433,7 @@ def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:
     if result.kind in TABLES:
         lines = TABLES[result.kind](result.data, tablefmt, width)
     else:
-        lines = SIMPLE[result.kind](result.data)
+        lines = wrap(SIMPLE[result.kind](result.data), width)
     return "\n".join(lines)
 
 

@@ -312,3 +312,26 @@ def test_csv_format_and_output_to_a_file(sim, tmp_path):
     screen = sim.out.getvalue()
     assert f"results go to {path}" in screen and "0x" not in screen.split("results go to")[1].split("results go")[0]
     assert sim.fails("output /nonexistent-dir/x.txt")["code"] == "IO_ERROR"
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_text_output_fits_the_terminal_and_keeps_pointers_whole(width):
+    import io
+    import re
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.shell import Shell
+
+    out = io.StringIO()
+    shell = Shell(SimBackend(), out=out, err=out)
+    shell.session.settings["width"] = width
+    shell.execute("alloc pinned 1MB as a; alloc device 64MB as dev; alloc pageable 4MB as mine; register mine mapped; "
+                  "alloc managed 1MB; stream create; memcpy a dev async stream 1; ls; memcpy h2d mine dev; profile")
+    lines = out.getvalue().splitlines()
+    assert max(map(len, lines)) <= width, [x for x in lines if len(x) > width]
+    pointers = {b.host_ptr for b in shell.session.buffers.values() if b.host_ptr} | \
+        {b.device_ptr for b in shell.session.buffers.values() if b.device_ptr}
+    text = out.getvalue()
+    assert all(f"0x{p:012x}" in text for p in pointers)  # each printed whole somewhere
+    assert not re.search(r"0x[0-9a-f]{1,11}$", text, re.M)  # and never cut at a line's end
+    shell.close()
