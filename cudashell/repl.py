@@ -23,7 +23,6 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
 from . import config
-from .commands.checks import pinned_bytes
 from .errors import ShellError
 from .grammar import format_size, parse_size, split_commands, tokenize
 from .registry import REGISTRY, lookup, parse_segment, specs
@@ -172,7 +171,7 @@ def toolbar(shell, width: int | None = None) -> str:
     (the last of the list) until it fits."""
     s, b = shell.session, shell.backend
     items = [f"{b.name} · {b.info.name.split(' (')[0]}", _plural(len(s.buffers), "buffer"),
-             f"pinned {format_size(pinned_bytes(s))}", f"device {format_size(s.bytes_in_use('device'))}",
+             f"pinned {format_size(s.pinned_bytes())}", f"device {format_size(s.bytes_in_use('device'))}",
              "HELD" if s.held is not None else "", _plural(len(s.streams) + 1, "stream"),
              "F1 help", f"time {s.settings['time']}", f"explain {s.settings['explain']}"]
     items = [i for i in items if i]

@@ -137,6 +137,10 @@ class Session:
     def bytes_in_use(self, kind: str) -> int:
         return sum(b.size for b in self.buffers.values() if b.kind == kind)
 
+    def pinned_bytes(self) -> int:
+        """Page-locked host bytes: pinned allocations and registered ranges."""
+        return sum(b.size for b in self.buffers.values() if b.kind == "pinned" or b.registered is not None)
+
     # -------------------------------------------------------------- streams
     def stream(self, name: str | None, col: int | None = None) -> Stream:
         """The named stream; the default stream for `0`, `default`, or none given."""

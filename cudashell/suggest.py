@@ -11,6 +11,7 @@ from .errors import ShellError
 from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize
 from .registry import REGISTRY, command_words, lookup
 from .settings import SETTINGS
+from .shipped import demos
 
 
 
@@ -112,8 +113,6 @@ def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: st
     if kind == "command":
         return [(w, "command") for w in command_words()]
     if kind == "demo":
-        from .commands.meta import demos
-
         return list(demos().items())
     if kind == "key":
         return [(k, "setting") for k in SETTINGS]

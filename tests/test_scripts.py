@@ -136,7 +136,7 @@ def test_the_shipped_examples_check_themselves_on_the_simulator():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_demo_checks_itself_on_the_simulator(lang):
-    from cudashell.commands.meta import demos
+    from cudashell.shipped import demos
 
     names = list(demos())
     assert len(names) >= 8

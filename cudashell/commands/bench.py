@@ -15,7 +15,7 @@ from ..kernels import BUILTINS
 from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
-from .calibrate import Scratch, ones
+from ..scratch import Scratch, ones
 
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")

@@ -14,29 +14,11 @@ from ..grammar import Arg, Opt
 from ..kernels import BUILTINS
 from ..registry import command
 from ..results import Result
-from ..session import Buffer
+from ..scratch import Scratch, ones
 
 SIZE = 64 << 20
 REPS = 5
 MIB = 1 << 20
-
-
-class Scratch:
-    """Buffers made straight through the backend (not the session) and always freed."""
-
-    def __init__(self, backend):
-        self.backend, self.bufs = backend, []
-
-    def alloc(self, kind: str, size: int, flags=frozenset()) -> tuple[Buffer, float]:
-        a, t = self.backend.alloc(kind, size, frozenset(flags))
-        buf = Buffer(f"calibrate{len(self.bufs)}", kind, size, frozenset(flags), a.host_ptr, a.device_ptr, a.handle)
-        self.bufs.append(buf)
-        return buf, t.seconds
-
-    def free_all(self) -> None:
-        for buf in self.bufs:
-            self.backend.free(buf)
-        self.bufs.clear()
 
 
 def gpu_seconds(backend, t) -> float:
@@ -192,12 +174,6 @@ def measure(backend) -> dict:
     finally:
         s.free_all()
     return figures
-
-
-def ones(n: int):
-    import numpy as np
-
-    return np.ones(n, np.uint8)
 
 
 @command("calibrate", "session", "measure this device's figures and write them as a simulator profile",

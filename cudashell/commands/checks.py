@@ -50,16 +50,12 @@ def check_new_name(session, name: str, col: int | None) -> None:
         raise ShellError("NAME_TAKEN", f"a buffer named '{name}' exists", "pick another name or `free` it", col)
 
 
-def pinned_bytes(session) -> int:
-    return sum(b.size for b in session.buffers.values() if b.kind == "pinned" or b.registered is not None)
-
-
 def check_pin_limit(session, backend, nbytes: int, col: int | None) -> None:
     """Refuse to page-lock past the limit: pinning most of RAM can freeze the machine."""
     limit, why = backend.pin_limit()
     if session.settings["pinlimit"] != "auto":
         limit, why = int(session.settings["pinlimit"]), "set pinlimit"
-    now = pinned_bytes(session)
+    now = session.pinned_bytes()
     if now + nbytes > limit:
         raise ShellError("PIN_LIMIT",
                          f"pinning {format_size_exact(nbytes)} more would lock {format_size(now + nbytes)}; "

@@ -6,10 +6,11 @@ import difflib
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt, parse_size
+from ..grammar import Arg, Flag, Opt
 from ..registry import GROUPS, command, lookup, specs
 from ..results import Result
 from ..settings import SETTINGS
+from ..shipped import DEMO_DIR, demos
 from .data import compare_buffers
 
 META = {"help", "history", "save", "quit", "echo"}
@@ -210,18 +211,6 @@ def repeat(session, backend, args):
 def say(session, backend, args):
     shown = args.get("LANG") == session.settings["lang"]
     return Result("say", {"text": args.get("TEXT"), "lang": args.get("LANG"), "shown": shown})
-
-
-DEMO_DIR = Path(__file__).resolve().parent.parent / "demos"
-
-
-def demos() -> dict[str, str]:
-    """Shipped demos: name → the title on their first line."""
-    out = {}
-    for path in sorted(DEMO_DIR.glob("*.cush")):
-        first = path.read_text(encoding="utf-8").splitlines()[0]
-        out[path.stem] = first.lstrip("# ").strip()
-    return out
 
 
 @command("demo", "scripts", "list the demos, or run one (narrated, self-checking)", "demo pinned-vs-pageable lang zh",
