@@ -203,11 +203,18 @@ class Parsed:
     cols: dict = field(default_factory=dict)
     many_cols: dict = field(default_factory=dict)  # the column of each value of a repeated argument
     end_col: int = 1
+    names: frozenset = frozenset()  # the arguments the command declares: asking for another is a bug
+
+    def _declared(self, name: str) -> None:
+        if self.names and name not in self.names:
+            raise KeyError(f"the command has no argument {name!r} (it has {', '.join(sorted(self.names))})")
 
     def get(self, name: str, default=None):
+        self._declared(name)
         return self.values.get(name, default)
 
     def col(self, name: str) -> int:
+        self._declared(name)
         return self.cols.get(name, self.end_col)
 
 
@@ -250,7 +257,9 @@ def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, 
                opts: tuple[Opt, ...], flags: tuple[Flag, ...]) -> Parsed:
     """Match the tokens after the command words against positional args, `keyword VALUE` options
     and flag words (in any order). Keywords, choices and flags are case-insensitive."""
-    p = Parsed(end_col=(tokens[-1].end + 2) if tokens else end + 2)
+    p = Parsed(end_col=(tokens[-1].end + 2) if tokens else end + 2,
+               names=frozenset([a.name for a in args] + [o.arg.name for o in opts] + [f.word for f in flags])
+               or frozenset({""}))
     opt_by_kw = {o.keyword: o for o in opts}
     flag_by_word = {w: f.word for f in flags for w in (f.word,) + f.aliases}
     pi, i = 0, 0

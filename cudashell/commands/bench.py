@@ -129,7 +129,7 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
          "cudaMemcpyAsync back to back behind a gate, timed on the GPU (nvbandwidth's method)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True),
                Arg("KIND", choices=MEMCPY_KINDS, optional=True, many=True)),
-         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("reps", Arg("N", "count")), Opt("--csv", Arg("FILE", "file")),
+         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("reps", Arg("REPS", "count")), Opt("--csv", Arg("FILE", "file")),
                Opt("--plot", Arg("PNG", "file"))),
          flags=(Flag("ungated"), Flag("--json")),
          details="Kinds: pageable, pinned, writecombined, registered, mapped (a kernel copies through the "
@@ -146,7 +146,7 @@ def bench_memcpy(session, backend, args):
     if direction == "d2d":
         kinds = ["device"]
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [1 << 20, 16 << 20, 64 << 20])
-    reps = max(2, args.get("N", 5))
+    reps = max(2, args.get("REPS", 5))
     peak, peak_what = _peak(backend, direction)
     rows, interrupted = [], False
     progress = Progress(session, len(kinds) * len(sizes), "bench memcpy")
@@ -201,16 +201,16 @@ LATENCY_ROUNDS = 2000
 @command("bench latency", "copies", "what one small operation costs: copies, a launch, an event, a callback",
          "bench latency", "one 4-byte cudaMemcpy per kind and direction, a kernel launch, cudaEventRecord, "
          "cudaLaunchHostFunc + cudaStreamSynchronize — each timed on the host, many times",
-         opts=(Opt("rounds", Arg("N", "count")), Opt("--csv", Arg("FILE", "file"))), flags=(Flag("--json"),),
+         opts=(Opt("rounds", Arg("ROUNDS", "count")), Opt("--csv", Arg("FILE", "file"))), flags=(Flag("--json"),),
          details="Each point runs N rounds (2000 by default) on the GPU side as a loop of driver calls and reports "
                  "the host time of one round: median and spread (p10–p90). Synchronous 4-byte copies from pageable "
                  "and pinned memory, each direction (what `cudaMemcpy` of one value costs); launching an empty kernel "
                  "(the call alone, and with a sync: a round trip); recording an event; and a host function that does "
                  "nothing, queued and waited for (a callback's round trip).")
 def bench_latency(session, backend, args):
-    rounds = args.get("N", LATENCY_ROUNDS)
+    rounds = args.get("ROUNDS", LATENCY_ROUNDS)
     if not 10 <= rounds <= 1_000_000:
-        raise usage("rounds 10..1000000", args.col("N"))
+        raise usage("rounds 10..1000000", args.col("ROUNDS"))
     s = Scratch(backend)
     ev = None
     rows = []
@@ -398,7 +398,7 @@ def _outputs(result: Result, args) -> Result:
                 w.writerows(rows)
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
-    if args.get("PNG") and rows:
+    if args.values.get("PNG") and rows:  # (not every bench plots)
         _plot(result.data, args.get("PNG"), args.col("PNG"))
     result.as_json = "--json" in args.flags
     return result

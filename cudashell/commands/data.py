@@ -63,7 +63,7 @@ def _check_value(value, dtype: np.dtype, col: int) -> None:
 @command("fill", "data", "fill a host-accessible buffer with a value, iota (0,1,2,…) or random",
          "fill h0 iota dtype float32", "memset / a host loop (the host writes the bytes)",
          args=(Arg("NAME", "buffer"), Arg("VALUE", "value")),
-         opts=(Opt("dtype", Arg("T", "dtype")), Opt("seed", Arg("N", "int"))),
+         opts=(Opt("dtype", Arg("T", "dtype")), Opt("seed", Arg("SEED", "int"))),
          details="The host writes every element of the buffer as dtype T (default uint8); trailing bytes "
                  "that do not make a whole element stay as they were. `random` is repeatable with `seed`.")
 def fill(session, backend, args):
@@ -73,9 +73,9 @@ def fill(session, backend, args):
     value = args.get("VALUE")
     _check_value(value, dtype, args.col("VALUE"))
     count = buf.size // dtype.itemsize
-    seed = args.get("N", 0)
+    seed = args.get("SEED", 0)
     if not 0 <= seed < 1 << 64:
-        raise usage(f"seed {seed} is not 0..2^64-1", args.col("N"))
+        raise usage(f"seed {seed} is not 0..2^64-1", args.col("SEED"))
     backend.reserve(buf, 0, count * dtype.itemsize)
     per = STEP // dtype.itemsize
     for start in range(0, count, per):
@@ -88,7 +88,7 @@ def fill(session, backend, args):
 
 @command("show", "data", "print the elements of a host-accessible buffer", "show h0 dtype float32 count 8",
          "(the host reads the memory)", args=(Arg("NAME", "buffer"),),
-         opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("N", "count")), Opt("offset", Arg("B", "size"))),
+         opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("COUNT", "count")), Opt("offset", Arg("B", "size"))),
          details="Shows `count` elements (default: the `count` setting, 16) from byte `offset` as dtype T — by "
                  "default the dtype its bytes were last written as: `fill … dtype`, float32 after a built-in kernel "
                  "wrote it, its source's after a `memcpy`, uint8 after a `memset`.")
@@ -99,12 +99,12 @@ def show(session, backend, args):
     offset = args.get("B", 0)
     check_range(buf, offset, 0, args.col("B"), "show")
     available = (buf.size - offset) // dtype.itemsize
-    if "N" in args.values:
-        count = args.get("N")
+    if "COUNT" in args.values:
+        count = args.get("COUNT")
         if count > SHOW_LIMIT:  # each element becomes a Python number and a word on screen
-            raise usage(f"show prints at most {SHOW_LIMIT} elements, not {count}", args.col("N"),
+            raise usage(f"show prints at most {SHOW_LIMIT} elements, not {count}", args.col("COUNT"),
                         "`checksum` or `compare` look at a whole buffer")
-        check_range(buf, offset, count * dtype.itemsize, args.col("N"), "show")
+        check_range(buf, offset, count * dtype.itemsize, args.col("COUNT"), "show")
     else:
         count = min(int(session.settings["count"]), available)
     raw = backend.read(buf, offset, count * dtype.itemsize)

@@ -167,7 +167,7 @@ class Writer:
         if value == "iota":
             self.emit(f"fill_iota<{ctype}>({var}, {size});", i)
         elif value == "random":
-            self.emit(f"fill_random<{ctype}>({var}, {size}, {a.get('N', 0)}ull, {str(dtype.startswith('float')).lower()});", i)
+            self.emit(f"fill_random<{ctype}>({var}, {size}, {a.get('SEED', 0)}ull, {str(dtype.startswith('float')).lower()});", i)
         else:
             self.emit(f"fill_value<{ctype}>({var}, {size}, {value!r});", i)
 
@@ -196,7 +196,7 @@ class Writer:
     def c_stream_create(self, a, i, text):
         var = ident("s", a.get("NAME"))
         self.declare(f"cudaStream_t {var};")
-        prio = a.get("N", "0")
+        prio = a.get("PRIORITY", "0")
         prio_expr = {"high": "greatest", "low": "least"}.get(str(prio).lower(), str(prio))
         self.emit(f"{{ int least, greatest; CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest)); "
                   f"(void)least; (void)greatest; CHECK(cudaStreamCreateWithPriority(&{var}, "
@@ -245,7 +245,7 @@ class Writer:
         words = a.get("ARG") or []
         bufs = [w for p, w in zip(kernel.params, words) if p.is_buffer]
         block = a.get("B", 1 if kernel.name == "spin" else 256)
-        n = a.get("N", min(self.buffers[b][1] for b in bufs) // 4 if bufs else 1)
+        n = a.get("ELEMENTS", min(self.buffers[b][1] for b in bufs) // 4 if bufs else 1)
         grid = a.get("G", max(1, -(-n // block)))
         args = []
         for p, w in zip(kernel.params, words):
@@ -279,7 +279,7 @@ class Writer:
                   f"{self.buffers[name][1]}, {what}, loc)); }}", i)
 
     def c_repeat(self, a, i, text):
-        self.emit(f"for (int round = 0; round < {a.get('N')}; round++) {{", i)
+        self.emit(f"for (int round = 0; round < {a.get('TIMES')}; round++) {{", i)
         self.command(a.get("COMMANDS").replace("\n", ";"), i + 1)
         self.emit("}", i)
 

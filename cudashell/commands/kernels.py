@@ -23,7 +23,7 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool):
          "a loaded one", "launch saxpy 2.0 x y stream 1",
          "kernel<<<grid, block, shared, stream>>>(args…) (cuLaunchKernel)",
          args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True)),
-         opts=(Opt("n", Arg("N", "count")), Opt("grid", Arg("G", "count")), Opt("block", Arg("B", "count")),
+         opts=(Opt("n", Arg("ELEMENTS", "count")), Opt("grid", Arg("G", "count")), Opt("block", Arg("B", "count")),
                Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
          flags=(Flag("unchecked"),),
          details="Buffer names become device pointers (the host pointer itself for pinned memory under UVA); "
@@ -48,18 +48,18 @@ def launch(session, backend, args):
     values = [(_buffer_arg(session, backend, t, c, checked) if p.is_buffer else scalar(t, p.dtype, c))
               for p, t, c in zip(kernel.params, texts, cols)]
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
-    if not kernel.builtin and "N" in args.values:
-        raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("N"))
+    if not kernel.builtin and "ELEMENTS" in args.values:
+        raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("ELEMENTS"))
     block = args.get("B", 1 if kernel.name == "spin" else 256)
     if not 1 <= block <= 1024:
         raise usage(f"block {block} is outside 1..1024", args.col("B"))
     if bufs:
-        count = args.get("N", (min if kernel.builtin else max)(b.size for b in bufs) // 4)
+        count = args.get("ELEMENTS", (min if kernel.builtin else max)(b.size for b in bufs) // 4)
     else:
-        count = args.get("N", 1)
+        count = args.get("ELEMENTS", 1)
     if kernel.builtin:
         for buf in bufs:
-            check_range(buf, 0, count * 4, args.col("N"), f"{count} float32 elements")
+            check_range(buf, 0, count * 4, args.col("ELEMENTS"), f"{count} float32 elements")
     grid = args.get("G", max(1, -(-count // block)))
     if not 1 <= grid <= 0xFFFFFFFF:  # the C type's range; the driver itself refuses x over 2^31-1
         raise usage(f"grid {grid} is outside 1..2^32-1", args.col("G"))

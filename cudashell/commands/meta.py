@@ -189,7 +189,7 @@ def expect_faster(session, backend, args):
 
 @command("repeat", "scripts", "run commands N times, quietly; GPU-only blocks run at the driver's pace",
          "repeat 1000 <<< memcpy h2d p0 d0 4 >>>", "(a loop in the host program)",
-         args=(Arg("N", "count"), Arg("COMMANDS", "source")), flags=(Flag("shell"),),
+         args=(Arg("TIMES", "count"), Arg("COMMANDS", "source")), flags=(Flag("shell"),),
          details="The commands go between <<< and >>>; their output is not printed, a failure stops the loop and "
                  "is reported. Round 1 runs through the shell, checked as typed. When the block is only GPU work "
                  "(memcpy, memset, launch, prefetch, event record, wait, sync), the other rounds run on the GPU "
@@ -198,9 +198,9 @@ def expect_faster(session, backend, args):
                  "work to finish. `shell` runs every round through the shell instead (what a script of N copies "
                  "would cost).")
 def repeat(session, backend, args):
-    n = args.get("N")
+    n = args.get("TIMES")
     if not 1 <= n <= 1_000_000:
-        raise usage("repeat 1..1000000 times", args.col("N"))
+        raise usage("repeat 1..1000000 times", args.col("TIMES"))
     return Result("repeat", {"times": n, "commands": args.get("COMMANDS"), "col": args.col("COMMANDS"),
                              "shell": "shell" in args.flags}, action="repeat")
 

@@ -17,7 +17,7 @@ def stream_row(backend, s: Stream) -> dict:
 
 @command("stream create", "streams", "create a stream (numbered 1, 2, …)",
          "stream create nonblocking priority -2", "cudaStreamCreateWithPriority (cuStreamCreateWithPriority)",
-         flags=(Flag("nonblocking"),), opts=(Opt("priority", Arg("N", "word")), Opt("as", Arg("NAME", "newname"))),
+         flags=(Flag("nonblocking"),), opts=(Opt("priority", Arg("PRIORITY", "word")), Opt("as", Arg("NAME", "newname"))),
          details="A blocking stream (the default) waits for the legacy default stream and the default stream "
                  "waits for it; `nonblocking` opts out. Lower numbers are higher priority; the driver clamps "
                  "N into its range (0 least … -5 greatest on the H100); `high` and `low` name its ends.")
@@ -27,8 +27,8 @@ def stream_create(session, backend, args):
     if name.lower() in RESERVED or name in session.streams or name.lower() == "0":
         raise usage(f"'{name}' cannot name a new stream", args.col("NAME"), "pick another name")
     least, greatest = backend.priority_range()
-    asked = args.get("N", "0").lower()
-    asked = {"high": greatest, "low": least}.get(asked) if asked in ("high", "low") else parse_int(asked, args.col("N"))
+    asked = args.get("PRIORITY", "0").lower()
+    asked = {"high": greatest, "low": least}.get(asked) if asked in ("high", "low") else parse_int(asked, args.col("PRIORITY"))
     handle, priority = backend.stream_create("nonblocking" in args.flags, asked)
     if session.held is not None:  # held streams are every stream, those made later too
         backend.hold([handle])

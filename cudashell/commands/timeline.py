@@ -57,7 +57,7 @@ def explain_(session, backend, args):
 @command("timeline", "streams", "an ASCII Gantt chart of the GPU work, per stream and per engine",
          "timeline last 12", "(CUPTI activity records — CUDA events around each operation where CUPTI is missing; "
          "modeled on the simulator)",
-         opts=(Opt("last", Arg("N", "count")), Opt("width", Arg("W", "count"))),
+         opts=(Opt("last", Arg("OPS", "count")), Opt("width", Arg("W", "count"))),
          details="One row per stream and per engine (copy H2D, copy D2H, compute): overlap shows as letters "
                  "in the same columns. H h2d copy, D d2h copy, C d2d copy, M memset, K kernel, P prefetch; "
                  "# where one engine row holds two operations at once; . on a stream row: issued, waiting in its "
@@ -65,8 +65,8 @@ def explain_(session, backend, args):
                  "and ended); without CUPTI they come from events, which count a wait in the queue as running.")
 def timeline(session, backend, args):
     done, pending = finished(session, backend)
-    if "N" in args.values:
-        done = done[-args.get("N"):]
+    if "OPS" in args.values:
+        done = done[-args.get("OPS"):]
     width = args.get("W", 64)
     if not 16 <= width <= 400:
         raise usage("width must be 16..400", args.col("W"))
