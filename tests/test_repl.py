@@ -217,3 +217,36 @@ def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
     page(tall, "cat", out, rows=24, tty=False)  # a pipe, a script: never paged
     assert out.getvalue().endswith("line 49\n")
     page(tall, "no-such-pager-here", io.StringIO(), rows=24, tty=True)  # a pager that will not start: as is
+
+
+@pytest.mark.parametrize("rows,cols", [(24, 80), (40, 120)])
+def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_path, rows, cols):
+    """pexpect in a pty of the given size: `ls` fits the width with every pointer whole; `help` (taller than
+    24 rows) goes through the pager, which `q` leaves; a demo between two commands leaves them untouched."""
+    import re
+
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
+               TERM="xterm", NO_COLOR="1", LESS="")
+    child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",
+                          timeout=30, dimensions=(rows, cols))
+    child.expect("cush>")
+    child.send("alloc pinned 1MB as a; alloc device 64MB as dev; alloc pageable 4MB as mine; register mine mapped\r")
+    child.expect("cudaHostRegister")
+    child.expect("cush>")
+    child.send("ls\r")
+    child.expect("state")  # the table's header: what follows, up to the next prompt, is the table
+    child.expect("cush>")
+    table = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
+    assert re.search(r"0x[0-9a-f]{12}", table) and not re.search(r"0x[0-9a-f]{1,11}\s*$", table, re.M)
+    if rows == 24:
+        child.send("help\r")
+        child.expect(r"\(END\)|:")  # less waits: the help is taller than the screen
+        child.send("q")
+        child.expect("cush>")
+    child.send("demo zero-copy\r")
+    child.expect("scope of its own", timeout=60)
+    child.expect("cush>")
+    child.send("quit\r")
+    child.expect("released: a \\(pinned 1048576 B\\), dev \\(device 67108864 B\\), mine")
+    child.expect(pexpect.EOF)
