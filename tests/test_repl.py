@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import sys
 import threading
 import time
@@ -239,7 +240,7 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
     child.expect("cush>")
     table = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
     assert re.search(r"0x[0-9a-f]{12}", table) and not re.search(r"0x[0-9a-f]{1,11}\s*$", table, re.M)
-    if rows == 24:
+    if rows == 24 and shutil.which("less"):
         child.send("help\r")
         child.expect(r"\(END\)|:")  # less waits: the help is taller than the screen
         child.send("q")
