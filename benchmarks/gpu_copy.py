@@ -6,7 +6,6 @@ issue 3). Small copies and the command path are benchmarks/small_sizes.py's."""
 from __future__ import annotations
 
 import io
-import json
 import statistics
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
-from near_gpu import bind
+from harness import bind, run
 
 SIZES = (32 << 20, 256 << 20)
 REPS = 30
@@ -34,15 +33,6 @@ def c_reference() -> tuple[dict, float]:
         else:
             rates[(kind, direction, int(nbytes))] = float(value)
     return rates, small
-
-
-def run(shell: Shell, out: io.StringIO, line: str) -> dict:
-    start = out.tell()
-    shell.execute(line)
-    out.seek(start)
-    obj = json.loads(out.read().splitlines()[-1])
-    assert obj["ok"], obj
-    return obj["result"]
 
 
 def shell_rates(shell: Shell, out: io.StringIO) -> dict:

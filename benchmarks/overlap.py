@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from cudashell.shell import Shell
-from near_gpu import bind
+from harness import bind
 
 CHUNKS, BYTES, SPIN_US, GRID = 8, 16 << 20, 300, 264
 STREAMS = (1, 2, 4, 8)

@@ -10,7 +10,6 @@ Needs a GPU: `python benchmarks/small_sizes.py`; exits 1 when a target is missed
 from __future__ import annotations
 
 import io
-import json
 import statistics
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
-from near_gpu import bind
+from harness import bind, run
 
 SIZES = (4 << 10, 64 << 10, 1 << 20)
 HERE = Path(__file__).resolve().parent
@@ -39,15 +38,6 @@ def c_reference() -> tuple[dict, dict]:
             _, name, med, p10, p90 = line.split("|")
             latency[name] = (float(med), float(p10), float(p90))
     return gated, latency
-
-
-def run(shell: Shell, out: io.StringIO, line: str) -> dict:
-    start = out.tell()
-    shell.execute(line)
-    out.seek(start)
-    obj = json.loads(out.read().splitlines()[-1])
-    assert obj["ok"], obj
-    return obj["result"]
 
 
 def raw_pycuda_per_copy(n: int) -> float:

@@ -11,13 +11,12 @@ Needs a GPU and cupti-python: `python benchmarks/tracing.py`; exits 1 when a tar
 from __future__ import annotations
 
 import io
-import json
 import os
 import sys
 
 from cudashell.backends.cuda import CudaBackend
 from cudashell.shell import Shell
-from near_gpu import bind
+from harness import bind, run
 
 MIB = 1 << 20
 
@@ -26,15 +25,6 @@ def shell_on(tracing: bool) -> tuple[Shell, io.StringIO]:
     os.environ["CUDASHELL_TRACING"] = "on" if tracing else "off"  # read by the worker when it starts
     out = io.StringIO()
     return Shell(CudaBackend(), out=out, err=sys.stderr, json_mode=True), out
-
-
-def run(shell: Shell, out: io.StringIO, line: str) -> dict:
-    start = out.tell()
-    shell.execute(line)
-    out.seek(start)
-    obj = json.loads(out.read().splitlines()[-1])
-    assert obj["ok"], obj
-    return obj["result"]
 
 
 def rate(shell, out, size: int) -> float:

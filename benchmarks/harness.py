@@ -1,12 +1,27 @@
-"""Benchmarks run on the CPUs next to the GPU: pinned memory is placed on the NUMA node of the thread that
+"""What the device benchmarks share: running a shell command and taking its JSON result, and binding to the
+CPUs next to the GPU.
+
+Benchmarks run on the CPUs next to the GPU: pinned memory is placed on the NUMA node of the thread that
 touches it first, and a buffer on the far node copies at a fraction of the link's rate (on the H100 machine a
 run where it landed there read 39 GB/s instead of 54). The shell's worker and the C reference inherit the
 binding, so both sides of every ratio sit on the same node."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 from pathlib import Path
+
+
+def run(shell, out: io.StringIO, line: str) -> dict:
+    """Execute a line in a JSON-mode shell writing to `out`; the last command's result (it must succeed)."""
+    start = out.tell()
+    shell.execute(line)
+    out.seek(start)
+    obj = json.loads(out.read().splitlines()[-1])
+    assert obj["ok"], obj
+    return obj["result"]
 
 
 def parse_cpulist(text: str) -> set[int]:
