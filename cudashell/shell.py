@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from . import render
@@ -355,28 +356,20 @@ def release_session(backend, session: Session) -> None:
     """Give back everything a session made — a hold, buffers, streams, events — on a backend that lives on. A
     dead context's memory goes with it when the backend closes, so its refusals are passed over."""
     if session.held is not None:  # held work runs now, or freeing would wait for it forever
-        try:
+        with suppress(ShellError):
             backend.release()
-        except ShellError:
-            pass
         session.held = None
     for buf in list(session.buffers.values()):
-        try:
+        with suppress(ShellError):
             release(backend, buf)
-        except ShellError:
-            pass
         del session.buffers[buf.name]
     for s in list(session.streams.values()):
-        try:
+        with suppress(ShellError):
             backend.stream_destroy(s.handle)
-        except ShellError:
-            pass
         del session.streams[s.name]
     for ev in list(session.events.values()):
-        try:
+        with suppress(ShellError):
             backend.event_destroy(ev.handle)
-        except ShellError:
-            pass
         del session.events[ev.name]
 
 
