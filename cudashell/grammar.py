@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .errors import usage
+from .sizes import parse_count, parse_size
 
 # ---------------------------------------------------------------- tokens
 
@@ -85,52 +87,7 @@ def split_commands(line: str) -> tuple[Segment, ...]:
     return tuple(segments)
 
 
-# ---------------------------------------------------------------- numbers and sizes
-
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
-}
-_SIZE = re.compile(r"^(0x[0-9a-f]+|\d[\d_]*)([a-z]*)$", re.I)
-_POW = re.compile(r"^(\d+)\^(\d+)$")
-SIZE_HINT = "sizes look like 4096, 4KiB, 64MB, 1GiB or 2^20 (KB/MB/GB are powers of 1024)"
-
-
-SIZE_LIMIT = 1 << 64  # no address space is larger: past it a size is a typo, and floats of it overflow
-
-
-def _whole_number(text: str, col: int | None) -> int:
-    """`4096`, `010` (decimal), `100_000`, `0x1000`; a bad or endless one is a USAGE error."""
-    if len(text) > 40:
-        raise usage(f"size {text[:20]}… is absurdly large", col, SIZE_HINT)
-    try:
-        return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
-    except ValueError:
-        raise usage(f"bad size '{text}'", col, SIZE_HINT) from None
-
-
-def parse_size(text: str, col: int | None = None) -> int:
-    """Bytes from `4096`, `4KB`/`4KiB`, `64MB`, `1GiB`, `2^20`, `0x1000` (all units powers of 1024)."""
-    m = _POW.match(text)
-    if m:
-        base, exp = _whole_number(m.group(1), col), _whole_number(m.group(2), col)
-        value = base**exp if exp <= 64 and base < SIZE_LIMIT else SIZE_LIMIT
-    else:
-        m = _SIZE.match(text)
-        if not m or m.group(2).lower() not in _UNITS:
-            raise usage(f"bad size '{text}'", col, SIZE_HINT)
-        value = _whole_number(m.group(1), col) * _UNITS[m.group(2).lower()]
-    if value >= SIZE_LIMIT:
-        raise usage(f"size {text} is absurdly large (2^64 bytes or more)", col, SIZE_HINT)
-    return value
-
-
-def parse_count(text: str, col: int | None = None) -> int:
-    """A plain count such as an element count: `1000`, `100_000`, `2^20`, `1M` (units of 1024)."""
-    return parse_size(text, col)
+# ---------------------------------------------------------------- numbers
 
 
 def parse_int(text: str, col: int | None = None) -> int:
@@ -140,17 +97,48 @@ def parse_int(text: str, col: int | None = None) -> int:
         raise usage(f"expected an integer, got '{text}'", col) from None
 
 
-def format_size(n: int) -> str:
-    """`64 MiB` for round sizes, `390.62 KiB` otherwise, plain bytes under 1 KiB."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:.0f} {unit}" if n % scale == 0 else f"{v:.2f} {unit}"
-    return f"{n} B"
+# ---------------------------------------------------------------- parts of buffers
+
+_PART = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<start>[^\]:]*):(?P<plus>\+?)(?P<stop>[^\]]*)\]$")
+PART_HINT = "a part of a buffer looks like p0[32MB:], p0[1MB:+64KB] (start and length) or p0[0:4KB] (start and end)"
 
 
-def format_size_exact(n: int) -> str:
-    return f"{format_size(n)} ({n} B)" if n >= 1024 else f"{n} B"
+@dataclass(frozen=True)
+class Part:
+    """`p0`, `p0[32MB:]`, `p0[1MB:+64KB]`, `p0[:4KB]`, `p0[1MB:2MB]`: a buffer's name and a byte range of it, as
+    C's `p0 + start` with a length. Open ends are None; whether the range fits the buffer is the session's to say."""
+
+    name: str
+    start: int = 0
+    stop: int | None = None  # exclusive end, as in a Python slice
+    length: int | None = None  # the `+N` form
+    col: int | None = None  # where the range starts in the line, for errors about it
+
+    @property
+    def whole(self) -> bool:
+        return self.start == 0 and self.stop is None and self.length is None
+
+
+def parse_part(text: str, col: int | None = None) -> Part:
+    """A buffer name with an optional `[start:end]` / `[start:+length]` byte range (sizes as everywhere)."""
+    if "[" not in text and "]" not in text:
+        return Part(text, col=col)
+    m = _PART.match(text)
+    if m is None:
+        raise usage(f"bad range '{text}'", col, PART_HINT)
+    at = (col or 1) + len(m.group("name")) + 1
+    start = parse_size(m.group("start"), at) if m.group("start") else 0
+    end_at = at + len(m.group("start")) + 1 + len(m.group("plus"))
+    stop_text = m.group("stop")
+    if m.group("plus") and not stop_text:
+        raise usage(f"'+' needs a length in '{text}'", end_at, PART_HINT)
+    stop = parse_size(stop_text, end_at) if stop_text else None
+    if m.group("plus"):
+        return Part(m.group("name"), start, None, stop, at)
+    if stop is not None and stop < start:
+        raise usage(f"the range in '{text}' ends ({stop}) before it starts ({start})", end_at,
+                    f"write p0[{start}:+LENGTH] for a length")
+    return Part(m.group("name"), start, stop, None, at)
 
 
 # ---------------------------------------------------------------- syntax
@@ -158,14 +146,21 @@ def format_size_exact(n: int) -> str:
 
 @dataclass(frozen=True)
 class Arg:
-    """A positional argument. `kind` drives conversion and completion: buffer, stream, size, count,
-    int, dtype, value, word, file, command, code, key, text, rest (the raw remainder of the command)."""
+    """A positional argument. `kind` drives conversion and completion: buffer, part (a buffer or a byte range
+    of one: `p0[1MB:+64KB]`), stream, size, count, int, dtype, value, word, file, command, code, key, text, rest (the raw remainder of the command)."""
 
     name: str
     kind: str = "word"
     choices: tuple[str, ...] = ()
     optional: bool = False
     many: bool = False
+    accepts: Callable | None = field(default=None, compare=False)  # (buffer, words typed) -> bool: completion
+
+    def buffers(self, value) -> list[str]:
+        """The buffer names a value of this argument holds (a part's name; each of a repeated argument)."""
+        if self.kind not in ("buffer", "part"):
+            return []
+        return [v.name if isinstance(v, Part) else v for v in (value if isinstance(value, list) else [value])]
 
     def usage(self) -> str:
         core = "|".join(self.choices) if self.choices else self.name
@@ -189,6 +184,7 @@ class Opt:
 class Flag:
     word: str
     aliases: tuple[str, ...] = ()
+    only_with: tuple[str, ...] = ()  # the values of the first argument it goes with (alloc's kind), for completion
 
     def usage(self) -> str:
         return "[" + "|".join((self.word,) + self.aliases) + "]"
@@ -237,6 +233,8 @@ def convert(arg: Arg, tok: Token):
         return parse_count(text, col)
     if arg.kind == "int":
         return parse_int(text, col)
+    if arg.kind == "part":
+        return parse_part(text, col)
     if arg.kind == "dtype":
         low = text.lower()
         if low not in DTYPES:

@@ -6,11 +6,13 @@ import json
 import math
 import re
 import textwrap
+from dataclasses import dataclass
+from typing import Callable
 
 from tabulate import tabulate
 
 from .errors import ShellError
-from .grammar import format_size, format_size_exact
+from .sizes import format_size, format_size_exact
 from .results import Result
 
 
@@ -67,7 +69,7 @@ def _copy(d):
     how = _how(d)
     rate = f" = {d['gbps']:.2f} GB/s" if d["gbps"] else ""
     where = f" on stream {d['stream']}" if d["async"] else ""
-    return [f"memcpy {d['direction']} {d['src']} → {d['dst']}: {format_size_exact(d['bytes'])} in "
+    return [f"memcpy {d['direction']} {d['src_part']} → {d['dst_part']}: {format_size_exact(d['bytes'])} in "
             f"{_gpu_time(d)}{rate}{where}; {d['call']}, {how} {_timing(d)}"]
 
 
@@ -85,7 +87,7 @@ def _sync(d):
 
 
 def _memset(d):
-    return [f"memset {d['name']} = {d['value']}: {format_size_exact(d['bytes'])} in {_gpu_time(d)}; "
+    return [f"memset {d['part']} = {d['value']}: {format_size_exact(d['bytes'])} in {_gpu_time(d)}; "
             f"{d['call']}, {_how(d)} {_timing(d)}"]
 
 
@@ -170,12 +172,13 @@ def _show(d):
 
 
 def _compare(d):
+    a, b = d["a_part"], d["b_part"]
     if d["equal"]:
-        line = f"{d['a']} == {d['b']} ({format_size_exact(d['bytes'])})"
+        line = f"{a} == {b} ({format_size_exact(d['bytes'])})"
     elif "offset" in d:
-        line = f"{d['a']} != {d['b']}: first difference at byte {d['offset']}: {d['a_byte']} vs {d['b_byte']}"
+        line = f"{a} != {b}: first difference at byte {d['offset']}: {d['a_byte']} vs {d['b_byte']}"
     else:
-        line = (f"{d['a']} != {d['b']}: the first {d['bytes']} bytes match but the sizes differ "
+        line = (f"{a} != {b}: the first {d['bytes']} bytes match but the sizes differ "
                 f"({d['sizes'][0]} vs {d['sizes'][1]})")
     return [line] + pending_notes(d)
 
@@ -424,17 +427,33 @@ def _reset(d, tablefmt, width=0):
     return lines
 
 
-TABLES = {"reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile, "kernel_list": _kernel_list}
+TABLES = {"reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile,
+          "kernel_list": _kernel_list}
+PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
+
+
+@dataclass(frozen=True)
+class View:
+    """How one kind of result is shown: its text lines (tables fitted, prose wrapped to the width), and whether it
+    is prose, which has no CSV form."""
+
+    lines: Callable  # (data, tablefmt, width) -> list[str]
+    prose: bool = False
+
+
+def _wrapped(fn) -> Callable:
+    return lambda d, tablefmt, width: wrap(fn(d), width)
+
+
+# one view per result kind: a handler returning a kind without one fails its test (tests/test_render.py)
+VIEWS: dict[str, View] = {**{k: View(_wrapped(f), k in PROSE) for k, f in SIMPLE.items()},
+                          **{k: View(f) for k, f in TABLES.items()}}
 
 
 def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:
     if result.as_json:
         return json.dumps(_json_safe(result.data), ensure_ascii=False)
-    if result.kind in TABLES:
-        lines = TABLES[result.kind](result.data, tablefmt, width)
-    else:
-        lines = wrap(SIMPLE[result.kind](result.data), width)
-    return "\n".join(lines)
+    return "\n".join(VIEWS[result.kind].lines(result.data, tablefmt, width))
 
 
 def where(file: str | None, line: int | None, col: int | None) -> str:
@@ -459,9 +478,6 @@ def _json_safe(x):
     if isinstance(x, (list, tuple)):
         return [_json_safe(v) for v in x]
     return x
-
-
-PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
 
 
 def csv_text(result: Result) -> str:

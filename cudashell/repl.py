@@ -24,7 +24,8 @@ from prompt_toolkit.validation import ValidationError, Validator
 
 from . import config
 from .errors import ShellError
-from .grammar import format_size, parse_size, split_commands, tokenize
+from .grammar import split_commands, tokenize
+from .sizes import format_size, parse_size
 from .registry import REGISTRY, lookup, parse_segment, specs
 from .shell import joined_source_lines
 from .suggest import suggest
@@ -83,7 +84,8 @@ class ShellLexer(Lexer):
         if first:
             return "class:command" if lookup(low) or any(n.startswith(low + " ") for n in REGISTRY) \
                 else "class:error"
-        if word in self.shell.session.buffers or word in self.shell.session.streams:
+        if word in self.shell.session.buffers or word in self.shell.session.streams \
+                or word.split("[")[0] in self.shell.session.buffers and word.endswith("]"):  # `p0[1MB:]`
             return "class:name"
         if low in _keywords():
             return "class:keyword"
@@ -138,11 +140,9 @@ def names_exist(line: str, session) -> bool:
         for seg in split_commands(line):
             cmd = parse_segment(seg)
             for arg in cmd.spec.args:
-                if arg.kind == "buffer" and arg.name in cmd.args.values:
-                    value = cmd.args.get(arg.name)
-                    names = value if isinstance(value, list) else [value]
-                    if any(n not in session.buffers and n != "all" for n in names):
-                        return False
+                if arg.name in cmd.args.values and any(
+                        n not in session.buffers and n != "all" for n in arg.buffers(cmd.args.get(arg.name))):
+                    return False
     except ShellError:
         return True
     return True

@@ -1,4 +1,4 @@
-"""What a handler returns: a kind (which picks the renderer), JSON-ready data, and an optional action
+"""What a handler returns: a kind (which picks its view in render.VIEWS), JSON-ready data, and an optional action
 for the shell (run a script, quit). Handlers never print."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ class Result:
     data: dict = field(default_factory=dict)
     action: str | None = None  # "run" or "quit": work only the Shell can do
     as_json: bool = False  # `bench … --json`: shown as its JSON object even in text mode (not part of the data)
+    named: str | None = None  # the name the shell gave what it made (`alloc` → p0): history records `as p0`
 
 
 def hexptr(p: int | None) -> str | None:

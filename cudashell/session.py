@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .errors import ShellError
 from .kernels import BUILTINS
+from .sizes import size_word
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
@@ -33,6 +34,9 @@ class Buffer:
     @property
     def host_accessible(self) -> bool:
         return self.kind != "device"
+
+    def whole(self) -> "Region":
+        return Region(self, 0, self.size, False)
 
     @property
     def device_accessible(self) -> bool:
@@ -91,6 +95,29 @@ class Event:
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
             "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off"}
+
+
+@dataclass(frozen=True, eq=False)
+class Region:
+    """Bytes [offset, offset + nbytes) of a buffer: what `p0[1MB:+64KB]` names (`explicit` when the text gave its
+    end), checked to fit before any backend sees it. C sees it as `p0 + offset`."""
+
+    buf: Buffer
+    offset: int
+    nbytes: int
+    explicit: bool
+
+    @property
+    def name(self) -> str:
+        return self.buf.name
+
+    def label(self, nbytes: int | None = None) -> str:
+        """`p0` for a whole buffer, `p0[1MB:+64KB]` for a part — of `nbytes` from the start, when given — in the
+        form the shell reads back."""
+        nbytes = self.nbytes if nbytes is None else nbytes
+        if self.offset == 0 and nbytes == self.buf.size:
+            return self.buf.name
+        return f"{self.buf.name}[{size_word(self.offset)}:+{size_word(nbytes)}]"
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .grammar import parse_size
+from .sizes import parse_size
 
 
 def _tabulate_formats() -> list[str]:

@@ -9,11 +9,10 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from . import render
+from . import cemit, render
 from .backends.base import Backend
 from .commands.memory import release
 from .errors import ShellError
-from .explain import explain
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
 from .registry import parse_segment
@@ -70,12 +69,14 @@ class Shell:
     def _run_segment(self, seg: Segment, file: str | None, lineno: int | None) -> bool:
         if self.echo and not self.json_mode:
             self._write(self.out, f"cush> {seg.text}")
-        result, error = None, None
+        result, error, before = None, None, None
         t0 = time.perf_counter()
         try:
             if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
+            if self.session.settings["explain"] == "on":  # what was alive before: the C refers to it
+                before = cemit.alive(self.session), set(self.session.events)
             self.backend.command_started()
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
             if result.action == "run":
@@ -98,11 +99,14 @@ class Shell:
             error.at(seg.tokens[0].col)  # the driver's refusals point at the command that met them
         wall = time.perf_counter() - t0
         self.last_error = error
+        recorded = self._as_recorded(seg.text, result)
+        explained = cemit.explain(recorded, *before) if error is None and before else None
         if self.recording:
-            self.session.record(self._as_recorded(seg.text, result), error is None, error.code if error else None)
+            self.session.record(recorded, error is None, error.code if error else None)
         if result is not None and "call" in result.data and "host_seconds" in result.data:
             self.session.api.append((result.data["call"], result.data["host_seconds"]))
-        self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None)
+        self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
+                     explained)
         self._report_callbacks()
         return error is None
 
@@ -110,13 +114,9 @@ class Shell:
     def _as_recorded(text: str, result: Result | None) -> str:
         """History names what the shell named (`alloc pinned 1MB as p0`), so saving or exporting it
         replays to the same names."""
-        if result is None or " as " in f" {text.lower()} ":
+        if result is None or result.named is None or " as " in f" {text.lower()} ":
             return text
-        if result.kind == "alloc":
-            return f"{text} as {result.data['buffer']['name']}"
-        if result.kind == "stream":
-            return f"{text} as {result.data['name']}"
-        return text
+        return f"{text} as {result.named}"
 
     def _report_callbacks(self) -> None:
         """Host callbacks that fired while the command ran (cuLaunchHostFunc runs them on a driver thread)."""
@@ -124,24 +124,24 @@ class Shell:
             self._report("(callback)", Result("callback", fired), None, None, None)
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
-                wall: float | None = None) -> None:
+                wall: float | None = None, explained: tuple[str, str] | None = None) -> None:
         if error is not None and getattr(error, "shown", False):
             return  # one error passed up through nested `run`s is printed once
         if error is not None:
             error.shown = True
-        explained = explain(result.kind, result.data) if result and self.session.settings["explain"] == "on" else None
         if self.json_mode:
             self._write(self.out, render.json_line(text, result, error, file, lineno, wall, explained))
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
         else:
-            csv = self.session.settings["format"] == "csv" and result.kind not in render.PROSE
+            csv = self.session.settings["format"] == "csv" and not render.VIEWS[result.kind].prose
             body = render.csv_text(result) if csv else \
                 render.human(result, self.session.settings["tablefmt"], int(self.session.settings["width"]))
             if body:  # `output`'s own word goes to the screen
                 self._write(self.out if result.action == "output" else self.redirect or self.out, body)
         if explained and not self.json_mode:
-            self._write(self.out, f"  C:      {explained[0]}\n  driver: {explained[1]}")
+            c = explained[0].replace("\n", "\n          ")
+            self._write(self.out, f"  C:      {c}\n  driver: {explained[1]}")
         if wall is not None and not self.json_mode:
             self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
 

@@ -12,6 +12,7 @@ from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize
 from .registry import REGISTRY, command_words, lookup
 from .settings import SETTINGS
 from .shipped import demos
+from .sizes import size_word
 
 
 
@@ -51,22 +52,15 @@ def _words(text: str) -> tuple[list[str], str]:
     return toks, ""
 
 
-def _buffer_names(session, spec_name: str, arg: Arg, words: list[str]) -> list[tuple[str, str]]:
-    bufs = list(session.buffers.values())
-    direction = words[1].lower() if spec_name == "memcpy" and len(words) > 1 else None
-    if direction in ("h2d", "d2h", "d2d", "h2h") and arg.name in ("SRC", "DST"):
-        side = direction[0] if arg.name == "SRC" else direction[2]
-        bufs = [b for b in bufs if side in b.side]
-    elif spec_name in ("launch", "memset"):
-        bufs = [b for b in bufs if b.device_accessible]
-    elif spec_name in ("show", "fill"):
-        bufs = [b for b in bufs if b.host_accessible]
-    elif spec_name in ("register",):
-        bufs = [b for b in bufs if b.kind == "pageable" and b.registered is None]
-    elif spec_name in ("unregister",):
-        bufs = [b for b in bufs if b.registered is not None]
-    elif spec_name in ("prefetch", "advise"):
-        bufs = [b for b in bufs if b.kind == "managed"]
+def _buffer_names(session, arg: Arg, words: list[str], partial: str) -> list[tuple[str, str]]:
+    """The buffers the argument accepts (its spec says which); for a part of one (`p0[`), its halves."""
+    bufs = [b for b in session.buffers.values() if arg.accepts is None or arg.accepts(b, words)]
+    if arg.kind == "part" and "[" in partial:
+        buf = session.buffers.get(partial.split("[")[0])
+        if buf is None:
+            return []
+        half = size_word(buf.size // 2)
+        return [(f"{buf.name}[0:+{half}]", "first half"), (f"{buf.name}[{half}:]", "second half")]
     return [(b.name, f"{b.kind} {b.size} B") for b in bufs]
 
 
@@ -96,8 +90,8 @@ def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: st
     if arg.choices:
         return [(c, arg.name.lower()) for c in arg.choices]
     kind = arg.kind
-    if kind == "buffer":
-        return _buffer_names(session, spec_name, arg, words) + ([("all", "every buffer")] if spec_name == "free" else [])
+    if kind in ("buffer", "part"):
+        return _buffer_names(session, arg, words, partial) + ([("all", "every buffer")] if spec_name == "free" else [])
     if kind == "stream":
         return [("0", "default stream")] + [(s, "stream") for s in session.streams]
     if kind == "event":
@@ -179,8 +173,6 @@ def _next(spec, rest: list[str], session, words: list[str], partial: str) -> lis
             break
     out += [(f.word, "flag") for f in spec.flags if f.word not in seen_flags]
     out += [(o.keyword, o.arg.name) for o in spec.opts if o.keyword not in seen_opts]
-    if spec.name == "alloc":  # flags that fit the kind typed so far
-        kind = rest[0].lower() if rest else ""
-        allowed = {"pinned": {"portable", "mapped", "writecombined"}, "managed": {"global", "host"}}.get(kind, set())
-        out = [(t, m) for t, m in out if m != "flag" or t in allowed]
-    return out
+    first = rest[0].lower() if rest else ""
+    only = {f.word: f.only_with for f in spec.flags if f.only_with}  # flags that fit the first argument typed
+    return [(t, m) for t, m in out if m != "flag" or t not in only or first in only[t]]

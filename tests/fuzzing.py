@@ -64,6 +64,11 @@ class Fuzzer:
         if kind == "buffer":
             names = list(s.buffers) or ["p0"]
             return pick(names * 4 + ["all", "nosuch", ""])
+        if kind == "part":
+            names = list(s.buffers) or ["p0"]
+            ranges = ["", "", "[0:]", "[1MB:]", "[4KB:+4KB]", "[:64]", "[8:4]", "[x:]", "[0:+]", "[", "[1:2:3]",
+                      "[2^70:]", "[0:+1GB]"]
+            return pick(names * 2 + ["nosuch"]) + pick(ranges)
         if kind == "newname":
             return pick([f"n{r.randrange(50)}", *list(s.buffers)[:2], "all", "1bad", "a.b-c", "x" * 300])
         if kind == "size":

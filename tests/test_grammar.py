@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from cudashell.errors import ShellError
-from cudashell.grammar import format_size, parse_size, split_commands
+from cudashell.grammar import split_commands
+from cudashell.sizes import format_size, parse_size
 from cudashell.registry import parse_segment
 
 

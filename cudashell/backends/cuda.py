@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from ..errors import RESET_HINT, STICKY, ShellError
+from ..session import Region
 from .base import Backend
 from .worker import BufRef, Channel
 
@@ -52,9 +53,11 @@ def cuda_unavailable_reason() -> str | None:
 
 
 def _wire(x):
-    """A session Buffer becomes a BufRef; a kernel loses its simulator function (not picklable, not needed)."""
+    """A session Buffer becomes a BufRef (in a Region too); a kernel loses its simulator function (not picklable, not needed)."""
     if hasattr(x, "registered") and hasattr(x, "host_ptr"):
         return BufRef(x.handle, x.name, x.kind, x.size, x.host_ptr, x.device_ptr, x.registered)
+    if isinstance(x, Region):
+        return replace(x, buf=_wire(x.buf))
     if isinstance(x, list):
         return [_wire(v) for v in x]
     if hasattr(x, "params") and hasattr(x, "sim"):

@@ -504,7 +504,9 @@ class GpuSide:
         values = []
         for param, arg in zip(kernel.params, args):
             if param.is_buffer:  # `unchecked`: a pointer the GPU cannot reach goes as C would pass it
-                values.append(C.c_uint64(arg.device_ptr if arg.device_ptr is not None else arg.host_ptr))
+                buf = arg.buf
+                values.append(C.c_uint64((buf.device_ptr if buf.device_ptr is not None else buf.host_ptr)
+                                         + arg.offset))
             elif kernel.name == "spin" and kernel.builtin:
                 values.append(C.c_int64(int(arg) * self.clock_khz // 1000))
             else:

@@ -540,8 +540,8 @@ class SimBackend(Backend):
                              "use fewer, larger blocks")
         named = dict(zip((q.name for q in kernel.params), args))
         faulty = [named[q.name].name for q in kernel.params if q.is_buffer and (
-            (q.writes and named[q.name].handle.readonly)
-            or (named[q.name].device_ptr is None and not p.pageable_memory_access))]
+            (q.writes and named[q.name].buf.handle.readonly)
+            or (named[q.name].buf.device_ptr is None and not p.pageable_memory_access))]
         if kernel.name == "spin":
             return self._submit(stream, int(named["us"]) * 1e-6, "compute", R.QUEUED)
         n = min(count, grid * block)
@@ -550,20 +550,22 @@ class SimBackend(Backend):
         scalars = {q.name: named[q.name] for q in kernel.params if not q.is_buffer}
         outputs = [q.name for q in kernel.params if q.writes]
         for name in outputs:  # the bytes the kernel will write must fit before anything changes
-            bufs[name].handle.data.reserve(0, nbytes)
+            bufs[name].buf.handle.data.reserve(bufs[name].offset, nbytes)
 
         def effect(snapshot):
             def run():
                 for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM
                     size = min(STEP, nbytes - pos)
-                    arrays = {k: b.handle.data.read(pos, size).view(np.float32) for k, b in bufs.items()}
+                    arrays = {k: r.buf.handle.data.read(r.offset + pos, size).view(np.float32)
+                              for k, r in bufs.items()}
                     with np.errstate(over="ignore", invalid="ignore"):  # the GPU gives inf/nan silently too
                         for name, values in kernel.sim(arrays, scalars).items():
-                            bufs[name].handle.data.write(pos, values.astype(np.float32))
+                            r = bufs[name]
+                            r.buf.handle.data.write(r.offset + pos, values.astype(np.float32))
             return run
 
         moved = sum(nbytes * (2 if q.kind == "inout" else 1) /
-                    (p.kernel_device_read if bufs[q.name].kind in ("device", "managed") else p.kernel_zero_copy_read)
+                    (p.kernel_device_read if bufs[q.name].buf.kind in ("device", "managed") else p.kernel_zero_copy_read)
                     for q in kernel.params if q.is_buffer)
         return self._submit(stream, p.launch_latency + moved, "compute", R.QUEUED, None if faulty else effect,
                             fault=ILLEGAL if faulty else None)

@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 
 from ..errors import ShellError
 from ..kernels import BUILTINS, Kernel
+from ..session import Region
 
 # After a reply, look for the next request this long before sleeping in recv: a sleeping worker wakes tens of µs
 # late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
@@ -128,6 +129,8 @@ class Worker:
             return x
         if kind is list:
             return [self._local(v) for v in x]
+        if kind is Region:  # a kernel's pointer into a buffer
+            return replace(x, buf=self._local(x.buf))
         if kind is Kernel and x.builtin:  # its numpy twin stayed behind (functions do not pickle)
             return BUILTINS[x.name]
         return x

@@ -10,7 +10,8 @@ import csv
 import statistics
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt, parse_size
+from ..grammar import Arg, Flag, Opt
+from ..sizes import parse_size
 from ..kernels import BUILTINS
 from ..machine import pcie_peak
 from ..registry import command
@@ -89,7 +90,7 @@ def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, strea
         h, g = host[i], dev[i]
         src, dst = (h, g) if d == "h2d" else (g, h)
         if kind == "mapped":  # a kernel's threads do the copy through the mapped pointer
-            return [["launch", (BUILTINS["copy"], [src, dst], n, -(-n // 256), 256, 0, streams[d])]]
+            return [["launch", (BUILTINS["copy"], [src.whole(), dst.whole()], n, -(-n // 256), 256, 0, streams[d])]]
         if kind == "managed":  # pages must move every time: there and back, both counted
             first, back = ("device", "host") if d == "h2d" else ("host", "device")
             return [["prefetch", (h, first, streams[d])], ["prefetch", (h, back, streams[d])]]
@@ -139,7 +140,7 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
                  "write counted), and under 1 MiB the time per copy. The copies are issued on the GPU side while "
                  "the streams are held (`hold`), then released and timed from the first start to the last end; "
                  "`ungated` lets each copy start as it is issued (pageable and managed copies always do: a held "
-                 "stream would keep their staging waiting forever). Ctrl-C keeps the points measured so far.")
+                 "stream would keep their staging waiting forever). Ctrl-C keeps the points measured so far.", exported=False)
 def bench_memcpy(session, backend, args):
     direction = args.get("DIR") or "h2d"
     kinds = args.get("KIND") or (["device"] if direction == "d2d" else ["pageable", "pinned"])
@@ -206,7 +207,7 @@ LATENCY_ROUNDS = 2000
                  "the host time of one round: median and spread (p10–p90). Synchronous 4-byte copies from pageable "
                  "and pinned memory, each direction (what `cudaMemcpy` of one value costs); launching an empty kernel "
                  "(the call alone, and with a sync: a round trip); recording an event; and a host function that does "
-                 "nothing, queued and waited for (a callback's round trip).")
+                 "nothing, queued and waited for (a callback's round trip).", exported=False)
 def bench_latency(session, backend, args):
     rounds = args.get("ROUNDS", LATENCY_ROUNDS)
     if not 10 <= rounds <= 1_000_000:
@@ -243,7 +244,7 @@ def bench_latency(session, backend, args):
          "malloc, cudaHostAlloc (each flag), cudaHostRegister, cudaMalloc, cudaMallocManaged and their frees",
          args=(Arg("KIND", choices=ALLOC_KINDS, optional=True, many=True),),
          opts=(Opt("sizes", Arg("SIZES", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
-         flags=(Flag("--json"),))
+         flags=(Flag("--json"),), exported=False)
 def bench_alloc(session, backend, args):
     kinds = args.get("KIND") or list(ALLOC_KINDS)
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [64 << 20, 256 << 20])
@@ -292,7 +293,7 @@ def _alloc_point(backend, kind: str, size: int) -> dict:
          opts=(Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))), flags=(Flag("--json"),),
          details="For each n (float32 elements, powers of two): the kernel alone, reading A and B from zero-copy "
                  "(mapped pinned) memory vs from device memory; and the whole step — device: copy A and B in from "
-                 "pageable memory, sum, copy C out; zero-copy: sum, copy C out. Says where zero-copy stops paying.")
+                 "pageable memory, sum, copy C out; zero-copy: sum, copy C out. Says where zero-copy stops paying.", exported=False)
 def bench_zerocopy(session, backend, args):
     rng = args.get("RANGE") or "2^10..2^20"
     counts = parse_sizes(rng, args.col("RANGE"), [])
@@ -330,7 +331,7 @@ def _zerocopy_point(backend, n: int) -> dict:
         grid = -(-n // 256)
 
         def kernel(a, b):
-            return ["launch", (BUILTINS["sum"], [a, b, dc], n, grid, 256, 0, None)]
+            return ["launch", (BUILTINS["sum"], [a.whole(), b.whole(), dc.whole()], n, grid, 256, 0, None)]
 
         def copy(src, dst):
             return ["memcpy", (src, 0, dst, 0, size, None, True)]
@@ -354,7 +355,7 @@ def _zerocopy_point(backend, n: int) -> dict:
          opts=(Opt("streams", Arg("LIST", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
          flags=(Flag("--json"),),
          details="8 chunks of 16 MiB on pinned memory: each copied in, worked on by a kernel spinning 300 µs on "
-                 "every SM, copied out; chunk c on stream c mod S. Prints the speedup over one stream.")
+                 "every SM, copied out; chunk c on stream c mod S. Prints the speedup over one stream.", exported=False)
 def bench_overlap(session, backend, args):
     counts = [int(x) for x in (args.get("LIST") or "1,2,4,8").split(",") if x.strip().isdigit()]
     if not counts or min(counts) < 1 or max(counts) > 32:

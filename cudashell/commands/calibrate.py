@@ -57,7 +57,7 @@ def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
 
 
 def launch_sum(backend, a, b, c, n: int, grid: int, block: int):
-    return backend.launch(BUILTINS["sum"], [a, b, c], n, grid, block, 0, None)
+    return backend.launch(BUILTINS["sum"], [a.whole(), b.whole(), c.whole()], n, grid, block, 0, None)
 
 
 def kernel_seconds(backend, a, b, c, n: int) -> float:
@@ -183,7 +183,7 @@ def measure(backend) -> dict:
                  "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; the host "
                  "cost of an async call and the shell's own time per command; pinned allocation cost per MiB; "
                  "and what a kernel reads per second from device and from zero-copy memory. `cudashell "
-                 "--sim-profile FILE` then models timings with them.")
+                 "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):
     info = backend.info
     figures = measure(backend)

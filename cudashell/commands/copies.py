@@ -6,7 +6,7 @@ from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..registry import command
 from ..results import Result, timing_data
-from .checks import check_device_accessible, check_range
+from .checks import check_device_accessible, check_range, common_size, region
 
 DIRECTIONS = ("h2d", "d2h", "d2d", "h2h")
 SIDE_WORD = {"h": "host", "d": "device", "hd": "managed (host or device)"}
@@ -29,6 +29,12 @@ def check_direction(direction: str, src, dst, col: int) -> None:
                          f"did you mean `memcpy {right} {src.name} {dst.name}`? (or leave the direction out)", col)
 
 
+def _fits(buf, words: list[str], end: int) -> bool:
+    """Completion after `memcpy h2d`: sources on the direction's first side, destinations on its second."""
+    direction = words[1].lower() if len(words) > 1 else ""
+    return direction not in DIRECTIONS or direction[end] in buf.side
+
+
 def stream_for(session, args):
     stream_name = args.get("S")
     if stream_name is not None and "async" not in args.flags:
@@ -36,56 +42,65 @@ def stream_for(session, args):
     return session.stream(stream_name, args.col("S"))
 
 
-@command("memcpy", "copies", "copy between buffers (direction inferred when left out)",
-         "memcpy h2d p0 d0 async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpy, cuMemcpyAsync)",
-         args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "buffer"), Arg("DST", "buffer"),
+@command("memcpy", "copies", "copy between buffers or parts of them (direction inferred when left out)",
+         "memcpy h2d p0[32MB:] d0[32MB:] async stream 1", "cudaMemcpy / cudaMemcpyAsync (cuMemcpy, cuMemcpyAsync)",
+         args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "part", accepts=lambda b, w: _fits(b, w, 0)),
+               Arg("DST", "part", accepts=lambda b, w: _fits(b, w, 2)),
                Arg("SIZE", "size", optional=True)),
          flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream")),),
-         details="Source first, as the direction reads. SIZE defaults to the whole source. Reports bytes, "
+         details="Source first, as the direction reads. A buffer or a part of one: `p0[32MB:]` (from 32 MiB to the "
+                 "end), `p0[1MB:+64KB]` (64 KiB from 1 MiB), `p0[0:4KB]` (start and end) — C's `p0 + offset`. "
+                 "SIZE defaults to the ranges' length, else the rest of the source. Reports bytes, "
                  "time, GB/s, whether the host call blocked (an async copy from pageable memory does: it is "
-                 "staged through a pinned buffer), and whether the time was measured or modeled. `unchecked` skips the shell's direction check (cuMemcpy "
-                 "infers it from the pointers); bounds are always checked.")
+                 "staged through a pinned buffer), and whether the time was measured or modeled. `unchecked` skips "
+                 "the shell's direction check (cuMemcpy infers it from the pointers); bounds are always checked.")
 def memcpy(session, backend, args):
-    src = session.buffer(args.get("SRC"), args.col("SRC"))
-    dst = session.buffer(args.get("DST"), args.col("DST"))
+    src = region(session, args.get("SRC"), args.col("SRC"), "copy")
+    dst = region(session, args.get("DST"), args.col("DST"), "copy")
     direction = args.get("DIR")
     if direction and "unchecked" not in args.flags:
-        check_direction(direction, src, dst, args.col("DIR"))
-    direction = infer_direction(src, dst)  # what the driver does under UVA, whatever was said
-    nbytes = args.get("SIZE", src.size)
-    check_range(src, 0, nbytes, args.col("SIZE"), "copy")
-    check_range(dst, 0, nbytes, args.col("SIZE") if "SIZE" in args.values else args.col("DST"), "copy")
+        check_direction(direction, src.buf, dst.buf, args.col("DIR"))
+    direction = infer_direction(src.buf, dst.buf)  # what the driver does under UVA, whatever was said
+    nbytes = common_size((src, dst), args.get("SIZE"), args.col("SIZE"), (args.col("SRC"), args.col("DST")))
+    size_col = args.col("SIZE") if "SIZE" in args.values else None
+    check_range(src.buf, src.offset, nbytes, size_col or args.col("SRC"), "copy")
+    check_range(dst.buf, dst.offset, nbytes, size_col or args.col("DST"), "copy")
     stream = stream_for(session, args)
     async_ = "async" in args.flags
-    t = backend.memcpy(src, 0, dst, 0, nbytes, stream.handle, async_)
-    session.track(f"memcpy {direction}", stream, nbytes, t, src, dst)
-    dst.view = src.view  # the bytes came as what they were
+    t = backend.memcpy(src.buf, src.offset, dst.buf, dst.offset, nbytes, stream.handle, async_)
+    session.track(f"memcpy {direction}", stream, nbytes, t, src.buf, dst.buf)
+    dst.buf.view = src.buf.view  # the bytes came as what they were
     return Result("copy", {"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
+                           "src_offset": src.offset, "dst_offset": dst.offset,
+                           "src_part": src.label(nbytes), "dst_part": dst.label(nbytes),
                            "gbps": nbytes / t.seconds / 1e9 if t.seconds else None,
                            "async": async_, "stream": stream.name,
                            "call": "cudaMemcpyAsync" if async_ else "cudaMemcpy", **timing_data(t)})
 
 
-@command("memset", "copies", "set bytes of device-accessible memory", "memset d0 0 1MB async",
+@command("memset", "copies", "set bytes of device-accessible memory", "memset d0[1MB:+64KB] 0 async",
          "cudaMemset / cudaMemsetAsync (cuMemsetD8)",
-         args=(Arg("NAME", "buffer"), Arg("BYTE", "int"), Arg("SIZE", "size", optional=True)),
+         args=(Arg("NAME", "part", accepts=lambda b, w: b.device_accessible), Arg("BYTE", "int"),
+               Arg("SIZE", "size", optional=True)),
          flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream")),),
          details="The GPU writes the bytes, so the buffer must be device-accessible (device, managed, or "
-                 "pinned/registered under UVA); `unchecked` hands the driver the host pointer anyway.")
+                 "pinned/registered under UVA); `unchecked` hands the driver the host pointer anyway. A part of a "
+                 "buffer (`d0[1MB:+64KB]`) sets only those bytes; SIZE defaults to the range's length.")
 def memset(session, backend, args):
-    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    part = region(session, args.get("NAME"), args.col("NAME"), "memset")
+    buf = part.buf
     value = args.get("BYTE")
     if not 0 <= value <= 255:
         raise usage(f"memset sets bytes: {value} is not 0..255", args.col("BYTE"))
-    nbytes = args.get("SIZE", buf.size)
-    check_range(buf, 0, nbytes, args.col("SIZE"), "memset")
+    nbytes = common_size((part,), args.get("SIZE"), args.col("SIZE"), (args.col("NAME"),))
+    check_range(buf, part.offset, nbytes, args.col("SIZE") if "SIZE" in args.values else args.col("NAME"), "memset")
     if "unchecked" not in args.flags:
         check_device_accessible(buf, args.col("NAME"), backend.info.unified_addressing)
     stream = stream_for(session, args)
     async_ = "async" in args.flags
-    t = backend.memset(buf, 0, value, nbytes, stream.handle, async_)
+    t = backend.memset(buf, part.offset, value, nbytes, stream.handle, async_)
     session.track("memset", stream, nbytes, t, buf)
     buf.view = "uint8"
-    return Result("memset", {"name": buf.name, "value": value, "bytes": nbytes, "async": async_,
-                             "stream": stream.name,
+    return Result("memset", {"name": buf.name, "offset": part.offset, "part": part.label(nbytes), "value": value, "bytes": nbytes,
+                             "async": async_, "stream": stream.name,
                              "call": "cudaMemsetAsync" if async_ else "cudaMemset", **timing_data(t)})

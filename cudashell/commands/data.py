@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import usage
+from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
 from ..registry import command
 from ..results import Result
-from .checks import check_host_accessible, check_range
+from .checks import check_host_accessible, check_range, common_size, region
 
 
 def pending(session, backend, *bufs) -> dict:
     """{buffer: [streams]} for buffers the GPU still has work on, as the host touches them."""
     session.settle(backend)
     return {b.name: b.pending_streams() for b in bufs if b.pending}
+
+def host_readable(buf, words) -> bool:
+    """Completion offers what the host can read or write."""
+    return buf.host_accessible
+
 
 STEP = 16 << 20  # bytes per piece, so big buffers are filled and compared without big temporaries
 SHOW_LIMIT = 1 << 20
@@ -62,7 +67,7 @@ def _check_value(value, dtype: np.dtype, col: int) -> None:
 
 @command("fill", "data", "fill a host-accessible buffer with a value, iota (0,1,2,…) or random",
          "fill h0 iota dtype float32", "memset / a host loop (the host writes the bytes)",
-         args=(Arg("NAME", "buffer"), Arg("VALUE", "value")),
+         args=(Arg("NAME", "buffer", accepts=host_readable), Arg("VALUE", "value")),
          opts=(Opt("dtype", Arg("T", "dtype")), Opt("seed", Arg("SEED", "int"))),
          details="The host writes every element of the buffer as dtype T (default uint8); trailing bytes "
                  "that do not make a whole element stay as they were. `random` is repeatable with `seed`.")
@@ -86,71 +91,95 @@ def fill(session, backend, args):
                            "pending": pending(session, backend, buf)})
 
 
-@command("show", "data", "print the elements of a host-accessible buffer", "show h0 dtype float32 count 8",
-         "(the host reads the memory)", args=(Arg("NAME", "buffer"),),
+@command("show", "data", "print the elements of a host-accessible buffer, or of a part of it",
+         "show h0[1MB:] dtype float32 count 8", "(the host reads the memory)", args=(Arg("NAME", "part", accepts=host_readable),),
          opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("COUNT", "count")), Opt("offset", Arg("B", "size"))),
-         details="Shows `count` elements (default: the `count` setting, 16) from byte `offset` as dtype T — by "
+         details="Shows `count` elements (default: the `count` setting, 16, or all of a range such as "
+                 "`h0[1MB:+64]`) from byte `offset` (or the range's start) as dtype T — by "
                  "default the dtype its bytes were last written as: `fill … dtype`, float32 after a built-in kernel "
                  "wrote it, its source's after a `memcpy`, uint8 after a `memset`.")
 def show(session, backend, args):
-    buf = session.buffer(args.get("NAME"), args.col("NAME"))
+    part = region(session, args.get("NAME"), args.col("NAME"), "show")
+    buf = part.buf
     check_host_accessible(buf, args.col("NAME"))
     dtype = np.dtype(args.get("T", buf.view))
-    offset = args.get("B", 0)
+    if "B" in args.values and not args.get("NAME").whole:
+        raise usage("give the start once: in the range or as `offset`", args.col("B"))
+    offset = args.get("B", part.offset)
     check_range(buf, offset, 0, args.col("B"), "show")
-    available = (buf.size - offset) // dtype.itemsize
-    if "COUNT" in args.values:
-        count = args.get("COUNT")
+    end = part.offset + part.nbytes if part.explicit else buf.size
+    available = max(0, end - offset) // dtype.itemsize
+    if "COUNT" in args.values or part.explicit:
+        count = args.get("COUNT", available)
+        where = args.col("COUNT") if "COUNT" in args.values else args.col("NAME")
         if count > SHOW_LIMIT:  # each element becomes a Python number and a word on screen
-            raise usage(f"show prints at most {SHOW_LIMIT} elements, not {count}", args.col("COUNT"),
+            raise usage(f"show prints at most {SHOW_LIMIT} elements, not {count}", where,
                         "`checksum` or `compare` look at a whole buffer")
-        check_range(buf, offset, count * dtype.itemsize, args.col("COUNT"), "show")
+        check_range(buf, offset, count * dtype.itemsize, where, "show")
     else:
         count = min(int(session.settings["count"]), available)
     raw = backend.read(buf, offset, count * dtype.itemsize)
     values = raw.view(dtype).tolist()
     return Result("show", {"name": buf.name, "dtype": dtype.name, "offset": offset, "count": count,
-                           "elements": available + offset // dtype.itemsize, "values": values,
+                           "elements": available + (0 if part.explicit else offset // dtype.itemsize),
+                           "values": values,
                            "pending": pending(session, backend, buf)})
 
 
 def first_difference(backend, a, b, nbytes: int) -> int | None:
+    """The first byte (counted from each region's start) where two regions differ, or None."""
     for pos in range(0, nbytes, STEP):
         n = min(STEP, nbytes - pos)
-        if backend.known_zero(a, pos, n) and backend.known_zero(b, pos, n):
+        if backend.known_zero(a.buf, a.offset + pos, n) and backend.known_zero(b.buf, b.offset + pos, n):
             continue
-        x, y = backend.read(a, pos, n), backend.read(b, pos, n)
+        x, y = backend.read(a.buf, a.offset + pos, n), backend.read(b.buf, b.offset + pos, n)
         diff = np.flatnonzero(x != y)
         if diff.size:
             return pos + int(diff[0])
     return None
 
 
-def compare_buffers(session, backend, a_name, b_name, size, cols) -> dict:
-    a = session.buffer(a_name, cols[0])
-    b = session.buffer(b_name, cols[1])
-    nbytes = size if size is not None else min(a.size, b.size)
-    check_range(a, 0, nbytes, cols[2], "compare")
-    check_range(b, 0, nbytes, cols[2], "compare")
+def compare_buffers(session, backend, a_part, b_part, size, cols) -> dict:
+    a = region(session, a_part, cols[0], "compare")
+    b = region(session, b_part, cols[1], "compare")
+    nbytes = min(a.nbytes, b.nbytes) if size is None and not (a.explicit or b.explicit) else \
+        common_size((a, b), size, cols[2], cols[:2])
+    check_range(a.buf, a.offset, nbytes, cols[2] or cols[0], "compare")
+    check_range(b.buf, b.offset, nbytes, cols[2] or cols[1], "compare")
     at = first_difference(backend, a, b, nbytes)
-    out = {"a": a.name, "b": b.name, "bytes": nbytes, "equal": at is None and (size is not None or a.size == b.size),
-           "pending": pending(session, backend, a, b)}
+    same_length = size is not None or a.explicit or b.explicit or a.nbytes == b.nbytes
+    out = {"a": a.name, "b": b.name, "a_offset": a.offset, "b_offset": b.offset, "a_part": a.label(nbytes),
+           "b_part": b.label(nbytes), "bytes": nbytes,
+           "equal": at is None and same_length, "pending": pending(session, backend, a.buf, b.buf)}
     if at is not None:
-        out.update(offset=at, a_byte=int(backend.read(a, at, 1)[0]), b_byte=int(backend.read(b, at, 1)[0]))
+        out.update(offset=at, a_byte=int(backend.read(a.buf, a.offset + at, 1)[0]),
+                   b_byte=int(backend.read(b.buf, b.offset + at, 1)[0]))
     elif not out["equal"]:
-        out["sizes"] = [a.size, b.size]
+        out["sizes"] = [a.nbytes, b.nbytes]
     return out
 
 
-@command("compare", "data", "compare two buffers byte for byte", "compare h0 h1",
+@command("compare", "data", "compare two buffers (or parts of them) byte for byte", "compare h0 h1[4KB:]",
          "memcmp (device memory is read through a copy)",
-         args=(Arg("A", "buffer"), Arg("B", "buffer"), Arg("SIZE", "size", optional=True)),
-         details="Without SIZE the buffers must have the same size. Says the first differing offset.")
+         args=(Arg("A", "part"), Arg("B", "part"), Arg("SIZE", "size", optional=True)),
+         details="Without SIZE or a range's length the buffers must have the same size. Says the first differing "
+                 "offset, counted from the start of the compared bytes.", exported=False)
 def compare(session, backend, args):
     data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
-                           (args.col("A"), args.col("B"), args.col("SIZE")))
+                           (args.col("A"), args.col("B"), args.col("SIZE") if "SIZE" in args.values else None))
     return Result("compare", data)
 
+
+@command("expect equal", "scripts", "check that two buffers hold the same bytes", "expect equal h0 h1[4KB:+4KB]",
+         "(none)", args=(Arg("A", "part"), Arg("B", "part"), Arg("SIZE", "size", optional=True)), exported=False, saved=False)
+def expect_equal(session, backend, args):
+    data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
+                           (args.col("A"), args.col("B"), args.col("SIZE") if "SIZE" in args.values else None))
+    if not data["equal"]:
+        where = (f"first difference at byte {data['offset']}: {data['a_byte']} vs {data['b_byte']}"
+                 if "offset" in data else f"sizes differ: {data['sizes'][0]} vs {data['sizes'][1]}")
+        raise ShellError("EXPECT_FAILED", f"{data['a']} and {data['b']} differ — {where}", None, args.col("A"))
+    return Result("expect", {"expected": "equal", "passed": True, **data})
 
 
 def checksum(backend, buf) -> int:
@@ -166,7 +195,7 @@ def checksum(backend, buf) -> int:
 
 
 @command("checksum", "data", "a position-sensitive checksum of buffers (the same one `export c` prints)",
-         "checksum h0 d0", "(a host loop; device memory is read through a copy)", args=(Arg("NAME", "buffer", many=True),))
+         "checksum h0 d0", "(a host loop; device memory is read through a copy)", args=(Arg("NAME", "buffer", many=True),), exported=False)
 def checksum_(session, backend, args):
     bufs = [session.buffer(n, c) for n, c in zip(args.get("NAME"), args.many_cols["NAME"])]
     return Result("checksums", {"checksums": {b.name: checksum(backend, b) for b in bufs},

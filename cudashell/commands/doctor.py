@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import machine
-from ..grammar import format_size
+from ..sizes import format_size
 from ..registry import command
 from ..results import Result
 
@@ -87,6 +87,6 @@ def findings(backend) -> list[dict]:
 
 
 @command("doctor", "session", "explain this machine's memory path: link, NUMA, pinning limits, IOMMU, attributes",
-         "doctor", "cuDeviceGetAttribute, cuDriverGetVersion; /sys and /proc")
+         "doctor", "cuDeviceGetAttribute, cuDriverGetVersion; /sys and /proc", exported=False)
 def doctor(session, backend, args):
     return Result("doctor", {"findings": findings(backend), "backend": backend.name})

@@ -37,7 +37,7 @@ def event_sync(session, backend, args):
 
 
 @command("event query", "streams", "has the GPU reached an event yet?", "event query stop",
-         "cudaEventQuery (cuEventQuery)", args=(Arg("E", "event"),))
+         "cudaEventQuery (cuEventQuery)", args=(Arg("E", "event"),), exported=False)
 def event_query(session, backend, args):
     event = session.event(args.get("E"), args.col("E"))
     done = backend.event_query(event.handle)

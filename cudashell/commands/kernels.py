@@ -5,18 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt
+from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import Kernel, parse_kernels, scalar
 from ..registry import command
 from ..results import Result, timing_data
-from .checks import check_device_accessible, check_range
+from .checks import check_device_accessible, check_within, region
 
 
 def _buffer_arg(session, backend, text: str, col: int, checked: bool):
-    buf = session.buffer(text, col)
+    """A pointer argument: a buffer or a part of one (`d0[1MB:]` passes `d0 + 1MB`), as a Region."""
+    part = region(session, parse_part(text, col), col, "kernel argument")
     if checked:
-        check_device_accessible(buf, col, backend.info.unified_addressing)
-    return buf
+        check_device_accessible(part.buf, col, backend.info.unified_addressing)
+    return part
 
 
 @command("launch", "kernels", "launch a kernel: built-ins sum, fill, scale, saxpy, increment, touch, spin, or "
@@ -27,6 +28,7 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool):
                Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
          flags=(Flag("unchecked"),),
          details="Buffer names become device pointers (the host pointer itself for pinned memory under UVA); "
+                 "a part of a buffer (`d0[1MB:]`) passes the pointer plus the offset, as C's `d0 + offset`; "
                  "a buffer the GPU cannot reach is refused before launch. Scalars follow the kernel's "
                  "signature or take a suffix (2.5f, 7i, 9ul). Built-ins work on float32 elements: N defaults to "
                  "the smallest buffer's, block to 256, grid to cover N; only grid×block elements are computed. "
@@ -54,12 +56,12 @@ def launch(session, backend, args):
     if not 1 <= block <= 1024:
         raise usage(f"block {block} is outside 1..1024", args.col("B"))
     if bufs:
-        count = args.get("ELEMENTS", (min if kernel.builtin else max)(b.size for b in bufs) // 4)
+        count = args.get("ELEMENTS", (min if kernel.builtin else max)(r.nbytes for r in bufs) // 4)
     else:
         count = args.get("ELEMENTS", 1)
     if kernel.builtin:
-        for buf in bufs:
-            check_range(buf, 0, count * 4, args.col("ELEMENTS"), f"{count} float32 elements")
+        for r in bufs:
+            check_within(r, count * 4, args.col("ELEMENTS"), f"{count} float32 elements")
     grid = args.get("G", max(1, -(-count // block)))
     if not 1 <= grid <= 0xFFFFFFFF:  # the C type's range; the driver itself refuses x over 2^31-1
         raise usage(f"grid {grid} is outside 1..2^32-1", args.col("G"))
@@ -67,11 +69,11 @@ def launch(session, backend, args):
     t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
     moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
     session.track(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t,
-                  *[v for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
+                  *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
     for p, v in zip(kernel.params, values):
         if p.is_buffer and p.writes:
-            v.view = p.dtype  # what the kernel wrote it as: `show` reads it so
-    shown = [v.name if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
+            v.buf.view = p.dtype  # what the kernel wrote it as: `show` reads it so
+    shown = [v.label() if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
     return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": grid, "block": block,
                              "shared": args.get("BYTES", 0), "computed": min(count, grid * block),
                              "builtin": kernel.builtin, "stream": stream.name,
@@ -127,7 +129,7 @@ def kernel_define(session, backend, args):
     return Result("kernels", {"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
 
 
-@command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)")
+@command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)", exported=False)
 def kernels(session, backend, args):
     return Result("kernel_list", {"kernels": [{"name": n, "signature": k.signature(), "builtin": k.builtin,
                                                "summary": k.summary} for n, k in session.kernels.items()]})

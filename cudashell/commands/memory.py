@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..errors import held_error, ShellError, usage
-from ..grammar import Arg, Flag, Opt, format_size, format_size_exact
+from ..grammar import Arg, Flag, Opt
+from ..sizes import format_size, format_size_exact
 from ..registry import command
 from ..results import Result, hexptr, timing_data
 from ..session import Buffer
@@ -26,12 +27,21 @@ def buffer_row(buf: Buffer) -> dict:
             "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
             "same_pointer": same, "state": buf.state(), "device": buf.device}
 
+PINNED, MANAGED = ("pinned",), ("managed",)
+
+
+def managed_only(buf, words) -> bool:
+    return buf.kind == "managed"
+
+
 
 @command("alloc", "memory", "allocate pageable, pinned, device or managed memory",
          "alloc pinned 64MB mapped portable as staging",
          "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged",
          args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed")), Arg("SIZE", "size")),
-         flags=(Flag("portable"), Flag("mapped"), Flag("writecombined", ("wc",)), Flag("global"), Flag("host")),
+         flags=(Flag("portable", only_with=PINNED), Flag("mapped", only_with=PINNED),
+                Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED),
+                Flag("host", only_with=MANAGED)),
          opts=(Opt("as", Arg("NAME", "newname")),),
          details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
                  "under UVA), writecombined/wc (fast PCIe writes, very slow host reads). Managed: global "
@@ -58,12 +68,13 @@ def alloc(session, backend, args):
     buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle,
                  device=backend.info.ordinal)
     session.add_buffer(buf)
-    return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)})
+    return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
 
 
 @command("register", "memory", "pin an existing pageable buffer in place",
          "register h0 mapped", "cudaHostRegister (cuMemHostRegister)",
-         args=(Arg("NAME", "buffer"),), flags=(Flag("portable"), Flag("mapped"), Flag("readonly")),
+         args=(Arg("NAME", "buffer", accepts=lambda b, words: b.kind == "pageable" and b.registered is None),),
+         flags=(Flag("portable"), Flag("mapped"), Flag("readonly")),
          details="Page-locks the buffer's pages where they are, so DMA can reach them. Under UVA the GPU "
                  "can then use the host pointer itself. A read-only registration faults a kernel that writes.")
 def register(session, backend, args):
@@ -80,7 +91,8 @@ def register(session, backend, args):
 
 
 @command("unregister", "memory", "unpin a registered buffer", "unregister h0",
-         "cudaHostUnregister (cuMemHostUnregister)", args=(Arg("NAME", "buffer"),))
+         "cudaHostUnregister (cuMemHostUnregister)",
+         args=(Arg("NAME", "buffer", accepts=lambda b, words: b.registered is not None),))
 def unregister(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     backend.unregister(buf)
@@ -124,7 +136,7 @@ def free(session, backend, args):
                            "sync_rule": FREE_SYNCS.why if syncs else None})
 
 
-@command("ls", "memory", "list every buffer with its pointer pair and state", "ls", "(session state)")
+@command("ls", "memory", "list every buffer with its pointer pair and state", "ls", "(session state)", exported=False)
 def ls(session, backend, args):
     session.settle(backend)
     rows = [buffer_row(b) for b in session.buffers.values()]
@@ -134,7 +146,7 @@ def ls(session, backend, args):
 
 @command("info", "memory", "what the driver says about one buffer's pointer", "info p0",
          "cuPointerGetAttribute, cuMemHostGetFlags, cuMemHostGetDevicePointer",
-         args=(Arg("NAME", "buffer"),))
+         args=(Arg("NAME", "buffer"),), exported=False)
 def info(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     driver = backend.pointer_info(buf)
@@ -153,7 +165,7 @@ def info(session, backend, args):
 
 @command("prefetch", "memory", "migrate a managed buffer's pages to the device or the host",
          "prefetch m0 device stream 1", "cudaMemPrefetchAsync (cuMemPrefetchAsync_v2)",
-         args=(Arg("NAME", "buffer"), Arg("WHERE", choices=("device", "host"))),
+         args=(Arg("NAME", "buffer", accepts=managed_only), Arg("WHERE", choices=("device", "host"))),
          opts=(Opt("stream", Arg("S", "stream")),))
 def prefetch(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
@@ -169,7 +181,7 @@ def prefetch(session, backend, args):
 
 @command("advise", "memory", "tell the driver how a managed buffer will be used",
          "advise m0 preferred device", "cudaMemAdvise (cuMemAdvise_v2)",
-         args=(Arg("NAME", "buffer"), Arg("ADVICE", choices=("readmostly", "preferred", "accessed-by")),
+         args=(Arg("NAME", "buffer", accepts=managed_only), Arg("ADVICE", choices=("readmostly", "preferred", "accessed-by")),
                Arg("WHERE", choices=("device", "host"), optional=True)),
          details="readmostly: pages may be duplicated for reading; preferred device|host: where pages "
                  "should live; accessed-by device: map the pages for the device so it does not fault.")

@@ -6,14 +6,16 @@ import difflib
 from pathlib import Path
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt
-from ..registry import GROUPS, command, lookup, specs
+from ..grammar import Arg, Flag, Opt, split_commands
+from ..registry import GROUPS, command, lookup, parse_segment, specs
 from ..results import Result
 from ..settings import SETTINGS
 from ..shipped import DEMO_DIR, demos
-from .data import compare_buffers
 
-META = {"help", "history", "save", "quit", "echo"}
+
+def saved(text: str) -> bool:
+    """Whether `save` keeps a history line: every command in it is part of the experiment (Spec.saved)."""
+    return all(parse_segment(seg).spec.saved for seg in split_commands(text))
 
 
 def spec_help(spec) -> dict:
@@ -22,7 +24,7 @@ def spec_help(spec) -> dict:
 
 
 @command("help", "session", "list the commands, or explain one", "help memcpy", "(none)",
-         args=(Arg("COMMAND", "command", optional=True, many=True),))
+         args=(Arg("COMMAND", "command", optional=True, many=True),), exported=False, saved=False)
 def help_(session, backend, args):
     words = args.get("COMMAND")
     if not words:
@@ -41,28 +43,27 @@ def help_(session, backend, args):
 
 
 @command("device", "session", "show the GPU (or simulated GPU) and the attributes that govern memory",
-         "device", "cudaGetDeviceProperties (cuDeviceGetAttribute)")
+         "device", "cudaGetDeviceProperties (cuDeviceGetAttribute)", exported=False)
 def device(session, backend, args):
     return Result("device", {"backend": backend.name, "timing": backend.timing_label, **backend.info.as_dict()})
 
 
 @command("echo", "scripts", "print text", "echo pinned copies next", "(none)",
-         args=(Arg("TEXT", "rest", optional=True),))
+         args=(Arg("TEXT", "rest", optional=True),), saved=False)
 def echo(session, backend, args):
     return Result("echo", {"text": args.get("TEXT", "")})
 
 
-@command("history", "session", "the commands run so far", "history", "(none)")
+@command("history", "session", "the commands run so far", "history", "(none)", exported=False, saved=False)
 def history(session, backend, args):
     return Result("history", {"entries": [{"n": i + 1, "text": e.text, "ok": e.ok, "code": e.code}
                                           for i, e in enumerate(session.history)]})
 
 
 @command("save", "scripts", "save the successful commands so far as a .cush script", "save session.cush",
-         "(none)", args=(Arg("FILE", "file"),))
+         "(none)", args=(Arg("FILE", "file"),), exported=False, saved=False)
 def save(session, backend, args):
-    lines = [e.text for e in session.history if e.ok and e.text.split()[0].lower() not in META
-             and not e.text.lower().startswith(("run ", "expect "))]
+    lines = [e.text for e in session.history if e.ok and saved(e.text)]
     path = Path(args.get("FILE"))
     try:
         path.write_text("# saved by cudashell\n" + "".join(line + "\n" for line in lines))
@@ -80,7 +81,7 @@ def save(session, backend, args):
                  "table style (any tabulate format); pinlimit: how much may be page-locked in all (auto: half of "
                  "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU); gpu-timeout: seconds one wait on "
                  "the GPU may take before the shell gives the GPU up (off by default; Ctrl-C does it by hand), "
-                 "after which `reset` brings the session back.")
+                 "after which `reset` brings the session back.", exported=False)
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
@@ -109,7 +110,7 @@ def set_(session, backend, args):
 @command("output", "session", "send the results that follow to a file (appended), or `output off`",
          "output results.txt", "(none)", args=(Arg("FILE", "file"),),
          details="Like pgcli's \\o: every result after it is appended to FILE in the current format (`set format "
-                 "table|json|csv`); errors still show on the screen. `output off` writes to the screen again.")
+                 "table|json|csv`); errors still show on the screen. `output off` writes to the screen again.", exported=False)
 def output(session, backend, args):
     path = args.get("FILE")
     return Result("message", {"text": f"results go to {path}" if path != "off" else "results go to the screen",
@@ -118,13 +119,13 @@ def output(session, backend, args):
 
 
 @command("run", "scripts", "run a .cush script (paths relative to the calling script)", "run demo.cush",
-         "(none)", args=(Arg("FILE", "file"),))
+         "(none)", args=(Arg("FILE", "file"),), exported=False, saved=False)
 def run(session, backend, args):
     return Result("run", {"path": args.get("FILE"), "col": args.col("FILE")}, action="run")
 
 
 @command("quit", "session", "release everything and leave", "quit", "cudaFree… then cuCtxDestroy",
-         aliases=("exit",))
+         aliases=("exit",), exported=False, saved=False)
 def quit_(session, backend, args):
     return Result("quit", {}, action="quit")
 
@@ -136,7 +137,7 @@ def _previous(session):
     return last
 
 
-@command("expect ok", "scripts", "check that the command before succeeded", "expect ok", "(none)")
+@command("expect ok", "scripts", "check that the command before succeeded", "expect ok", "(none)", exported=False, saved=False)
 def expect_ok(session, backend, args):
     last = _previous(session)
     if not last.ok:
@@ -146,7 +147,7 @@ def expect_ok(session, backend, args):
 
 @command("expect error", "scripts", "check that the command before failed with CODE",
          "expect error CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "(none)", args=(Arg("CODE", "code"),),
-         details="In a script a failing command stops it unless the next command is a matching expect error.")
+         details="In a script a failing command stops it unless the next command is a matching expect error.", exported=False, saved=False)
 def expect_error(session, backend, args):
     last = _previous(session)
     code = args.get("CODE").upper()
@@ -158,22 +159,10 @@ def expect_error(session, backend, args):
     return Result("expect", {"expected": code, "passed": True})
 
 
-@command("expect equal", "scripts", "check that two buffers hold the same bytes", "expect equal h0 h1",
-         "(none)", args=(Arg("A", "buffer"), Arg("B", "buffer"), Arg("SIZE", "size", optional=True)))
-def expect_equal(session, backend, args):
-    data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
-                           (args.col("A"), args.col("B"), args.col("SIZE")))
-    if not data["equal"]:
-        where = (f"first difference at byte {data['offset']}: {data['a_byte']} vs {data['b_byte']}"
-                 if "offset" in data else f"sizes differ: {data['sizes'][0]} vs {data['sizes'][1]}")
-        raise ShellError("EXPECT_FAILED", f"{data['a']} and {data['b']} differ — {where}", None, args.col("A"))
-    return Result("expect", {"expected": "equal", "passed": True, **data})
-
-
 @command("expect faster", "scripts", "check that the time between two events is shorter than between two others",
          "expect faster b0 b1 than n0 n1", "cudaEventElapsedTime",
          args=(Arg("A1", "event"), Arg("A2", "event"), Arg("THAN", choices=("than",)), Arg("B1", "event"),
-               Arg("B2", "event")))
+               Arg("B2", "event")), exported=False, saved=False)
 def expect_faster(session, backend, args):
     a = backend.event_elapsed(session.event(args.get("A1"), args.col("A1")).handle,
                               session.event(args.get("A2"), args.col("A2")).handle)
@@ -220,7 +209,7 @@ def say(session, backend, args):
                  "article's conclusion (on the simulator: the modeled figures, and it says so). A demo runs in a "
                  "scope of its own — its own names, on the same GPU and settings — and everything it made is "
                  "released at its end: your buffers, streams and events are as you left them. The .cush files "
-                 "are in the package's demos/ folder: copy one to change it.")
+                 "are in the package's demos/ folder: copy one to change it.", exported=False)
 def demo(session, backend, args):
     name = args.get("NAME")
     available = demos()

@@ -35,7 +35,7 @@ def stream_create(session, backend, args):
     s = Stream(name, number, handle, "nonblocking" in args.flags, priority, backend.info.ordinal)
     session.add_stream(s)
     return Result("stream", {**stream_row(backend, s), "asked_priority": asked,
-                             "priority_range": [least, greatest]})
+                             "priority_range": [least, greatest]}, named=name)
 
 
 @command("stream destroy", "streams", "destroy a stream", "stream destroy 1",
@@ -52,14 +52,14 @@ def stream_destroy(session, backend, args):
 
 
 @command("stream query", "streams", "is a stream's work done?", "stream query 1", "cudaStreamQuery (cuStreamQuery)",
-         args=(Arg("S", "stream"),))
+         args=(Arg("S", "stream"),), exported=False)
 def stream_query(session, backend, args):
     s = session.stream(args.get("S"), args.col("S"))
     row = stream_row(backend, s)
     return Result("message", {"text": f"stream {row['name']}: {'idle' if row['idle'] else 'busy'}", **row})
 
 
-@command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)")
+@command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)", exported=False)
 def streams(session, backend, args):
     rows = [stream_row(backend, s) for s in [session.default_stream, *session.streams.values()]]
     return Result("streams", {"streams": rows})

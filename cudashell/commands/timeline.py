@@ -41,14 +41,14 @@ def finished(session, backend) -> tuple[list[dict], int]:
 
 
 @command("time", "session", "time every command (host wall time) — on or off", "time on", "(none)",
-         args=(Arg("SWITCH", choices=("on", "off")),))
+         args=(Arg("SWITCH", choices=("on", "off")),), exported=False)
 def time_(session, backend, args):
     session.settings["time"] = args.get("SWITCH")
     return Result("settings", {"settings": {"time": session.settings["time"]}})
 
 
 @command("explain", "session", "after each command, show the CUDA runtime C and the driver call — on or off",
-         "explain on", "(none)", args=(Arg("SWITCH", choices=("on", "off")),))
+         "explain on", "(none)", args=(Arg("SWITCH", choices=("on", "off")),), exported=False)
 def explain_(session, backend, args):
     session.settings["explain"] = args.get("SWITCH")
     return Result("settings", {"settings": {"explain": session.settings["explain"]}})
@@ -62,7 +62,7 @@ def explain_(session, backend, args):
                  "in the same columns. H h2d copy, D d2h copy, C d2d copy, M memset, K kernel, P prefetch; "
                  "# where one engine row holds two operations at once; . on a stream row: issued, waiting in its "
                  "queue for the engine. On a GPU the engine times are CUPTI's (when the engine really started "
-                 "and ended); without CUPTI they come from events, which count a wait in the queue as running.")
+                 "and ended); without CUPTI they come from events, which count a wait in the queue as running.", exported=False)
 def timeline(session, backend, args):
     done, pending = finished(session, backend)
     if "OPS" in args.values:
@@ -103,7 +103,7 @@ def timeline(session, backend, args):
          "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),),
          details="Each operation on its stream's track and its engine's, with the engine times (CUPTI's on a GPU "
                  "that has it); the time it waited in its queue, from issue to start, on a `stream N (waiting)` "
-                 "track beside its stream.")
+                 "track beside its stream.", exported=False)
 def trace_export(session, backend, args):
     done, pending = finished(session, backend)
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}
@@ -139,7 +139,7 @@ def _stats(name_times: dict) -> list[dict]:
          "(what nvprof / nsys print: CUPTI's engine times of the trace, and the host time of every CUDA call)",
          details="In nvprof's own layout: Time(%), Time, Calls, Avg, Min, Max, Name, for the GPU activities (the "
                  "engine time of each operation: CUPTI's records on a GPU that has them, events otherwise, modeled "
-                 "on the simulator) and for the API calls (the host time of each call the shell made).")
+                 "on the simulator) and for the API calls (the host time of each call the shell made).", exported=False)
 def profile(session, backend, args):
     done, pending = finished(session, backend)
     gpu = defaultdict(list)
