@@ -17,7 +17,9 @@ SESSION = ("alloc pinned 1MB mapped; alloc device 1MB; alloc pageable 64KB; fill
            "event record b stream 1; wait 2 b; memcpy d2h d0 p0 async stream 2; callback 2 done; sync; "
            "elapsed a b; repeat 3 <<< launch increment d0; memset d0 1 16 >>>; alloc managed 4KB; "
            "launch fill m0 3; launch saxpy 0.5 m0 m0; prefetch m0 host; advise m0 readmostly; sync; "
-           "alloc device 64KB as tmp; memcpy h0 tmp; launch sum tmp tmp tmp; sync; echo all done")
+           "alloc device 64KB as tmp; memcpy h0 tmp; launch sum tmp tmp tmp; sync; "
+           "memcpy p0[512KB:+64KB] d0[4KB:] async stream 1; launch scale d0[8KB:+8KB] 3.0; memset tmp[60KB:] 9; "
+           "memcpy d0[0:256KB] p0[768KB:]; sync; echo all done")
 NVCC = shutil.which("nvcc")
 
 

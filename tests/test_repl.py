@@ -48,6 +48,21 @@ def test_completion_offers_what_fits_at_the_cursor(shell):
     assert "saxpy" in texts("launch ", shell)
     assert texts("ls; fr", shell) == ["free"]
     assert texts("stream ", shell) == ["create", "destroy", "query"]
+    assert texts("show ", shell)[:2] == ["p0", "h0"]  # the host reads it: not d0
+    assert texts("memset ", shell)[:2] == ["p0", "d0"]  # the GPU writes it: not pageable h0
+    assert texts("show p0[", shell) == ["p0[0:+512KB]", "p0[512KB:]"]  # a part: its halves
+
+
+def test_parts_of_buffers_are_highlighted_as_names(shell):
+    from prompt_toolkit.document import Document
+
+    from cudashell.repl import ShellLexer
+
+    shell.execute("alloc pinned 1MB")
+    line = ShellLexer(shell).lex_document(Document("memcpy p0[4KB:] p0 nosuch[0:]"))(0)
+    styles = {text: style for style, text in line}
+    assert styles["nosuch[0:]"] == ""
+    assert styles.get("p0[4KB:]") == styles.get("p0") == "class:name"
 
 
 def test_file_paths_complete_for_run(shell, tmp_path):

@@ -622,7 +622,8 @@ class SimBackend(Backend):
             self.held.append(lambda: self.stream_wait(stream, event))
             return
         q = stream or self.default
-        q.tail = max(q.tail, event.time or 0.0)
+        if event.time is not None and math.isfinite(event.time):  # inf: recorded in a hold whose queue is gone
+            q.tail = max(q.tail, event.time)
 
     def host_callback(self, stream, text, label):
         self._alive()

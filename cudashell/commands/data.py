@@ -8,7 +8,7 @@ from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
 from ..registry import command
 from ..results import Result
-from .checks import check_host_accessible, check_range, common_size, region
+from .checks import check_host_accessible, check_range, check_within, common_size, region
 
 
 def pending(session, backend, *bufs) -> dict:
@@ -115,7 +115,10 @@ def show(session, backend, args):
         if count > SHOW_LIMIT:  # each element becomes a Python number and a word on screen
             raise usage(f"show prints at most {SHOW_LIMIT} elements, not {count}", where,
                         "`checksum` or `compare` look at a whole buffer")
-        check_range(buf, offset, count * dtype.itemsize, where, "show")
+        if part.explicit:
+            check_within(part, count * dtype.itemsize, where, f"{count} {dtype.name} elements")
+        else:
+            check_range(buf, offset, count * dtype.itemsize, where, "show")
     else:
         count = min(int(session.settings["count"]), available)
     raw = backend.read(buf, offset, count * dtype.itemsize)

@@ -220,6 +220,9 @@ def demo(session, backend, args):
         close = difflib.get_close_matches(name, list(available), n=1)
         raise ShellError("NO_SUCH_DEMO", f"no demo named '{name}'",
                          f"did you mean `{close[0]}`?" if close else "`demo` lists them", args.col("NAME"))
+    if session.held is not None:  # its session is its own, but the GPU's streams are the ones you hold
+        raise ShellError("STREAMS_HELD", "a demo cannot run while your streams are held: it would wait on them",
+                         "`release` first", args.col("NAME"))
     settings = {"lang": args.get("L")} if args.get("L") else {}
     return Result("run", {"path": str(DEMO_DIR / f"{name}.cush"), "col": args.col("NAME"), "scope": settings},
                   action="run")
