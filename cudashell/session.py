@@ -223,6 +223,24 @@ class Session:
         """How many operations the trace has seen (dropped ones too)."""
         return len(self.trace) + self.trace_dropped
 
+    def completed(self, backend) -> list[dict]:
+        """The async work whose GPU time was pending and is now known (engine times from CUPTI where there)."""
+        done = self.settle(backend)
+        if done:
+            self.refine(backend)
+        return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")} for e in done]
+
+    @staticmethod
+    def release_buffer(backend, buf: Buffer) -> bool:
+        """Free one buffer on the backend, unregistering it first when needed; True when it was unregistered.
+        (The caller drops it from `buffers`: `free` only after every buffer it names was released.)"""
+        unregistered = buf.registered is not None
+        if unregistered:
+            backend.unregister(buf)
+            buf.registered, buf.device_ptr = None, None
+        backend.free(buf)
+        return unregistered
+
     def settle(self, backend) -> list[dict]:
         """Ask the backend which work in flight has finished: fill in its GPU times, clear the buffers'
         pending marks. The one place pending state changes, so it follows the GPU (or the virtual clock)."""

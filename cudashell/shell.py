@@ -11,7 +11,6 @@ from pathlib import Path
 
 from . import cemit, render
 from .backends.base import Backend
-from .commands.memory import release
 from .errors import ShellError
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
@@ -361,7 +360,7 @@ def release_session(backend, session: Session) -> None:
         session.held = None
     for buf in list(session.buffers.values()):
         with suppress(ShellError):
-            release(backend, buf)
+            session.release_buffer(backend, buf)
         del session.buffers[buf.name]
     for s in list(session.streams.values()):
         with suppress(ShellError):

@@ -7,7 +7,6 @@ from ..registry import command
 from ..results import Result, timing_data
 from ..session import Event
 from .checks import check_name
-from .streams import completed
 
 
 @command("event record", "streams", "record an event on a stream (made on first use)", "event record start stream 1",
@@ -33,7 +32,7 @@ def event_sync(session, backend, args):
     event = session.event(args.get("E"), args.col("E"))
     t = backend.event_sync(event.handle)
     return Result("sync", {"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
-                           "completed": completed(session, backend)})
+                           "completed": session.completed(backend)})
 
 
 @command("event query", "streams", "has the GPU reached an event yet?", "event query stop",

@@ -100,16 +100,6 @@ def unregister(session, backend, args):
     return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostUnregister"})
 
 
-def release(backend, buf: Buffer) -> bool:
-    """Free one buffer, unregistering it first when needed; True when it was unregistered."""
-    unregistered = buf.registered is not None
-    if unregistered:
-        backend.unregister(buf)
-        buf.registered, buf.device_ptr = None, None
-    backend.free(buf)
-    return unregistered
-
-
 @command("free", "memory", "free buffers (or `free all`)", "free p0 d0",
          "free / cudaFreeHost / cudaFree", args=(Arg("NAME", "buffer", many=True),),
          details="A registered buffer is unregistered first. `free all` releases every buffer.")
@@ -128,7 +118,7 @@ def free(session, backend, args):
     freed = []
     t0 = backend.clock()
     for buf in bufs:
-        unregistered = release(backend, buf)
+        unregistered = session.release_buffer(backend, buf)
         del session.buffers[buf.name]
         freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)

@@ -76,24 +76,16 @@ def sync(session, backend, args):
         event = session.event(args.get("E"), args.col("E"))
         t = backend.event_sync(event.handle)
         return Result("sync", {"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
-                               "completed": completed(session, backend)})
+                               "completed": session.completed(backend)})
     if "S" in args.values:
         s = session.stream(args.get("S"), args.col("S"))
         t = backend.stream_sync(s.handle)
         return Result("sync", {"what": f"stream {s.name}", "call": "cudaStreamSynchronize",
                                **timing_data(t),
-                               "completed": completed(session, backend)})
+                               "completed": session.completed(backend)})
     t = backend.device_sync()
     return Result("sync", {"what": "device", "call": "cudaDeviceSynchronize", **timing_data(t),
-                           "completed": completed(session, backend)})
-
-
-def completed(session, backend) -> list[dict]:
-    """The async work whose GPU time was pending and is now known."""
-    done = session.settle(backend)
-    if done:
-        session.refine(backend)  # engine times (CUPTI), where the backend has them
-    return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")} for e in done]
+                           "completed": session.completed(backend)})
 
 
 @command("sleep", "streams", "let the host wait while the GPU works on", "sleep 5",
