@@ -6,6 +6,7 @@ import json
 import math
 import re
 import textwrap
+from html import escape
 from dataclasses import dataclass
 from typing import Callable
 
@@ -454,6 +455,21 @@ def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:
     if result.as_json:
         return json.dumps(_json_safe(result.data), ensure_ascii=False)
     return "\n".join(VIEWS[result.kind].lines(result.data, tablefmt, width))
+
+
+LABEL_COLOURS = {"measured": "#1a7f37", "modeled": "#0969da"}
+
+
+def html(result: Result) -> str:
+    """A result for a notebook: its tables as HTML tables, its other lines as text, pointers whole (no width to
+    fit), and whether its times were measured or modeled as a label at its head."""
+    lines = VIEWS[result.kind].lines(result.data, "html", 0)
+    parts = [line if line.lstrip().startswith("<table") else f"<div>{escape(line)}</div>" for line in lines]
+    label = result.data.get("timing")
+    badge = (f'<span style="background:{LABEL_COLOURS[label]};color:white;border-radius:3px;padding:0 4px;'
+             f'font-size:smaller">{label}</span> ') if label in LABEL_COLOURS else ""
+    return (f'<div class="cudashell cush-{result.kind}" style="font-family:monospace;white-space:pre-wrap">'
+            f"{badge}{''.join(parts)}</div>")
 
 
 def where(file: str | None, line: int | None, col: int | None) -> str:

@@ -43,6 +43,7 @@ class Shell:
         self.output_lost: str | None = None  # why output could not be written, once it could not
         self.session.progress = self._progress
         self.redirect = None  # `output FILE`: results go there (errors stay on the screen)
+        self.display = None  # (Result) -> None: shows results itself (the notebook's rich output) instead of text
 
     @property
     def json_mode(self) -> bool:
@@ -132,6 +133,8 @@ class Shell:
             self._write(self.out, render.json_line(text, result, error, file, lineno, wall, explained))
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
+        elif self.display is not None and self.redirect is None:
+            self.display(result)
         else:
             csv = self.session.settings["format"] == "csv" and not render.VIEWS[result.kind].prose
             body = render.csv_text(result) if csv else \
@@ -241,6 +244,16 @@ class Shell:
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
         name = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+        self.dirs.append(path.parent)
+        self.session.script_dir = path.parent
+        try:
+            return self.run_text(text, name)
+        finally:
+            self.dirs.pop()
+            self.session.script_dir = self.dirs[-1]
+
+    def run_text(self, text: str, name: str) -> bool:
+        """A script's text (a file's, a notebook cell's): checked whole, then run; errors say `name:line:col`."""
         items = self.script_items(text)
         errors = syntax_errors(items)
         if errors:  # found before anything runs: a typo on line 300 must not cost the 299 lines before it
@@ -252,13 +265,7 @@ class Shell:
             self.last_error = errors[0][0]
             self.failed = True
             return False
-        self.dirs.append(path.parent)
-        self.session.script_dir = path.parent
-        try:
-            return self.run_items(items, name)
-        finally:
-            self.dirs.pop()
-            self.session.script_dir = self.dirs[-1]
+        return self.run_items(items, name)
 
     def _repeat(self, result: Result) -> None:
         """Run a block N times with its output held back; a failure stops it and is the repeat's error. Round 1

@@ -10,6 +10,7 @@ import csv
 import statistics
 
 from ..errors import ShellError, usage
+from ..figures import bench_figure, close
 from ..grammar import Arg, Flag, Opt
 from ..sizes import parse_size
 from ..kernels import BUILTINS
@@ -407,36 +408,9 @@ def _outputs(result: Result, args) -> Result:
 
 def _plot(data: dict, path: str, col: int) -> None:
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        fig = bench_figure(data)
     except ImportError:
         raise ShellError("NOT_INSTALLED", "--plot needs matplotlib", "pip install 'cudashell[plot]'", col) from None
-    fig, ax = plt.subplots(figsize=(7, 4))
-    rows, bench = data["rows"], data["bench"]
-    if bench == "memcpy":
-        for kind in dict.fromkeys(r["kind"] for r in rows):
-            pts = [r for r in rows if r["kind"] == kind]
-            ax.plot([r["size"] for r in pts], [r["gbps"] for r in pts], marker="o", label=kind)
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="bytes per copy", ylabel="GB/s")
-    elif bench == "zerocopy":
-        for key in ("zc_kernel_us", "dev_kernel_us", "zc_step_us", "dev_step_us"):
-            ax.plot([r["n"] for r in rows], [r[key] for r in rows], marker="o", label=key)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set(xlabel="elements", ylabel="µs")
-    elif bench == "overlap":
-        ax.plot([r["streams"] for r in rows], [r["speedup"] for r in rows], marker="o", label="speedup")
-        ax.set(xlabel="streams", ylabel="× one stream")
-    else:
-        for kind in dict.fromkeys(r["kind"] for r in rows):
-            pts = [r for r in rows if r["kind"] == kind]
-            ax.plot([r["size"] for r in pts], [r["alloc_s_per_gib"] for r in pts], marker="o", label=kind)
-        ax.set(xlabel="bytes", ylabel="seconds per GiB")
-    ax.set_title(f"cudashell bench {bench} ({data['timing']})")
-    ax.legend()
     try:
         fig.savefig(path, dpi=100, bbox_inches="tight")
     except OSError as e:
@@ -444,5 +418,4 @@ def _plot(data: dict, path: str, col: int) -> None:
     except ValueError:  # matplotlib picks the format by the name's ending
         raise usage(f"cannot plot into '{path}': name a .png, .svg or .pdf file", col) from None
     finally:
-        plt.close(fig)
-
+        close(fig)

@@ -96,7 +96,8 @@ def timeline(session, backend, args):
             cells = rows[row]
             for i in range(a, b):  # a stream runs one thing at a time: only an engine row can clash
                 cells[i] = g if row.startswith("stream") or cells[i] in (" ", g) else "#"
-    return Result("timeline", {"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()],
+    spans = [{k: e.get(k) for k in ("op", "stream", "engine", "issued", "start", "end")} for e in done]
+    return Result("timeline", {"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()], "spans": spans,
                                "start": t0, "end": t1, "per_cell": scale, "ops": len(done), "pending": pending,
                                "timing": backend.timing_label, "source": source_of(backend)})
 

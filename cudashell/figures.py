@@ -1,0 +1,106 @@
+"""Results as pictures (matplotlib, imported only when a picture is asked for): `bench … --plot`, and in a notebook
+the timeline, the benches and the profile inline. Part of rendering, like render.py: no command logic here."""
+
+from __future__ import annotations
+
+ENGINE_COLOURS = {"memcpy h2d": "tab:blue", "memcpy d2h": "tab:orange", "memcpy d2d": "tab:purple",
+                  "memset": "tab:gray", "prefetch": "tab:olive"}
+
+
+def _pyplot():
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        matplotlib.use("Agg")  # no window: the figure is saved or shown inline
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def close(fig) -> None:
+    _pyplot().close(fig)
+
+
+def bench_figure(data: dict):
+    """GB/s (or µs, or speedup) against size, one line per kind: what `bench … --plot` draws."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    rows, bench = data["rows"], data["bench"]
+    if bench == "memcpy":
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            pts = [r for r in rows if r["kind"] == kind]
+            ax.plot([r["size"] for r in pts], [r["gbps"] for r in pts], marker="o", label=kind)
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="bytes per copy", ylabel="GB/s")
+    elif bench == "zerocopy":
+        for key in ("zc_kernel_us", "dev_kernel_us", "zc_step_us", "dev_step_us"):
+            ax.plot([r["n"] for r in rows], [r[key] for r in rows], marker="o", label=key)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set(xlabel="elements", ylabel="µs")
+    elif bench == "overlap":
+        ax.plot([r["streams"] for r in rows], [r["speedup"] for r in rows], marker="o", label="speedup")
+        ax.set(xlabel="streams", ylabel="× one stream")
+    elif bench == "latency":
+        ax.barh([r["what"] for r in rows], [r["median_us"] for r in rows])
+        ax.set(xlabel="µs (median)")
+    else:
+        for kind in dict.fromkeys(r["kind"] for r in rows):
+            pts = [r for r in rows if r["kind"] == kind]
+            ax.plot([r["size"] for r in pts], [r["alloc_s_per_gib"] for r in pts], marker="o", label=kind)
+        ax.set(xlabel="bytes", ylabel="seconds per GiB")
+    ax.set_title(f"cudashell bench {bench} ({data['timing']})")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    return fig
+
+
+def timeline_figure(data: dict):
+    """A Gantt chart: one row per stream and per engine, each operation a bar from start to end; the wait from
+    issue to start hatched on its stream's row."""
+    plt = _pyplot()
+    spans = data["spans"]
+    rows = [r["name"] for r in data["rows"]]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.2))
+    t0 = data["start"]
+    for s in spans:
+        words = s["op"].split()
+        colour = ENGINE_COLOURS.get(" ".join(words[:2]) if words[0] == "memcpy" else words[0], "tab:green")
+        for row in (f"stream {s['stream']}", s["engine"]):
+            if row in rows:
+                y = rows.index(row)
+                ax.broken_barh([((s["start"] - t0) * 1e3, (s["end"] - s["start"]) * 1e3)], (y - 0.4, 0.8),
+                               facecolors=colour, zorder=2)  # over any wait drawn on the same row
+        if s.get("issued") is not None and s["issued"] < s["start"] and f"stream {s['stream']}" in rows:
+            y = rows.index(f"stream {s['stream']}")
+            ax.broken_barh([((max(s["issued"], t0) - t0) * 1e3, (s["start"] - max(s["issued"], t0)) * 1e3)],
+                           (y - 0.15, 0.3), facecolors="none", edgecolors="gray", hatch="..", zorder=1)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.invert_yaxis()
+    ax.set(xlabel="ms since the first operation started")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in list(ENGINE_COLOURS.values()) + ["tab:green"]]
+    ax.legend(handles, list(ENGINE_COLOURS) + ["kernel"], loc="upper center", bbox_to_anchor=(0.5, -0.25),
+              ncol=6, fontsize="small", frameon=False)
+    ax.set_title(f"timeline of {data['ops']} operations ({data.get('source', data['timing'])})")
+    return fig
+
+
+def profile_figure(data: dict):
+    """Where the GPU's time went: total time per activity, longest first."""
+    plt = _pyplot()
+    gpu = sorted(data["gpu"], key=lambda r: r["total"])
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(gpu) + 1.2))
+    ax.barh([r["name"] for r in gpu], [r["total"] * 1e3 for r in gpu])
+    ax.set(xlabel="ms", title=f"GPU activities ({data.get('source', data['timing'])})")
+    return fig
+
+
+def figure(kind: str, data: dict):
+    """The picture of a result, or None where a table says it all."""
+    if kind == "bench" and data.get("rows"):
+        return bench_figure(data)
+    if kind == "timeline" and data.get("spans"):
+        return timeline_figure(data)
+    if kind == "profile" and data.get("gpu"):
+        return profile_figure(data)
+    return None

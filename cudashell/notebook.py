@@ -1,0 +1,172 @@
+"""`%load_ext cudashell`: the shell in a Jupyter or Colab notebook. `%%cush` runs a cell as a .cush script and
+`%cush` one line, both in the notebook's one session (later cells see earlier buffers); results show as HTML
+tables and text with their measured/modeled label, the timeline, benches and profile also as pictures. A thin
+layer over `Shell`, like the REPL and the script runner: no command logic here."""
+
+from __future__ import annotations
+
+import io
+import shlex
+import sys
+from html import escape
+
+import numpy as np
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import HTML, Image, display
+
+from . import figures, render
+from .backends import open_backend
+from .errors import ShellError
+from .results import Result
+from .shell import Shell
+
+
+class _Live:
+    """The notebook's current stdout or stderr (the kernel swaps them per cell), as the shell's stream."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def write(self, text: str) -> int:
+        return getattr(sys, self.name).write(text)
+
+    def flush(self) -> None:
+        getattr(sys, self.name).flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Shown:
+    """A result as the notebook shows it — HTML, plain text where HTML is not rendered — and its data for Python."""
+
+    def __init__(self, result: Result):
+        self.kind, self.data = result.kind, result.data
+        self._result = result
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+    def _repr_html_(self) -> str:
+        return render.html(self._result)
+
+    def __repr__(self) -> str:
+        return render.human(self._result, "simple", 100)
+
+
+class SessionView:
+    """The session, plus its buffers' bytes as NumPy arrays: `cush.session.array("p0", "float32")`."""
+
+    def __init__(self, shell: Shell):
+        self._shell = shell
+
+    def __getattr__(self, name):
+        return getattr(self._shell.session, name)
+
+    def array(self, name: str, dtype: str = "uint8") -> np.ndarray:
+        """A copy of a buffer's bytes as it is now (after the GPU's finished work; device memory is copied back)."""
+        session, backend = self._shell.session, self._shell.backend
+        buf = session.buffer(name)
+        session.settle(backend)
+        dt = np.dtype(dtype)
+        return backend.read(buf, 0, buf.size - buf.size % dt.itemsize).view(dt)
+
+
+class Cush:
+    """The notebook's one shell, made at the first `%cush`/`%%cush` with its options (`--backend`, `--sim-profile`);
+    other options later start a fresh session and say so."""
+
+    def __init__(self):
+        self.shell: Shell | None = None
+        self.options: tuple = ()
+        self.shown: list[Shown] = []
+        self.quiet = False  # while a line magic runs: its results are its value, shown by the notebook
+
+    @property
+    def session(self) -> SessionView:
+        return SessionView(self._shell(None, None))
+
+    def _shell(self, backend: str | None, profile: str | None) -> Shell:
+        wanted = (backend or "auto", profile)
+        if self.shell is not None and (backend is None and profile is None or wanted == self.options):
+            return self.shell
+        if self.shell is not None:
+            self.shell.close()
+            print(f"cudashell: a fresh session on backend {wanted[0]} (the previous one is released)")
+        chosen, reason = open_backend(wanted[0], profile)
+        self.shell, self.options = Shell(chosen, reason, out=_Live("stdout"), err=_Live("stderr")), wanted
+        self.shell.display = self._display
+        display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
+        return self.shell
+
+    def _display(self, result: Result) -> None:
+        shown = Shown(result)
+        self.shown.append(shown)
+        if self.quiet:
+            return
+        display(shown)
+        picture = None
+        try:
+            picture = figures.figure(result.kind, result.data)
+        except ImportError:  # no matplotlib: the table is there
+            return
+        if picture is not None:
+            png = io.BytesIO()
+            picture.savefig(png, format="png", dpi=90, bbox_inches="tight")
+            figures.close(picture)
+            display(Image(data=png.getvalue(), format="png"))
+
+    def run(self, text: str, options, cell: bool) -> Shown | None:
+        try:
+            shell = self._shell(options.backend, options.sim_profile)
+        except ShellError as e:
+            print(render.error_line(e), file=sys.stderr)
+            return None
+        shell.keep_going, shell.debug = options.keep_going, options.debug
+        self.shown = []
+        if cell:
+            shell.run_text(text, "cell")
+            return None
+        self.quiet = True  # a line's last result is its value: shown once, as Out[n]
+        try:
+            shell.execute(text)
+        finally:
+            self.quiet = False
+        for shown in self.shown[:-1]:
+            display(shown)
+        return self.shown[-1] if self.shown and shell.last_error is None else None
+
+
+@magics_class
+class CushMagics(Magics):
+    def __init__(self, shell, state: Cush):
+        super().__init__(shell)
+        self.state = state
+
+    @magic_arguments()
+    @argument("--backend", choices=("auto", "sim", "cuda"), help="where commands run (default: auto)")
+    @argument("--sim-profile", help="the simulator's GPU: a built-in profile name or a JSON file")
+    @argument("--keep-going", action="store_true", help="in a cell, go on after a failed command")
+    @argument("--debug", action="store_true", help="show Python tracebacks")
+    @argument("command", nargs="*", help="(line magic) the cudashell command")
+    @line_cell_magic
+    def cush(self, line: str, cell: str | None = None):
+        """%cush COMMAND: one line; its result is the value. %%cush [options]: the cell is a .cush script."""
+        words = shlex.split(line, posix=True) if line.strip().startswith("--") else []
+        options = parse_argstring(CushMagics.cush, " ".join(shlex.quote(w) for w in words))
+        command = line if not words else " ".join(options.command)
+        return self.state.run(cell if cell is not None else command, options, cell is not None)
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext cudashell`: registers the magics and puts `cush` (the notebook's shell) in the namespace."""
+    cush = Cush()
+    ipython.register_magics(CushMagics(ipython, cush))
+    ipython.push({"cush": cush})
+
+
+def unload_ipython_extension(ipython) -> None:
+    cush = ipython.user_ns.get("cush")
+    if isinstance(cush, Cush) and cush.shell is not None:
+        cush.shell.close()

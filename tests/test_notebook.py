@@ -1,0 +1,67 @@
+"""cudashell in a notebook: the magics driven through IPython's own shell, and the teaching notebook executed top
+to bottom by a real Jupyter kernel (nbclient + ipykernel) — every cell succeeds, with HTML and pictures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+IPython = pytest.importorskip("IPython")
+TOUR = Path(__file__).parent.parent / "examples" / "cudashell-tour.ipynb"
+
+
+@pytest.fixture
+def ip():
+    from IPython.testing.globalipapp import get_ipython, start_ipython
+
+    shell = start_ipython() or get_ipython()  # one InteractiveShell per process
+    shell.run_line_magic("load_ext", "cudashell")
+    yield shell
+    shell.run_line_magic("unload_ext", "cudashell")
+    shell.user_ns.pop("cush", None)
+
+
+def test_a_line_returns_its_result_and_cells_share_one_session(ip, capsys):
+    shown = ip.run_line_magic("cush", "--backend sim alloc pinned 1MB as p0")
+    assert shown.kind == "alloc" and shown["buffer"]["name"] == "p0" and shown["timing"] == "modeled"
+    ip.run_cell_magic("cush", "", "alloc device 1MB as d0\nfill p0 iota dtype float32\nmemcpy p0 d0\n"
+                                  "memset p0 0\nmemcpy d0 p0\nsync")
+    values = ip.user_ns["cush"].session.array("p0", "float32")
+    assert values.dtype.name == "float32" and values[:4].tolist() == [0.0, 1.0, 2.0, 3.0]  # back from d0
+    assert ip.run_line_magic("cush", "show p0 count 3").data["values"] == [0.0, 1.0, 2.0]
+    html = shown._repr_html_()
+    assert "modeled</span>" in html and "0x" in html
+    assert "<table>" in ip.run_line_magic("cush", "ls")._repr_html_()
+
+
+def test_a_cell_is_checked_whole_and_an_error_is_one_line_with_the_cells_line(ip, capsys):
+    ip.run_line_magic("cush", "--backend sim alloc pinned 1MB as p0")
+    capsys.readouterr()
+    ip.run_cell_magic("cush", "", "fill p0 7\nmemcpy p0 nosuch\nfill p0 9 dtype float33")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["cell:3:17: USAGE: unknown dtype 'float33' — hint: dtypes: uint8, int8, uint16, int16, uint32, "
+                   "int32, uint64, int64, float16, float32, float64", "cell: 1 syntax error; nothing was run"]
+    assert ip.user_ns["cush"].session.array("p0")[0] == 0  # nothing ran: not even line 1
+    ip.run_cell_magic("cush", "", "fill p0 7\nmemcpy p0 nosuch")
+    assert capsys.readouterr().err.strip() == "cell:2:11: NO_SUCH_BUFFER: no buffer named 'nosuch' — hint: " \
+                                              "`ls` lists the buffers"
+    assert ip.user_ns["cush"].session.array("p0")[0] == 7
+
+
+def test_the_teaching_notebook_runs_top_to_bottom_in_a_real_kernel(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(TOUR, as_version=4)
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    pictures = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(html) > 20 and len(pictures) >= 4  # bench memcpy, zero-copy, timeline, profile
+    labels = {label for h in html for label in ("measured", "modeled") if f"{label}</span>" in h}
+    assert len(labels) == 1  # one backend for the whole notebook, and every timed result says which
+    assert any("<table>" in h for h in html)
+    nbformat.write(nb, tmp_path / "executed.ipynb")
