@@ -53,6 +53,7 @@ SHELL_CODES = {
     "NOT_SUPPORTED_ON_SIM": "the simulator cannot do that (CUDA C kernels)",
     "NOT_INSTALLED": "an optional package is missing (matplotlib for plots)",
     "NO_GPU": "the cuda backend was asked for and no GPU answered",
+    "ONE_GPU": "the command works between GPUs and there is one",
     "BAD_PROFILE": "a simulator profile file that cannot be used",
     "GPU_ABANDONED": "a wait on the GPU was given up (Ctrl-C or gpu-timeout): `reset`",
     "GPU_WORKER_DIED": "the GPU worker process ended: `reset`",

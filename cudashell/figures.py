@@ -41,6 +41,10 @@ def bench_figure(data: dict):
     elif bench == "overlap":
         ax.plot([r["streams"] for r in rows], [r["speedup"] for r in rows], marker="o", label="speedup")
         ax.set(xlabel="streams", ylabel="× one stream")
+    elif bench == "peer":
+        labels = [f"{r['src']}→{r['dst']} {'on' if r['peer'] else 'off'}" for r in rows]
+        ax.bar(labels, [r["gbps"] for r in rows], color=["tab:green" if r["peer"] else "tab:gray" for r in rows])
+        ax.set(ylabel="GB/s", xlabel="GPU pair, peer access")
     elif bench == "latency":
         ax.barh([r["what"] for r in rows], [r["median_us"] for r in rows])
         ax.set(xlabel="µs (median)")

@@ -386,6 +386,15 @@ def _bench(d, tablefmt, width=0):
         table = [[r["n"], f"{r['zc_kernel_us']:.1f}", f"{r['dev_kernel_us']:.1f}", f"{r['zc_step_us']:.1f}",
                   f"{r['dev_step_us']:.1f}"] for r in rows]
         headers = ["n", "zero-copy kernel", "device kernel", "zero-copy step", "device step (copies)"]
+    elif bench == "peer":
+        head = f"bench peer ({label}): cudaMemcpyPeerAsync, {format_size(rows[0]['size'])} × {rows[0]['reps']}, GB/s"
+        pairs = {}
+        for r in rows:
+            pairs.setdefault((r["src"], r["dst"]), {"link": r["link"]})[r["peer"]] = r["gbps"]
+        table = [[f"GPU {a} → GPU {b}", p["link"], f"{p[False]:.1f}",
+                  f"{p[True]:.1f}" if True in p else "no peer access",
+                  f"{p[True] / p[False]:.1f}×" if True in p else "-"] for (a, b), p in pairs.items()]
+        headers = ["copy", "link", "peer access off", "peer access on", "on / off"]
     else:
         head = f"bench overlap ({label})"
         table = [[r["streams"], f"{r['ms']:.3f}", f"{r['speedup']:.2f}×"] for r in rows]
@@ -398,6 +407,21 @@ def _bench(d, tablefmt, width=0):
                    + (f"; the zero-copy kernel alone is over 2× slower from n = {k}" if k else ""))
     if d.get("interrupted"):
         out.append("interrupted: the points measured so far")
+    return out
+
+
+def _devices(d, tablefmt, width=0):
+    rows = [[("* " if g["ordinal"] == d["current"] else "  ") + str(g["ordinal"]), g["name"], g["pci_bus_id"],
+             "-" if g["numa_node"] is None else g["numa_node"], format_size(g["total_mem"]),
+             "sm_" + g["compute_capability"].replace(".", "")] for g in d["devices"]]
+    out = [fit(rows, ["GPU", "name", "bus id", "NUMA", "memory", "compute"], tablefmt, width)]
+    if d["peers"]:
+        pairs = [[f"GPU {p['src']} → GPU {p['dst']}", "yes" if p["access"] else "no", p["link"],
+                  "yes" if p["atomics"] else "no"] for p in d["peers"]]
+        out += ["", fit(pairs, ["pair", "peer access", "link", "native atomics"], tablefmt, width),
+                f"(* the session's device; links from {d['link_source']})"]
+    else:
+        out.append("(one GPU: nothing to copy between; `--sim-profile two-h200` models a pair)")
     return out
 
 
@@ -428,7 +452,7 @@ def _reset(d, tablefmt, width=0):
     return lines
 
 
-TABLES = {"reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile,
+TABLES = {"devices": _devices, "reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile,
           "kernel_list": _kernel_list}
 PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
 

@@ -258,6 +258,18 @@ class Backend(ABC):
         """The host's clock in seconds: real on a GPU, the simulator's virtual one on the simulator."""
 
     @abstractmethod
+    def devices(self) -> dict:
+        """Every GPU the driver sees and how each pair is joined: {"devices": [{ordinal, name, pci_bus_id,
+        numa_node, total_mem, compute_capability}], "peers": [{src, dst, access, link, atomics}] for every
+        ordered pair, "link_source": where the link names come from}."""
+
+    @abstractmethod
+    def peer_copy(self, src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:
+        """Seconds per copy of `nbytes` from device `src`'s memory to device `dst`'s (cuMemcpyPeerAsync, `reps`
+        back to back on one stream, timed by events) — with peer access enabled both ways, or not (staged
+        through the host)."""
+
+    @abstractmethod
     def memory_paths(self) -> dict:
         """{"pcie": {current_gen, current_width, max_gen, max_width, numa_node} or None, "hbm_peak": B/s}."""
 

@@ -381,6 +381,12 @@ class CudaBackend(Backend):
     def memory_paths(self):
         return self._memory_paths
 
+    def devices(self):
+        return self._call("devices")
+
+    def peer_copy(self, src, dst, nbytes, reps, peer):
+        return self._call("peer_copy", src, dst, nbytes, reps, peer)
+
     # the host's side, here
     def clock(self):
         return time.perf_counter()  # CLOCK_MONOTONIC: the same clock the worker reads

@@ -76,7 +76,26 @@ _SIGNATURES = {
     "cuMemPrefetchAsync_v2": [C.c_uint64, C.c_size_t, CUmemLocation, C.c_uint, C.c_void_p],
     "cuMemAdvise_v2": [C.c_uint64, C.c_size_t, C.c_int, CUmemLocation],
     "cuMemRangeGetAttribute": [C.c_void_p, C.c_size_t, C.c_int, C.c_uint64, C.c_size_t],
+    # several GPUs
+    "cuDeviceGetCount": [C.POINTER(C.c_int)],
+    "cuDeviceGet": [C.POINTER(C.c_int), C.c_int],
+    "cuDeviceGetName": [C.c_char_p, C.c_int, C.c_int],
+    "cuDeviceGetPCIBusId": [C.c_char_p, C.c_int, C.c_int],
+    "cuDeviceTotalMem_v2": [C.POINTER(C.c_size_t), C.c_int],
+    "cuDeviceCanAccessPeer": [C.POINTER(C.c_int), C.c_int, C.c_int],
+    "cuDeviceGetP2PAttribute": [C.POINTER(C.c_int), C.c_int, C.c_int, C.c_int],
+    "cuDevicePrimaryCtxRetain": [C.POINTER(C.c_void_p), C.c_int],
+    "cuDevicePrimaryCtxRelease_v2": [C.c_int],
+    "cuCtxGetCurrent": [C.POINTER(C.c_void_p)],
+    "cuCtxSetCurrent": [C.c_void_p],
+    "cuCtxEnablePeerAccess": [C.c_void_p, C.c_uint],
+    "cuCtxDisablePeerAccess": [C.c_void_p],
+    "cuMemAlloc_v2": [C.POINTER(C.c_uint64), C.c_size_t],
+    "cuMemFree_v2": [C.c_uint64],
+    "cuMemcpyPeerAsync": [C.c_uint64, C.c_void_p, C.c_uint64, C.c_void_p, C.c_size_t, C.c_void_p],
 }
+P2P_ATOMICS = 3  # CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED
+PEER_ALREADY_ENABLED = 704  # CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
 
 
 class Driver:

@@ -23,7 +23,7 @@ import threading
 from .. import syncrules as R
 from ..errors import ShellError, held_error
 from ..kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
-from . import driver as D
+from . import driver as D, topology
 from .activity import Activity, unavailable_reason
 from .base import WORK_CALLS, Allocation, DeviceInfo, Timing, round_stats
 
@@ -182,6 +182,16 @@ class GpuSide:
         clock_khz, bus_bits = self._attr("MEMORY_CLOCK_RATE"), self._attr("GLOBAL_MEMORY_BUS_WIDTH")
         return {"pcie": pcie_link(self.info.pci_bus_id),
                 "hbm_peak": 2 * clock_khz * 1e3 * bus_bits / 8 if clock_khz and bus_bits else None}
+
+    def devices(self) -> dict:
+        found = topology.devices(self.drv)
+        pairs, source = topology.peers(self.drv, len(found))
+        return {"devices": found, "peers": pairs, "link_source": source}
+
+    def peer_copy(self, src, dst, nbytes, reps, peer):
+        if self.held:
+            raise held_error("a copy between GPUs (timed to its end)")
+        return topology.peer_copy(self.drv, src, dst, nbytes, reps, peer)
 
     def pin_limit(self) -> tuple[int, str]:
         limit, why = host_memory_total() // 2, "half of MemTotal"

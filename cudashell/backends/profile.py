@@ -57,6 +57,13 @@ class Profile:
     device_alloc: float = 60e-6
     staging_rate: float = 10 * GB  # the host's memcpy of pageable bytes into the driver's staging buffer
     staging_latency: float = 15e-6
+    # several GPUs: how many, and how each pair is joined (all pairs alike); rates per direction, cudaMemcpyPeer
+    gpus: int = 1
+    peer_access: bool = True
+    peer_link: str = "NVLink"
+    peer_rate: float = 390 * GB  # peer access enabled: the copy engines over the link
+    peer_staged_rate: float = 37.7 * GB  # peer access off: the driver stages through host memory
+    peer_latency: float = 10e-6
     # measured copy times by size, from `calibrate`: {"pinned h2d": [[bytes, seconds], ...], ...};
     # where a curve is missing, latency + size / bandwidth
     copy_curves: dict = field(default_factory=dict)
@@ -121,6 +128,9 @@ def calibrated() -> Profile:
 BUILTIN = {  # changes to the calibrated H100
     "one-copy-engine": {"name": "H100 with one copy engine (simulated, like GPUs before Kepler)",
                         "async_engine_count": 1},
+    "two-h200": {"name": "H200 (simulated; two joined by NVLink, figures measured on the H200 pair)", "gpus": 2,
+                 "device_memory": 141 * (1 << 30), "pinned_h2d": 55.3 * GB, "pinned_d2h": 55.3 * GB,
+                 "peer_link": "NVLink (NV18)", "peer_rate": 390 * GB, "peer_staged_rate": 37.7 * GB},
     "no-uva": {"name": "32-bit system without UVA (simulated, for teaching)", "unified_addressing": False,
                "managed_memory": False, "concurrent_managed_access": False},
 }

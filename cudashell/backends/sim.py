@@ -427,6 +427,28 @@ class SimBackend(Backend):
     def memory_paths(self):
         return self.profile.memory_paths()
 
+    def devices(self):
+        p = self.profile
+        bus = p.pci_bus_id.rsplit(":", 2)
+        devices = [{"ordinal": i, "name": p.name, "pci_bus_id": f"{bus[0]}:{int(bus[1], 16) + i:02x}:{bus[2]}",
+                    "numa_node": 0, "total_mem": p.device_memory, "compute_capability": p.compute_capability}
+                   for i in range(p.gpus)]
+        peers = [{"src": a, "dst": b, "access": p.peer_access, "link": p.peer_link, "atomics": p.peer_access}
+                 for a in range(p.gpus) for b in range(p.gpus) if a != b]
+        return {"devices": devices, "peers": peers, "link_source": "the simulator's profile"}
+
+    def peer_copy(self, src, dst, nbytes, reps, peer):
+        self._alive()
+        self._refuse_held("a copy between GPUs (timed to its end)")
+        p = self.profile
+        if not (0 <= src < p.gpus and 0 <= dst < p.gpus) or src == dst:
+            raise ShellError(INVALID_DEVICE, f"no pair of GPUs {src} → {dst} in a profile of {p.gpus}")
+        if peer and not p.peer_access:
+            raise ShellError("CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", f"GPU {src} cannot reach GPU {dst} directly")
+        per = p.peer_latency + nbytes / (p.peer_rate if peer else p.peer_staged_rate)
+        self._advance(self.now + per * reps)
+        return per
+
     def pin_limit(self):
         return self.profile.host_memory // 2, "half of the profile's host memory"
 

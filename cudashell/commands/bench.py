@@ -389,6 +389,39 @@ def bench_overlap(session, backend, args):
     return _outputs(Result("bench", {"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args)
 
 
+@command("bench peer", "copies", "copies between GPUs: every pair, each direction, peer access off and on",
+         "bench peer 256MB reps 10", "cudaMemcpyPeerAsync back to back, timed by events (nvbandwidth's "
+         "device-to-device copy-engine test); cudaDeviceEnablePeerAccess both ways for `on`",
+         args=(Arg("SIZE", "size", optional=True),),
+         opts=(Opt("reps", Arg("REPS", "count")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         flags=(Flag("--json"),),
+         details="For every ordered pair of GPUs: SIZE (default 256 MiB) copied REPS times (default 10) from the "
+                 "first GPU's memory to the second's, with peer access off (the driver stages the bytes through "
+                 "host memory) and, where the pair can reach each other, on (the copy engines over NVLink or PCIe). "
+                 "`devices` says which pairs can and over what link. On the simulator: `--sim-profile two-h200`.",
+         exported=False)
+def bench_peer(session, backend, args):
+    nbytes, reps = args.get("SIZE", 256 << 20), max(1, args.get("REPS", 10))
+    if nbytes <= 0:
+        raise usage("the size must be at least one byte", args.col("SIZE"))
+    topo = backend.devices()
+    if len(topo["devices"]) < 2:
+        raise ShellError("ONE_GPU", f"this machine has {len(topo['devices'])} GPU: copies between GPUs need two",
+                         "on the simulator, `--sim-profile two-h200` models a pair joined by NVLink")
+    rows = []
+    progress = Progress(session, len(topo["peers"]), "bench peer")
+    try:
+        for pair in topo["peers"]:
+            for peer in (False, True) if pair["access"] else (False,):
+                seconds = backend.peer_copy(pair["src"], pair["dst"], nbytes, reps, peer)
+                rows.append({"src": pair["src"], "dst": pair["dst"], "peer": peer, "size": nbytes, "reps": reps,
+                             "seconds": seconds, "gbps": nbytes / seconds / 1e9, "link": pair["link"]})
+            progress.step()
+    finally:
+        progress.close()
+    return _outputs(Result("bench", {"bench": "peer", "rows": rows, "timing": backend.timing_label}), args)
+
+
 def _outputs(result: Result, args) -> Result:
     """--csv FILE and --plot FILE.png beside the table; --json prints this result as JSON."""
     rows = result.data["rows"]
