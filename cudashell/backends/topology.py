@@ -75,17 +75,20 @@ def peers(drv: Driver, count: int) -> tuple[list[dict], str]:
 
 
 @contextmanager
-def _primary(drv: Driver, ordinal: int):
-    """A device's primary context made current; the caller's context is current again afterwards."""
-    before, ctx = C.c_void_p(), C.c_void_p()
+def _primaries(drv: Driver, ordinals):
+    """Each device's primary context, retained for the whole block (released, it would be destroyed with the memory
+    made in it); the caller's context is current again afterwards."""
+    before, ctxs = C.c_void_p(), {}
     drv.call("cuCtxGetCurrent", C.byref(before))
-    drv.call("cuDevicePrimaryCtxRetain", C.byref(ctx), ordinal)
     try:
-        drv.call("cuCtxSetCurrent", ctx)
-        yield ctx
+        for n in ordinals:
+            ctxs[n] = C.c_void_p()
+            drv.call("cuDevicePrimaryCtxRetain", C.byref(ctxs[n]), n)
+        yield ctxs
     finally:
         drv.raw("cuCtxSetCurrent", before)
-        drv.raw("cuDevicePrimaryCtxRelease_v2", ordinal)
+        for n in ctxs:
+            drv.raw("cuDevicePrimaryCtxRelease_v2", n)
 
 
 def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:
@@ -94,29 +97,35 @@ def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: boo
     count = _int(drv, "cuDeviceGetCount")
     if not (0 <= src < count and 0 <= dst < count) or src == dst:
         raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
-    with _primary(drv, dst) as dctx:
-        b = C.c_uint64()
-        drv.call("cuMemAlloc_v2", C.byref(b), nbytes)
-    try:
-        with _primary(drv, src) as sctx:
-            a = C.c_uint64()
-            drv.call("cuMemAlloc_v2", C.byref(a), nbytes)
-            try:
-                return _timed_copies(drv, sctx, dctx, dst, a.value, b.value, nbytes, reps, peer)
-            finally:
-                drv.raw("cuMemFree_v2", a)
-    finally:
-        with _primary(drv, dst):
-            drv.raw("cuMemFree_v2", b)
+    with _primaries(drv, (src, dst)) as ctx:
+        made, enabled = [], []  # (context, pointer) to free; (context, peer context) to disable
+        try:
+            for n in (dst, src):
+                ptr = C.c_uint64()
+                drv.call("cuCtxSetCurrent", ctx[n])
+                drv.call("cuMemAlloc_v2", C.byref(ptr), nbytes)
+                made.append((ctx[n], ptr))
+            if peer:  # both ways, as cudaDeviceEnablePeerAccess on each side does
+                for me, other in ((dst, src), (src, dst)):
+                    drv.call("cuCtxSetCurrent", ctx[me])
+                    res = drv.raw("cuCtxEnablePeerAccess", ctx[other], 0)
+                    if res not in (0, PEER_ALREADY_ENABLED):
+                        drv.check(res, "cuCtxEnablePeerAccess", "this pair of GPUs cannot reach each other directly")
+                    enabled.append((ctx[me], ctx[other]))
+            drv.call("cuCtxSetCurrent", ctx[src])
+            return _timed_copies(drv, ctx[src], ctx[dst], made[1][1].value, made[0][1].value, nbytes, reps)
+        finally:
+            for me, other in enabled:
+                drv.raw("cuCtxSetCurrent", me)
+                drv.raw("cuCtxDisablePeerAccess", other)
+            for c, ptr in made:
+                drv.raw("cuCtxSetCurrent", c)
+                drv.raw("cuMemFree_v2", ptr)
 
 
-def _timed_copies(drv, sctx, dctx, dst, a, b, nbytes, reps, peer) -> float:
-    if peer:  # both ways, as cudaDeviceEnablePeerAccess on each side would
-        _enable(drv, dctx)
-        with _primary(drv, dst):
-            _enable(drv, sctx)
+def _timed_copies(drv: Driver, sctx, dctx, a: int, b: int, nbytes: int, reps: int) -> float:
+    stream, start, end = drv.stream_create(False, 0), drv.event(), drv.event()
     try:
-        stream, start, end = drv.stream_create(False, 0), drv.event(), drv.event()
         copy = ("cuMemcpyPeerAsync", b, dctx, a, sctx, nbytes, C.c_void_p(stream))
         drv.call(*copy)  # warm-up: the first copy pays for mappings
         drv.call("cuEventRecord", C.c_void_p(start), C.c_void_p(stream))
@@ -124,19 +133,9 @@ def _timed_copies(drv, sctx, dctx, dst, a, b, nbytes, reps, peer) -> float:
             drv.call(*copy)
         drv.call("cuEventRecord", C.c_void_p(end), C.c_void_p(stream))
         drv.call("cuEventSynchronize", C.c_void_p(end))
-        seconds = drv.elapsed(start, end) / reps
+        return drv.elapsed(start, end) / reps
+    finally:
+        drv.raw("cuStreamSynchronize", C.c_void_p(stream))
         for ev in (start, end):
             drv.raw("cuEventDestroy_v2", C.c_void_p(ev))
         drv.raw("cuStreamDestroy_v2", C.c_void_p(stream))
-        return seconds
-    finally:
-        if peer:
-            drv.raw("cuCtxDisablePeerAccess", dctx)
-            with _primary(drv, dst):
-                drv.raw("cuCtxDisablePeerAccess", sctx)
-
-
-def _enable(drv: Driver, other) -> None:
-    res = drv.raw("cuCtxEnablePeerAccess", other, 0)
-    if res not in (0, PEER_ALREADY_ENABLED):
-        drv.check(res, "cuCtxEnablePeerAccess", "this pair of GPUs cannot reach each other directly")
