@@ -16,7 +16,7 @@ from cudashell.grammar import DTYPES, split_commands
 from cudashell.registry import REGISTRY
 from cudashell.shell import Shell
 
-SLOW = {"calibrate", "bench memcpy", "bench latency", "bench alloc", "bench zerocopy", "bench overlap", "demo"}
+SLOW = {"calibrate", "bench memcpy", "bench latency", "bench alloc", "bench zerocopy", "bench overlap", "bench peer", "demo"}
 COMPOSITE = {"repeat", "run", "demo"}  # they run other commands: those that succeed before one fails stay done
 SIZES = ["4KB", "1", "0", "4096", "64KB", "1MB", "3", "2^20", "010", "0x1000", "1_", "4_KB", "-1", "2^64",
          "99999999999^64", "9" * 60, "16MB", "1.5MB", "64GB", "1TB", "1e3", "", "4 KB"]

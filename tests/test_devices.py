@@ -76,3 +76,15 @@ def test_the_gpus_the_driver_sees(tmp_path):
             cush.ok("alloc device 1MB; memset d0 1; memcpy d0 d0")  # the session's context is current again
     finally:
         cush.shell.close()
+
+
+def test_calibrate_on_a_pair_writes_the_peer_figures_back(pair, tmp_path):
+    p = pair.ok(f"calibrate out {tmp_path / 'pair.json'}")["profile"]
+    assert p["gpus"] == 2 and p["peer_access"] is True and p["peer_link"] == "NVLink (NV18)"
+    assert p["peer_rate"] == pytest.approx(390e9, rel=0.01) and p["peer_staged_rate"] == pytest.approx(37.7e9, rel=0.01)
+    assert p["peer_latency"] == pytest.approx(10e-6, rel=0.05)
+    again = Cush(SimBackend(Profile.load(str(tmp_path / "pair.json"))))
+    try:
+        assert len(again.ok("devices")["devices"]) == 2
+    finally:
+        again.shell.close()

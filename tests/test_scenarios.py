@@ -244,6 +244,7 @@ def test_calibrate_writes_a_profile_the_simulator_loads(cush, tmp_path):
     assert p["kernel_device_read"] > p["kernel_zero_copy_read"] > 0
     assert 0 < p["copy_latency"] < 1e-3
     assert cush.ok("ls")["buffers"] == []  # its scratch buffers are gone
+    assert p["gpus"] == len(cush.ok("devices")["devices"])
     sim = Cush(SimBackend(Profile.load(str(path))))
     modeled = sim.ok("alloc pinned 64MB; alloc device 64MB; memcpy p0 d0")
     curve = dict((n, t) for n, t in p["copy_curves"]["pinned h2d"])

@@ -130,6 +130,26 @@ def shell_overhead(backend, src, dst, copy: float) -> tuple[float, float, float]
     return raw, overhead, max(per[""] - overhead - raw - copy, 0.0)
 
 
+PEER_SMALL, PEER_BIG = 64 << 10, 256 << 20
+
+
+def peer_figures(backend) -> dict:
+    """How many GPUs, and on two or more how the first pair is joined: peer access, the link's name, and
+    cudaMemcpyPeer's rate with peer access on (fitted between a 64 KiB and a 256 MiB copy, with its latency) and
+    off (staged through the host: the large copy's rate). Every pair is modeled alike."""
+    topo = backend.devices()
+    figures = {"gpus": len(topo["devices"])}
+    if len(topo["devices"]) < 2:
+        return figures
+    pair = topo["peers"][0]
+    src, dst, access = pair["src"], pair["dst"], pair["access"]
+    small, big = (backend.peer_copy(src, dst, n, 10, access) for n in (PEER_SMALL, PEER_BIG))
+    rate = (PEER_BIG - PEER_SMALL) / max(big - small, 1e-12)
+    staged = backend.peer_copy(src, dst, PEER_BIG, 5, False)
+    return {**figures, "peer_access": access, "peer_link": pair["link"], "peer_latency": max(small - PEER_SMALL / rate, 0.0),
+            "peer_rate": rate if access else PEER_BIG / staged, "peer_staged_rate": PEER_BIG / staged}
+
+
 def measure(backend) -> dict:
     s = Scratch(backend)
     try:
@@ -170,6 +190,7 @@ def measure(backend) -> dict:
             "kernel_device_read": (device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
             "kernel_zero_copy_read": kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
             "copy_curves": curves,
+            **peer_figures(backend),
         }
     finally:
         s.free_all()
@@ -182,7 +203,8 @@ def measure(backend) -> dict:
          details="Measures a size curve (4 KiB … 256 MiB) for pinned, write-combined and pageable copies each "
                  "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; the host "
                  "cost of an async call and the shell's own time per command; pinned allocation cost per MiB; "
-                 "and what a kernel reads per second from device and from zero-copy memory. `cudashell "
+                 "and what a kernel reads per second from device and from zero-copy memory; with two or more GPUs, "
+                 "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):
     info = backend.info
