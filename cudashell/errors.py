@@ -54,6 +54,8 @@ SHELL_CODES = {
     "NOT_INSTALLED": "an optional package is missing (matplotlib for plots)",
     "NO_GPU": "the cuda backend was asked for and no GPU answered",
     "ONE_GPU": "the command works between GPUs and there is one",
+    "NO_PEER_ACCESS": "a kernel would touch another GPU's memory without peer access (the GPU would fault)",
+    "OTHER_GPU": "the operation runs on the session's GPU and the buffer is on another",
     "BAD_PROFILE": "a simulator profile file that cannot be used",
     "GPU_ABANDONED": "a wait on the GPU was given up (Ctrl-C or gpu-timeout): `reset`",
     "GPU_WORKER_DIED": "the GPU worker process ended: `reset`",

@@ -175,6 +175,7 @@ class Opt:
 
     keyword: str
     arg: Arg
+    only_with: tuple[str, ...] = ()  # as Flag.only_with
 
     def usage(self) -> str:
         return f"[{self.keyword} {self.arg.name}]"

@@ -137,9 +137,11 @@ def wrap(lines: list[str], width: int) -> list[str]:
 def _ls(d, tablefmt, width=0):
     if not d["buffers"]:
         return ["no buffers"]
+    gpus = len({r["device"] for r in d["buffers"]}) > 1 or any(r["device"] for r in d["buffers"])
     rows = [[r["name"], r["kind"], format_size_exact(r["size"]), _flags_text(r), r["host_ptr"] or "-",
-             _device_ptr_text(r), r["state"]] for r in d["buffers"]]
-    headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"]
+             _device_ptr_text(r), r["state"]] + ([r["device"] if r["kind"] == "device" else "-"] if gpus else [])
+            for r in d["buffers"]]
+    headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else [])
     short = [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)]
     return [fit(rows, headers, tablefmt, width, (short, headers))]
 
@@ -348,6 +350,8 @@ SIMPLE = {
     "prefetch": lambda d: [f"prefetch {d['name']} → {d['to']}: {format_size_exact(d['bytes'])} on stream "
                            f"{d['stream']}, {_gpu_time(d)} {_timing(d)}"],
     "echo": lambda d: [d["text"]],
+    "peer": lambda d: [f"peer access GPU {d['src']} → GPU {d['dst']} {'enabled' if d['enabled'] else 'disabled'}: "
+                       f"{d['call']} ({d['timing']})"],
     "message": lambda d: [d["text"]],
     "history": lambda d: [f"{e['n']:>4}  {e['text']}" + ("" if e["ok"] else f"   # failed: {e['code']}")
                           for e in d["entries"]],
@@ -418,7 +422,9 @@ def _devices(d, tablefmt, width=0):
     if d["peers"]:
         pairs = [[f"GPU {p['src']} → GPU {p['dst']}", "yes" if p["access"] else "no", p["link"],
                   "yes" if p["atomics"] else "no"] for p in d["peers"]]
-        out += ["", fit(pairs, ["pair", "peer access", "link", "native atomics"], tablefmt, width),
+        enabled = {tuple(p) for p in d["enabled"]}
+        pairs = [row + ["yes" if (p["src"], p["dst"]) in enabled else "no"] for row, p in zip(pairs, d["peers"])]
+        out += ["", fit(pairs, ["pair", "peer access", "link", "native atomics", "enabled"], tablefmt, width),
                 f"(* the session's device; links from {d['link_source']})"]
     else:
         out.append("(one GPU: nothing to copy between; `--sim-profile two-h200` models a pair)")

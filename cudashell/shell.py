@@ -76,7 +76,7 @@ class Shell:
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
             if self.session.settings["explain"] == "on":  # what was alive before: the C refers to it
-                before = cemit.alive(self.session), set(self.session.events)
+                before = cemit.alive(self.session)
             self.backend.command_started()
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
             if result.action == "run":

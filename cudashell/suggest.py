@@ -174,5 +174,6 @@ def _next(spec, rest: list[str], session, words: list[str], partial: str) -> lis
     out += [(f.word, "flag") for f in spec.flags if f.word not in seen_flags]
     out += [(o.keyword, o.arg.name) for o in spec.opts if o.keyword not in seen_opts]
     first = rest[0].lower() if rest else ""
-    only = {f.word: f.only_with for f in spec.flags if f.only_with}  # flags that fit the first argument typed
-    return [(t, m) for t, m in out if m != "flag" or t not in only or first in only[t]]
+    only = {**{f.word: f.only_with for f in spec.flags if f.only_with},  # what fits the first argument typed
+            **{o.keyword: o.only_with for o in spec.opts if o.only_with}}
+    return [(t, m) for t, m in out if t not in only or first in only[t]]

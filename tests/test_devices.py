@@ -88,3 +88,56 @@ def test_calibrate_on_a_pair_writes_the_peer_figures_back(pair, tmp_path):
         assert len(again.ok("devices")["devices"]) == 2
     finally:
         again.shell.close()
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def two(request):
+    """A session on a machine with two GPUs: the simulator's pair, or the real GPUs where there are two."""
+    if request.param == "sim":
+        c = Cush(SimBackend(Profile.load("two-h200")))
+    else:
+        from tests.conftest import make_backend
+
+        c = Cush(make_backend("cuda"))
+        if len(c.ok("devices")["devices"]) < 2:
+            c.shell.close()
+            pytest.skip("one GPU here: the two-GPU kind of the device machine runs this")
+    yield c
+    c.shell.close()
+
+
+def test_memory_on_the_other_gpu_round_trips_and_needs_peer_access_for_a_kernel(two):
+    two.ok("alloc pinned 4MB as h; alloc pinned 4MB as back; alloc device 4MB as d0; alloc device 4MB on 1 as d1")
+    assert {b["name"]: b["device"] for b in two.ok("ls")["buffers"]} == {"h": 0, "back": 0, "d0": 0, "d1": 1}
+    assert two.ok("info d1")["driver"]["device"] == 1
+    two.ok("fill h iota dtype float32; memcpy h d0; memcpy d0 d1; memcpy d1 back; sync")
+    assert two.ok("compare h back")["equal"]
+    error = two.fails("launch increment d1")
+    assert error["code"] == "NO_PEER_ACCESS" and error["hint"].startswith("`peer enable 0 1`")
+    assert two.fails("memset d1 0")["code"] == "OTHER_GPU"
+    two.ok("peer enable 0 1")
+    assert two.fails("peer enable 0 1")["code"] == "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"
+    assert [tuple(p) for p in two.ok("devices")["enabled"]] == [(0, 1)]
+    two.ok("launch increment d1; memcpy d1 back; sync")  # a kernel on GPU 0 writes GPU 1's memory
+    assert two.ok("show back count 4 dtype float32")["values"] == [1.0, 2.0, 3.0, 4.0]
+    two.ok("peer disable 0 1")
+    assert two.fails("peer disable 0 1")["code"] == "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"
+    assert two.fails("alloc device 1MB on 7")["code"] == "CUDA_ERROR_INVALID_DEVICE"
+    assert two.fails("alloc pinned 1MB on 1")["code"] == "USAGE"
+    two.ok("free all")
+    assert two.ok("ls")["buffers"] == []
+
+
+def _copy_seconds(two, line: str) -> float:
+    """GPU seconds of one copy: from its result, or (an async d2d copy on a GPU) from the sync that finished it."""
+    copy, synced = (o["result"] for o in two.run(f"{line}; sync"))
+    return copy["seconds"] if copy["seconds"] is not None else \
+        next(e["seconds"] for e in synced["completed"] if e["op"].startswith("memcpy"))
+
+
+def test_a_copy_between_gpus_runs_over_the_link_once_peer_access_is_on(two):
+    two.ok("alloc device 256MB as a; alloc device 256MB on 1 as b; memcpy a b; sync")  # the first pays for mappings
+    off = _copy_seconds(two, "memcpy a b")
+    two.ok("peer enable 0 1; peer enable 1 0; memcpy a b; sync")
+    on = _copy_seconds(two, "memcpy a b")
+    assert off > 3 * on, (off, on)  # staged through the host (~38 GB/s) vs over NVLink (~390 GB/s)

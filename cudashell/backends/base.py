@@ -86,8 +86,9 @@ class Backend(ABC):
     ask_abandon = None  # set by the REPL: (what, seconds waited) -> give the GPU up? Scripts decide: yes
 
     @abstractmethod
-    def alloc(self, kind: str, size: int, flags: frozenset) -> tuple[Allocation, Timing]:
-        """kind: pageable | pinned (flags portable/mapped/writecombined) | device | managed (global/host)."""
+    def alloc(self, kind: str, size: int, flags: frozenset, device: int = 0) -> tuple[Allocation, Timing]:
+        """kind: pageable | pinned (flags portable/mapped/writecombined) | device | managed (global/host);
+        device memory on GPU `device` (another GPU's than the session's: its primary context's)."""
 
     @abstractmethod
     def free(self, buf) -> None: ...
@@ -262,6 +263,11 @@ class Backend(ABC):
         """Every GPU the driver sees and how each pair is joined: {"devices": [{ordinal, name, pci_bus_id,
         numa_node, total_mem, compute_capability}], "peers": [{src, dst, access, link, atomics}] for every
         ordered pair, "link_source": where the link names come from}."""
+
+    @abstractmethod
+    def peer_access(self, src: int, dst: int, enable: bool) -> Timing:
+        """Let GPU `src` reach GPU `dst`'s memory (cuCtxEnablePeerAccess in src's context), or stop it; the driver's
+        error when it is already so (PEER_ACCESS_ALREADY_ENABLED / NOT_ENABLED) or the pair cannot."""
 
     @abstractmethod
     def peer_copy(self, src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:

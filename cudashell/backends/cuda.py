@@ -251,8 +251,8 @@ class CudaBackend(Backend):
         self._start()
 
     # ------------------------------------------------------------------ the contract, forwarded
-    def alloc(self, kind, size, flags):
-        alloc, timing = self._call("alloc", kind, size, flags)
+    def alloc(self, kind, size, flags, device=0):
+        alloc, timing = self._call("alloc", kind, size, flags, device)
         if kind != "device":
             self.host_allocs[alloc.handle] = (kind, size)
         return alloc, timing
@@ -383,6 +383,9 @@ class CudaBackend(Backend):
 
     def devices(self):
         return self._call("devices")
+
+    def peer_access(self, src, dst, enable):
+        return self._call("peer_access", src, dst, enable)
 
     def peer_copy(self, src, dst, nbytes, reps, peer):
         return self._call("peer_copy", src, dst, nbytes, reps, peer)

@@ -64,6 +64,7 @@ class CudaAlloc:
     array: np.ndarray | None = None  # host-accessible bytes (pageable, pinned, managed)
     owner: object = None  # the PyCUDA allocation, or the mmap of pageable memory
     dptr: int | None = None  # the address CUDA copies and kernels use
+    device: int = 0  # the GPU whose memory it is: not the session's when made `on` another (its primary context)
 
 
 @dataclass
@@ -106,6 +107,7 @@ class GpuSide:
             self.next_token = 1
             self.streams: set[int] = set()
             self.modules: list[int] = []
+            self.primaries: dict[int, C.c_void_p] = {}  # other GPUs' primary contexts, retained while in use
             self.builtin_fns: dict[str, int] | None = None
             self.clock_khz = self._attr("CLOCK_RATE", 1_980_000)
             self.lock = threading.Lock()
@@ -187,6 +189,37 @@ class GpuSide:
         found = topology.devices(self.drv)
         pairs, source = topology.peers(self.drv, len(found))
         return {"devices": found, "peers": pairs, "link_source": source}
+
+    @contextmanager
+    def _on(self, device: int):
+        """Another GPU's primary context made current for a call (retained until the side closes); ours again after."""
+        if device == self.info.ordinal:
+            yield
+            return
+        if device not in self.primaries:
+            ctx = C.c_void_p()
+            self.drv.call("cuDevicePrimaryCtxRetain", C.byref(ctx), device)
+            self.primaries[device] = ctx
+        self.drv.call("cuCtxSetCurrent", self.primaries[device])
+        try:
+            yield
+        finally:
+            self.drv.call("cuCtxSetCurrent", C.c_void_p(self.ctx.handle))
+
+    def peer_access(self, src, dst, enable):
+        t0 = time.perf_counter()
+        count = len(topology.devices(self.drv))
+        if not (0 <= src < count and 0 <= dst < count) or src == dst:
+            raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
+        with self._on(dst):
+            pass  # retains dst's primary context when it is another GPU
+        other = C.c_void_p(self.ctx.handle) if dst == self.info.ordinal else self.primaries[dst]
+        with self._on(src):
+            if enable:
+                self.drv.call("cuCtxEnablePeerAccess", other, 0)
+            else:
+                self.drv.call("cuCtxDisablePeerAccess", other)
+        return self._host_timing(t0)
 
     def peer_copy(self, src, dst, nbytes, reps, peer):
         if self.held:
@@ -346,10 +379,16 @@ class GpuSide:
         return Timing(host, host, True, self.timing_label)
 
     # ------------------------------------------------------------------ memory
-    def alloc(self, kind, size, flags):
+    def alloc(self, kind, size, flags, device=0):
         cuda = self.cuda
         t0 = time.perf_counter()
-        a = CudaAlloc(kind, size)
+        a = CudaAlloc(kind, size, device=device)
+        if device != self.info.ordinal:  # another GPU's memory, made in its primary context
+            ptr = C.c_uint64()
+            with self._on(device):
+                self.drv.call("cuMemAlloc_v2", C.byref(ptr), size)
+            a.dptr = ptr.value
+            return Allocation(a, None, a.dptr), self._host_timing(t0)
         with self._pycuda_errors():
             if kind == "pageable":  # anonymous pages: page-aligned, lazily backed, like a large malloc
                 a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -385,6 +424,10 @@ class GpuSide:
             # free holds it, and a host callback still queued needs it to run — waiting inside PyCUDA deadlocks
             self.drv.call("cuCtxSynchronize")
         a.array = None
+        if a.device != self.info.ordinal:
+            with self._on(a.device):
+                self.drv.call("cuMemFree_v2", C.c_uint64(a.dptr))
+            return
         with self._pycuda_errors():
             if a.kind == "pageable":
                 a.owner.close()
@@ -420,7 +463,7 @@ class GpuSide:
         ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
         mt = self.drv.pointer_attribute(D.POINTER_MEMORY_TYPE, ptr)
         managed = self.drv.pointer_attribute(D.POINTER_IS_MANAGED, ptr)
-        info = {"device": self.info.ordinal,
+        info = {"device": a.device if a.kind == "device" else self.info.ordinal,
                 "memory_type": D.MEMORYTYPE.get(mt, mt) if isinstance(mt, int) else mt,
                 "is_managed": bool(managed) if isinstance(managed, int) else managed,
                 "host_flags": self.drv.host_flags(ptr) if buf.host_ptr is not None else "CUDA_ERROR_INVALID_VALUE",
@@ -448,7 +491,8 @@ class GpuSide:
         if self.held:
             raise held_error("reading device memory (a synchronous copy)")
         out = np.empty(nbytes, np.uint8)
-        self.drv.call("cuMemcpyDtoH_v2", out.ctypes.data, a.dptr + offset, nbytes)
+        with self._on(a.device):
+            self.drv.call("cuMemcpyDtoH_v2", out.ctypes.data, a.dptr + offset, nbytes)
         return out
 
     def write(self, buf, offset, data):
@@ -814,6 +858,8 @@ class GpuSide:
                 self.drv.raw(name, h)
         for mod in getattr(self, "modules", []):
             self.drv.raw("cuModuleUnload", mod)
+        for device in getattr(self, "primaries", {}):
+            self.drv.raw("cuDevicePrimaryCtxRelease_v2", device)
         try:
             self.ctx.pop()
         finally:

@@ -25,6 +25,7 @@ from .sparse import Budget, SparseBytes
 MIB = 1 << 20
 STEP = 64 * MIB
 INVALID = "CUDA_ERROR_INVALID_VALUE"
+INVALID_DEVICE = "CUDA_ERROR_INVALID_DEVICE"
 ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
 CALLBACK_COST = 5e-6  # a host function holds its stream this long
 STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
@@ -44,6 +45,7 @@ class SimAlloc:
     freed: bool = False
     managed: dict = field(default_factory=dict)  # range attributes of managed memory
     pool: bool | None = None  # the small pinned pool it came from (write-combined or not)
+    device: int = 0  # the GPU whose memory it is (device memory made `on` another GPU)
 
     @property
     def cls(self) -> str:
@@ -101,6 +103,7 @@ class SimBackend(Backend):
         self.pooled = 0  # live device allocations carved from the small pool
         self.host_pools: dict[bool, tuple[int, int]] = {}  # write-combined? → (PORTABLE bit, live allocations)
         self.device_used = self.host_used = 0
+        self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a may reach GPU b's memory
         self.default = SimStream()
         self.streams: list[SimStream] = []
         self.retired = 0.0  # the tail of destroyed blocking streams: the default stream still waits for it
@@ -262,13 +265,18 @@ class SimBackend(Backend):
         self._wait(max([self.now] + [op.end for op in self.ops]), what)
 
     # ------------------------------------------------------------------ memory
-    def alloc(self, kind, size, flags):
+    def alloc(self, kind, size, flags, device=0):
         self._alive()
         p = self.profile
         if size <= 0:
             raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
+        if not 0 <= device < p.gpus:
+            raise ShellError(INVALID_DEVICE, f"there is no GPU {device}: the profile has {p.gpus}",
+                             "`devices` lists them; `--sim-profile two-h200` has two")
         on_device = kind in ("device", "managed")
         used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
+        if device:  # another GPU's own memory
+            used = sum(x.size for x in self.live if x.device == device)
         if used + size > limit:
             raise ShellError("CUDA_ERROR_OUT_OF_MEMORY",
                              f"{size} bytes do not fit: {used} of {limit} bytes of "
@@ -277,7 +285,7 @@ class SimBackend(Backend):
         if kind == "managed" and not p.managed_memory:
             raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
         region = "alias" if kind == "device" and not p.unified_addressing else kind
-        a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region)
+        a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device)
         a.addr = self.addresses.take(region, size)
         host_ptr = device_ptr = None
         cost = 1e-6
@@ -299,7 +307,7 @@ class SimBackend(Backend):
             host_ptr = device_ptr = a.addr
             cost = p.device_alloc
         self.live.add(a)
-        if on_device:
+        if on_device and not device:
             self.device_used += size
         else:
             self.host_used += size
@@ -357,7 +365,7 @@ class SimBackend(Backend):
                 self.stale.clear()
         a.freed = True
         self.live.discard(a)
-        if a.kind in ("device", "managed"):
+        if a.kind in ("device", "managed") and not a.device:
             self.device_used -= a.size
         else:
             self.host_used -= a.size
@@ -396,7 +404,7 @@ class SimBackend(Backend):
     def pointer_info(self, buf):
         a: SimAlloc = buf.handle
         pinned = a.kind == "pinned" or a.registered
-        info = {"device": 0}
+        info = {"device": a.device}
         if a.kind == "pageable" and not a.registered:
             info.update(memory_type=INVALID, is_managed=INVALID)
         else:
@@ -436,6 +444,20 @@ class SimBackend(Backend):
         peers = [{"src": a, "dst": b, "access": p.peer_access, "link": p.peer_link, "atomics": p.peer_access}
                  for a in range(p.gpus) for b in range(p.gpus) if a != b]
         return {"devices": devices, "peers": peers, "link_source": "the simulator's profile"}
+
+    def peer_access(self, src, dst, enable):
+        self._alive()
+        p = self.profile
+        if not (0 <= src < p.gpus and 0 <= dst < p.gpus) or src == dst:
+            raise ShellError(INVALID_DEVICE, f"no pair of GPUs {src} → {dst} in a profile of {p.gpus}")
+        if not p.peer_access:
+            raise ShellError("CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", f"GPU {src} cannot reach GPU {dst} directly")
+        if enable and (src, dst) in self.peers:
+            raise ShellError("CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", f"GPU {src} can already reach GPU {dst}")
+        if not enable and (src, dst) not in self.peers:
+            raise ShellError("CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", f"GPU {src} was not given access to GPU {dst}")
+        (self.peers.add if enable else self.peers.discard)((src, dst))
+        return self._host_call(20e-6)
 
     def peer_copy(self, src, dst, nbytes, reps, peer):
         self._alive()
@@ -517,7 +539,12 @@ class SimBackend(Backend):
             return self._host_call(self.profile.async_call, rule)
         path, kind = self._path(s, d)
         stage = 0.0
-        if rule.stages:  # the host copies into staging memory, then the DMA runs at the pinned rate
+        if path == "d2d" and s.device != d.device:  # between GPUs: over the link, or staged through the host
+            direct = (s.device, d.device) in self.peers or (d.device, s.device) in self.peers
+            duration = self.profile.peer_latency + nbytes / (self.profile.peer_rate if direct
+                                                             else self.profile.peer_staged_rate)
+            kind = "d2h"
+        elif rule.stages:  # the host copies into staging memory, then the DMA runs at the pinned rate
             duration = self.profile.copy_seconds("pinned h2d", nbytes)
             stage = max(self.profile.copy_seconds(path, nbytes) - duration,
                         self.profile.staging_latency + nbytes / self.profile.staging_rate)
@@ -563,7 +590,8 @@ class SimBackend(Backend):
         named = dict(zip((q.name for q in kernel.params), args))
         faulty = [named[q.name].name for q in kernel.params if q.is_buffer and (
             (q.writes and named[q.name].buf.handle.readonly)
-            or (named[q.name].buf.device_ptr is None and not p.pageable_memory_access))]
+            or (named[q.name].buf.device_ptr is None and not p.pageable_memory_access)
+            or (named[q.name].buf.handle.device and (0, named[q.name].buf.handle.device) not in self.peers))]
         if kernel.name == "spin":
             return self._submit(stream, int(named["us"]) * 1e-6, "compute", R.QUEUED)
         n = min(count, grid * block)
@@ -587,7 +615,9 @@ class SimBackend(Backend):
             return run
 
         moved = sum(nbytes * (2 if q.kind == "inout" else 1) /
-                    (p.kernel_device_read if bufs[q.name].buf.kind in ("device", "managed") else p.kernel_zero_copy_read)
+                    (p.peer_rate if bufs[q.name].buf.handle.device  # another GPU's memory, over the link
+                     else p.kernel_device_read if bufs[q.name].buf.kind in ("device", "managed")
+                     else p.kernel_zero_copy_read)
                     for q in kernel.params if q.is_buffer)
         return self._submit(stream, p.launch_latency + moved, "compute", R.QUEUED, None if faulty else effect,
                             fault=ILLEGAL if faulty else None)

@@ -86,6 +86,19 @@ def check_device_accessible(buf, col: int | None, uva: bool) -> None:
     raise ShellError("NOT_DEVICE_ACCESSIBLE", f"the GPU cannot reach {buf.name} ({buf.kind})", hint, col)
 
 
+def check_peer_reach(session, buf, gpu: int, col: int | None) -> None:
+    """A kernel on GPU `gpu` reaches another GPU's memory only with peer access (else the GPU faults, stickily)."""
+    if buf.kind == "device" and buf.device != gpu and (gpu, buf.device) not in session.peers:
+        raise ShellError("NO_PEER_ACCESS", f"{buf.name} is on GPU {buf.device}: a kernel on GPU {gpu} cannot reach it",
+                         f"`peer enable {gpu} {buf.device}` first, or copy it over", col)
+
+
+def check_on_this_gpu(buf, gpu: int, col: int | None, what: str) -> None:
+    if buf.kind == "device" and buf.device != gpu:
+        raise ShellError("OTHER_GPU", f"{what} runs on GPU {gpu}; {buf.name} is on GPU {buf.device}",
+                         "copy into it (`memcpy`), or launch a kernel on it after `peer enable`", col)
+
+
 def check_name(name: str, col: int | None, what: str) -> None:
     if not _NAME.match(name) or name.lower() in RESERVED:
         raise ShellError("USAGE", f"'{name}' cannot name {what}",

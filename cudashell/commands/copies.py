@@ -6,7 +6,7 @@ from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..registry import command
 from ..results import Result, timing_data
-from .checks import check_device_accessible, check_range, common_size, region
+from .checks import check_device_accessible, check_on_this_gpu, check_range, common_size, region
 
 DIRECTIONS = ("h2d", "d2h", "d2d", "h2h")
 SIDE_WORD = {"h": "host", "d": "device", "hd": "managed (host or device)"}
@@ -96,6 +96,7 @@ def memset(session, backend, args):
     check_range(buf, part.offset, nbytes, args.col("SIZE") if "SIZE" in args.values else args.col("NAME"), "memset")
     if "unchecked" not in args.flags:
         check_device_accessible(buf, args.col("NAME"), backend.info.unified_addressing)
+    check_on_this_gpu(buf, backend.info.ordinal, args.col("NAME"), "cudaMemset")
     stream = stream_for(session, args)
     async_ = "async" in args.flags
     t = backend.memset(buf, part.offset, value, nbytes, stream.handle, async_)

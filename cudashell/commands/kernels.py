@@ -9,7 +9,7 @@ from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import Kernel, parse_kernels, scalar
 from ..registry import command
 from ..results import Result, timing_data
-from .checks import check_device_accessible, check_within, region
+from .checks import check_device_accessible, check_peer_reach, check_within, region
 
 
 def _buffer_arg(session, backend, text: str, col: int, checked: bool):
@@ -17,6 +17,7 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool):
     part = region(session, parse_part(text, col), col, "kernel argument")
     if checked:
         check_device_accessible(part.buf, col, backend.info.unified_addressing)
+        check_peer_reach(session, part.buf, backend.info.ordinal, col)
     return part
 
 

@@ -42,11 +42,12 @@ def managed_only(buf, words) -> bool:
          flags=(Flag("portable", only_with=PINNED), Flag("mapped", only_with=PINNED),
                 Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED),
                 Flag("host", only_with=MANAGED)),
-         opts=(Opt("as", Arg("NAME", "newname")),),
+         opts=(Opt("as", Arg("NAME", "newname")), Opt("on", Arg("GPU", "int"), only_with=("device",))),
          details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
                  "under UVA), writecombined/wc (fast PCIe writes, very slow host reads). Managed: global "
                  "(default) or host attachment. Without `as NAME` the name is h0 (pageable), p0 (pinned), "
-                 "d0 (device) or m0 (managed), counting up.")
+                 "d0 (device) or m0 (managed), counting up. `on N` puts device memory on GPU N (`devices` lists "
+                 "them): copies reach it from anywhere; a kernel on the session's GPU only after `peer enable`.")
 def alloc(session, backend, args):
     kind, size = args.get("KIND"), args.get("SIZE")
     allowed = {"pinned": PINNED_FLAGS, "managed": MANAGED_FLAGS}.get(kind, ())
@@ -59,14 +60,17 @@ def alloc(session, backend, args):
     if size <= 0:
         raise ShellError("CUDA_ERROR_INVALID_VALUE", "a size of 0 bytes cannot be allocated",
                          "give a size above 0", args.col("SIZE"))
+    gpu = args.get("GPU", backend.info.ordinal)
+    if gpu != backend.info.ordinal and kind != "device":
+        raise usage(f"`on` places device memory; {kind} memory is the host's (or follows its use)", args.col("GPU"),
+                    "alloc device SIZE on N")
     name = args.get("NAME") or session.next_name(kind)
     check_new_name(session, name, args.col("NAME"))
     flags = frozenset(args.flags | ({"global"} if kind == "managed" and not args.flags else set()))
     if kind == "pinned":
         check_pin_limit(session, backend, size, args.col("SIZE"))
-    allocation, t = backend.alloc(kind, size, flags)
-    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle,
-                 device=backend.info.ordinal)
+    allocation, t = backend.alloc(kind, size, flags, gpu)
+    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle, device=gpu)
     session.add_buffer(buf)
     return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
 

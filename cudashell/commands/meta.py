@@ -48,16 +48,6 @@ def device(session, backend, args):
     return Result("device", {"backend": backend.name, "timing": backend.timing_label, **backend.info.as_dict()})
 
 
-@command("devices", "session", "every GPU, and how each pair is joined: peer access, NVLink or PCIe, native atomics",
-         "devices", "cuDeviceGetCount, cuDeviceGetPCIBusId, cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute "
-         "(+ nvidia-smi topo -m for the link's name)", exported=False,
-         details="The session works on one GPU (`*`); `bench peer` copies between each pair. Bus id and NUMA "
-                 "node say which CPU socket a GPU hangs off; on the simulator the profile's GPUs "
-                 "(`--sim-profile two-h200` has two).")
-def devices(session, backend, args):
-    return Result("devices", {**backend.devices(), "current": backend.info.ordinal, "timing": backend.timing_label})
-
-
 @command("echo", "scripts", "print text", "echo pinned copies next", "(none)",
          args=(Arg("TEXT", "rest", optional=True),), saved=False)
 def echo(session, backend, args):

@@ -50,7 +50,7 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
 
 def _rebuild_buffer(backend, buf, saved: dict, lost: dict) -> dict:
     old = {"host_ptr": buf.host_ptr, "device_ptr": buf.device_ptr}
-    alloc, _ = backend.alloc(buf.kind, buf.size, buf.flags)
+    alloc, _ = backend.alloc(buf.kind, buf.size, buf.flags, buf.device)
     buf.handle, buf.host_ptr, buf.device_ptr = alloc.handle, alloc.host_ptr, alloc.device_ptr
     if buf.registered is not None:
         try:
@@ -92,6 +92,11 @@ def reset(session, backend, args):
         s.handle, s.priority = backend.stream_create(s.nonblocking, s.priority)
     for ev in session.events.values():
         ev.handle, ev.stream = backend.event_create(), None
+    for a, b in list(session.peers):  # peer access belongs to the contexts: given again on the fresh side
+        try:
+            backend.peer_access(a, b, True)
+        except ShellError:
+            session.peers.discard((a, b))
     kernels, kernel_failures = _reload_kernels(session, backend)
     rows, dropped = [], {}
     for buf in list(session.buffers.values()):
