@@ -523,7 +523,24 @@ class GpuSide:
         name, args, rule = self._memcpy_call(src, src_off, dst, dst_off, nbytes, stream, async_)
         if nbytes == 0:
             return self._untimed(name, args, rule)
+        if src.handle.device != dst.handle.device:
+            return self._between_gpus(args[:3], src.handle.device ^ dst.handle.device ^ self.info.ordinal)
         return self._timed(stream if async_ else None, name, args, rule, nbytes)
+
+    def _between_gpus(self, args: tuple, other: int) -> Timing:
+        """A copy from one GPU's memory to another's: cuMemcpy, then both GPUs synchronised, timed on the host —
+        the events of one GPU's stream see only its part (on the H200 pair they said 52 µs for 256 MiB staged)."""
+        if self.held:
+            raise held_error("a copy between GPUs (timed to its end)")
+        self.drv.call("cuCtxSynchronize")  # the work queued before it, out of its time
+        start, t0 = self._stamp(), time.perf_counter()
+        self.drv.call("cuMemcpy", *args)
+        self.drv.call("cuCtxSynchronize")
+        with self._on(other):
+            self.drv.call("cuCtxSynchronize")
+        seconds = time.perf_counter() - t0
+        return Timing(seconds, seconds, True, self.timing_label, None, start, start + seconds,
+                      rule=R.BETWEEN_GPUS.why, basis="observed", issued=start)
 
     def _memset_call(self, buf, offset, value, nbytes, stream, async_):
         ptr = (buf.device_ptr if buf.device_ptr is not None else buf.host_ptr) + offset

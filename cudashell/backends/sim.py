@@ -540,6 +540,8 @@ class SimBackend(Backend):
         path, kind = self._path(s, d)
         stage = 0.0
         if path == "d2d" and s.device != d.device:  # between GPUs: over the link, or staged through the host
+            self._refuse_held("a copy between GPUs (timed to its end)")
+            rule = R.BETWEEN_GPUS  # as the cuda backend times it: whole, the host waiting for both GPUs
             direct = (s.device, d.device) in self.peers or (d.device, s.device) in self.peers
             duration = self.profile.peer_latency + nbytes / (self.profile.peer_rate if direct
                                                              else self.profile.peer_staged_rate)
