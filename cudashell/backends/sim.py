@@ -63,6 +63,7 @@ class SimStream:
 @dataclass(eq=False)
 class SimEvent:
     time: float | None = None  # when the GPU reaches it; None until recorded
+    record: list | None = None  # its latest record while held: [when the GPU reaches it], filled in at release
 
 
 @dataclass(eq=False)
@@ -638,8 +639,14 @@ class SimBackend(Backend):
     def event_record(self, event, stream):
         self._alive()
         if self.held is not None:  # the GPU reaches it after the release
+            record = event.record = [math.inf]
             event.time = math.inf
-            self.held.append(lambda: setattr(event, "time", self._schedule(stream, 0.0, None)[1]))
+
+            def reached():
+                record[0] = self._schedule(stream, 0.0, None)[1]
+                if event.record is record:  # not recorded again since
+                    event.time, event.record = record[0], None
+            self.held.append(reached)
         else:
             _, event.time = self._schedule(stream, 0.0, None)
         return self._host_call(self.profile.async_call, R.QUEUED)
@@ -672,12 +679,17 @@ class SimBackend(Backend):
 
     def stream_wait(self, stream, event):
         self._alive()
-        if self.held is not None:
-            self.held.append(lambda: self.stream_wait(stream, event))
+        if self.held is not None:  # it waits for the record made before this call, as cuStreamWaitEvent does —
+            # a record made later in the hold must not move it
+            record = event.record or [event.time]
+            self.held.append(lambda: self._wait_for(stream, record[0]))
             return
-        q = stream or self.default
-        if event.time is not None and math.isfinite(event.time):  # inf: recorded in a hold whose queue is gone
-            q.tail = max(q.tail, event.time)
+        self._wait_for(stream, event.time)
+
+    def _wait_for(self, stream, time: float | None) -> None:
+        if time is not None:
+            q = stream or self.default
+            q.tail = max(q.tail, time)
 
     def host_callback(self, stream, text, label):
         self._alive()
