@@ -143,3 +143,16 @@ def test_a_copy_between_gpus_runs_over_the_link_once_peer_access_is_on(two):
     assert off > 3 * on, (off, on)  # staged through the host (~38 GB/s) vs over NVLink (~390 GB/s)
     gbps = {k: (256 << 20) / s / 1e9 for k, s in (("off", off), ("on", on))}
     assert gbps["off"] < 100 and gbps["on"] < 1000, gbps  # no link is faster: a time of one GPU's part is not the copy's
+
+
+def test_the_links_are_read_from_nvidia_smi_topo():
+    from cudashell.backends.topology import parse_topo
+
+    h200_pair = ("\t\x1b[4mGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m\n"
+                 "GPU0\t X \tNV18\t0-31\t0\t\tN/A\nGPU1\tNV18\t X \t0-31\t0\t\tN/A\n\nLegend:\n")
+    assert parse_topo(h200_pair) == {(0, 0): "X", (0, 1): "NV18", (1, 0): "NV18", (1, 1): "X"}
+    pcie_four = ("\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tCPU Affinity\n"
+                 "GPU0\t X \tPIX\tSYS\tSYS\tNODE\t0-15\nGPU1\tPIX\t X \tSYS\tSYS\tNODE\t0-15\n"
+                 "GPU2\tSYS\tSYS\t X \tPIX\tSYS\t16-31\nGPU3\tSYS\tSYS\tPIX\t X \tSYS\t16-31\nNIC0\tNODE\tNODE\n")
+    links = parse_topo(pcie_four)
+    assert links[(0, 1)] == "PIX" and links[(1, 2)] == "SYS" and len(links) == 16  # the NIC column is not a GPU

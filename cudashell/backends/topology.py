@@ -51,6 +51,11 @@ def topo_links() -> dict[tuple[int, int], str]:
         text = subprocess.run([exe, "topo", "-m"], capture_output=True, text=True, timeout=20).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
+    return parse_topo(text)
+
+
+def parse_topo(text: str) -> dict[tuple[int, int], str]:
+    """The GPU-to-GPU block of `nvidia-smi topo -m` (rows `GPU0  X  NV18 …`; the CPU/NUMA columns after it)."""
     rows = [line.split() for line in text.splitlines() if re.match(r"^\s*GPU\d+\s", line)]
     links = {}
     for row in rows:
