@@ -56,7 +56,7 @@ def topo_links() -> dict[tuple[int, int], str]:
 
 def parse_topo(text: str) -> dict[tuple[int, int], str]:
     """The GPU-to-GPU block of `nvidia-smi topo -m` (rows `GPU0  X  NV18 …`; the CPU/NUMA columns after it)."""
-    rows = [line.split() for line in text.splitlines() if re.match(r"^\s*GPU\d+\s", line)]
+    rows = [line.split() for line in text.splitlines() if re.match(r"^GPU\d+\s", line)]  # the header is indented
     links = {}
     for row in rows:
         a = int(row[0][3:])
