@@ -156,3 +156,31 @@ def test_the_links_are_read_from_nvidia_smi_topo():
                  "GPU2\tSYS\tSYS\t X \tPIX\tSYS\t16-31\nGPU3\tSYS\tSYS\tPIX\t X \tSYS\t16-31\nNIC0\tNODE\tNODE\n")
     links = parse_topo(pcie_four)
     assert links[(0, 1)] == "PIX" and links[(1, 2)] == "SYS" and len(links) == 16  # the NIC column is not a GPU
+
+
+def test_default_and_portable_pinned_memory_copy_to_the_other_gpu(two):
+    """Seed 004: pinned memory is page-locked for the GPU current when it was made, `portable` for all — and under
+    UVA every pinned allocation is portable: both copy to GPU 1 at the pinned rate, and the bytes arrive."""
+    two.ok("alloc pinned 64MB as plain; alloc pinned 64MB portable as shared; alloc device 64MB on 1 as far; "
+           "alloc pinned 64MB as back; fill plain 1 dtype float32; fill shared 2 dtype float32")
+    rates = {}
+    for name in ("plain", "shared"):
+        two.ok(f"memcpy {name} far")  # warm
+        rates[name] = two.ok(f"memcpy {name} far")["gbps"]
+        two.ok("memcpy far back")
+        assert two.ok("compare back " + name)["equal"]
+    assert rates["plain"] > 0.8 * rates["shared"] and rates["plain"] > 20, rates
+
+
+def test_without_uva_default_pinned_memory_is_pageable_to_the_other_gpu():
+    """The pre-UVA rule the simulator teaches (profile two-gpus-no-uva): only `portable` pinned memory is pinned for
+    GPU 1 too; the default one is copied as pageable memory is, staged."""
+    c = Cush(SimBackend(Profile.load("two-gpus-no-uva")))
+    try:
+        c.ok("alloc pinned 64MB as plain; alloc pinned 64MB portable as shared; alloc device 64MB on 1 as far; "
+             "alloc device 64MB as near")
+        plain, shared = c.ok("memcpy plain far")["gbps"], c.ok("memcpy shared far")["gbps"]
+        assert shared > 4 * plain
+        assert c.ok("memcpy plain near")["gbps"] == pytest.approx(shared, rel=0.01)  # on its own GPU: pinned
+    finally:
+        c.shell.close()

@@ -523,12 +523,13 @@ class GpuSide:
         name, args, rule = self._memcpy_call(src, src_off, dst, dst_off, nbytes, stream, async_)
         if nbytes == 0:
             return self._untimed(name, args, rule)
-        if src.handle.device != dst.handle.device:
-            return self._between_gpus(args[:3], src.handle.device ^ dst.handle.device ^ self.info.ordinal)
+        others = {b.handle.device for b in (src, dst) if b.kind == "device"} - {self.info.ordinal}
+        if others:  # another GPU's memory: the copy is not all on our stream
+            return self._between_gpus(args[:3], others.pop())
         return self._timed(stream if async_ else None, name, args, rule, nbytes)
 
     def _between_gpus(self, args: tuple, other: int) -> Timing:
-        """A copy from one GPU's memory to another's: cuMemcpy, then both GPUs synchronised, timed on the host —
+        """A copy to or from another GPU's memory: cuMemcpy, then both GPUs synchronised, timed on the host —
         the events of one GPU's stream see only its part (on the H200 pair they said 52 µs for 256 MiB staged)."""
         if self.held:
             raise held_error("a copy between GPUs (timed to its end)")

@@ -131,6 +131,8 @@ BUILTIN = {  # changes to the calibrated H100
     "two-h200": {"name": "H200 (simulated; two joined by NVLink, figures measured on the H200 pair)", "gpus": 2,
                  "device_memory": 141 * (1 << 30), "pinned_h2d": 55.3 * GB, "pinned_d2h": 55.3 * GB,
                  "peer_link": "NVLink (NV18)", "peer_rate": 390 * GB, "peer_staged_rate": 37.7 * GB},
+    "two-gpus-no-uva": {"name": "two GPUs without UVA (simulated, for teaching portable pinned memory)", "gpus": 2,
+                        "unified_addressing": False, "managed_memory": False, "concurrent_managed_access": False},
     "no-uva": {"name": "32-bit system without UVA (simulated, for teaching)", "unified_addressing": False,
                "managed_memory": False, "concurrent_managed_access": False},
 }

@@ -519,6 +519,15 @@ class SimBackend(Backend):
             raise ShellError(INVALID, f"{what} into {buf.name}, which is registered read-only",
                              "the GPU may only read a `readonly` registration")
 
+    def _seen(self, host: SimAlloc, other: SimAlloc) -> str:
+        """How the GPU of `other` sees host memory: without UVA, pinned memory made without `portable` is pinned
+        only for the GPU that was current when it was allocated — another GPU copies it as pageable (staged). Under
+        UVA every pinned allocation is portable."""
+        if (host.cls == "pinned" and other.kind == "device" and other.device and not self.profile.unified_addressing
+                and not host.host_bits & HOST_PORTABLE):
+            return "pageable"
+        return host.cls
+
     def _path(self, src: SimAlloc, dst: SimAlloc) -> tuple[str, str | None]:
         """The calibrated path a copy takes and the engine kind it uses."""
         s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
@@ -527,7 +536,7 @@ class SimBackend(Backend):
         if not s_dev and not d_dev:
             return "h2h", None
         host = dst if s_dev else src
-        cls = "pageable" if host.cls == "pageable" else \
+        cls = "pageable" if self._seen(host, src if s_dev else dst) == "pageable" else \
             "writecombined" if host.host_bits & HOST_WRITECOMBINED else "pinned"
         return f"{cls} {'d2h' if s_dev else 'h2d'}", "d2h" if s_dev else "h2d"
 
@@ -535,14 +544,15 @@ class SimBackend(Backend):
         self._alive()
         self._refuse_readonly(dst, "a copy")
         s, d = src.handle, dst.handle
-        rule = R.memcpy_rule(s.cls, d.cls, async_, nbytes)
+        rule = R.memcpy_rule(self._seen(s, d), self._seen(d, s), async_, nbytes)
         if nbytes == 0:
             return self._host_call(self.profile.async_call, rule)
         path, kind = self._path(s, d)
         stage = 0.0
+        if s.device or d.device:  # another GPU's memory: timed whole, the host waiting for both GPUs (as on a GPU)
+            self._refuse_held("a copy to or from another GPU (timed to its end)")
+            rule = R.BETWEEN_GPUS
         if path == "d2d" and s.device != d.device:  # between GPUs: over the link, or staged through the host
-            self._refuse_held("a copy between GPUs (timed to its end)")
-            rule = R.BETWEEN_GPUS  # as the cuda backend times it: whole, the host waiting for both GPUs
             direct = (s.device, d.device) in self.peers or (d.device, s.device) in self.peers
             duration = self.profile.peer_latency + nbytes / (self.profile.peer_rate if direct
                                                              else self.profile.peer_staged_rate)
