@@ -420,10 +420,10 @@ def _devices(d, tablefmt, width=0):
              "sm_" + g["compute_capability"].replace(".", "")] for g in d["devices"]]
     out = [fit(rows, ["GPU", "name", "bus id", "NUMA", "memory", "compute"], tablefmt, width)]
     if d["peers"]:
-        pairs = [[f"GPU {p['src']} → GPU {p['dst']}", "yes" if p["access"] else "no", p["link"],
-                  "yes" if p["atomics"] else "no"] for p in d["peers"]]
         enabled = {tuple(p) for p in d["enabled"]}
-        pairs = [row + ["yes" if (p["src"], p["dst"]) in enabled else "no"] for row, p in zip(pairs, d["peers"])]
+        yes = {True: "yes", False: "no"}
+        pairs = [[f"GPU {p['src']} → GPU {p['dst']}", yes[p["access"]], p["link"], yes[p["atomics"]],
+                  yes[(p["src"], p["dst"]) in enabled]] for p in d["peers"]]
         out += ["", fit(pairs, ["pair", "peer access", "link", "native atomics", "enabled"], tablefmt, width),
                 f"(* the session's device; links from {d['link_source']})"]
     else:
