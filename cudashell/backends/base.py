@@ -86,9 +86,9 @@ class Backend(ABC):
     ask_abandon = None  # set by the REPL: (what, seconds waited) -> give the GPU up? Scripts decide: yes
 
     @abstractmethod
-    def alloc(self, kind: str, size: int, flags: frozenset, device: int | None = None) -> tuple[Allocation, Timing]:
+    def alloc(self, kind: str, size: int, flags: frozenset, device: int = 0) -> tuple[Allocation, Timing]:
         """kind: pageable | pinned (flags portable/mapped/writecombined) | device | managed (global/host);
-        device memory on GPU `device` (None: the session's; another GPU's: in its primary context)."""
+        device memory on GPU `device` (another GPU's than the session's: its primary context's)."""
 
     @abstractmethod
     def free(self, buf) -> None: ...

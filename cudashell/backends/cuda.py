@@ -251,7 +251,7 @@ class CudaBackend(Backend):
         self._start()
 
     # ------------------------------------------------------------------ the contract, forwarded
-    def alloc(self, kind, size, flags, device=None):
+    def alloc(self, kind, size, flags, device=0):
         alloc, timing = self._call("alloc", kind, size, flags, device)
         if kind != "device":
             self.host_allocs[alloc.handle] = (kind, size)

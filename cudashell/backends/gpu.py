@@ -190,23 +190,17 @@ class GpuSide:
         pairs, source = topology.peers(self.drv, len(found))
         return {"devices": found, "peers": pairs, "link_source": source}
 
-    def _context(self, device: int) -> C.c_void_p:
-        """Our context for our GPU; another GPU's primary context, retained until the side closes."""
+    @contextmanager
+    def _on(self, device: int):
+        """Another GPU's primary context made current for a call (retained until the side closes); ours again after."""
         if device == self.info.ordinal:
-            return C.c_void_p(self.ctx.handle)
+            yield
+            return
         if device not in self.primaries:
             ctx = C.c_void_p()
             self.drv.call("cuDevicePrimaryCtxRetain", C.byref(ctx), device)
             self.primaries[device] = ctx
-        return self.primaries[device]
-
-    @contextmanager
-    def _on(self, device: int):
-        """A GPU's context made current for a call; ours again after."""
-        if device == self.info.ordinal:
-            yield
-            return
-        self.drv.call("cuCtxSetCurrent", self._context(device))
+        self.drv.call("cuCtxSetCurrent", self.primaries[device])
         try:
             yield
         finally:
@@ -214,8 +208,12 @@ class GpuSide:
 
     def peer_access(self, src, dst, enable):
         t0 = time.perf_counter()
-        topology.check_pair(self.drv, src, dst)
-        other = self._context(dst)
+        count = len(topology.devices(self.drv))
+        if not (0 <= src < count and 0 <= dst < count) or src == dst:
+            raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
+        with self._on(dst):
+            pass  # retains dst's primary context when it is another GPU
+        other = C.c_void_p(self.ctx.handle) if dst == self.info.ordinal else self.primaries[dst]
         with self._on(src):
             if enable:
                 self.drv.call("cuCtxEnablePeerAccess", other, 0)
@@ -381,10 +379,9 @@ class GpuSide:
         return Timing(host, host, True, self.timing_label)
 
     # ------------------------------------------------------------------ memory
-    def alloc(self, kind, size, flags, device=None):
+    def alloc(self, kind, size, flags, device=0):
         cuda = self.cuda
         t0 = time.perf_counter()
-        device = self.info.ordinal if device is None else device
         a = CudaAlloc(kind, size, device=device)
         if device != self.info.ordinal:  # another GPU's memory, made in its primary context
             ptr = C.c_uint64()

@@ -266,10 +266,9 @@ class SimBackend(Backend):
         self._wait(max([self.now] + [op.end for op in self.ops]), what)
 
     # ------------------------------------------------------------------ memory
-    def alloc(self, kind, size, flags, device=None):
+    def alloc(self, kind, size, flags, device=0):
         self._alive()
         p = self.profile
-        device = self.info.ordinal if device is None else device
         if size <= 0:
             raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
         if not 0 <= device < p.gpus:

@@ -79,13 +79,6 @@ def peers(drv: Driver, count: int) -> tuple[list[dict], str]:
     return out, "nvidia-smi topo -m" if links else "the driver (nvidia-smi not found: link unknown)"
 
 
-def check_pair(drv: Driver, src: int, dst: int) -> None:
-    """Two different GPUs the driver has, or its CUDA_ERROR_INVALID_DEVICE."""
-    count = _int(drv, "cuDeviceGetCount")
-    if not (0 <= src < count and 0 <= dst < count) or src == dst:
-        raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
-
-
 @contextmanager
 def _primaries(drv: Driver, ordinals):
     """Each device's primary context, retained for the whole block (released, it would be destroyed with the memory
@@ -106,7 +99,9 @@ def _primaries(drv: Driver, ordinals):
 def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:
     """Seconds per copy, as cudaMemcpyPeerAsync gives it: `reps` copies back to back on a stream of the
     source's primary context, between two events (one warm-up copy first)."""
-    check_pair(drv, src, dst)
+    count = _int(drv, "cuDeviceGetCount")
+    if not (0 <= src < count and 0 <= dst < count) or src == dst:
+        raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
     with _primaries(drv, (src, dst)) as ctx:
         made, enabled = [], []  # (context, pointer) to free; (context, peer context) to disable
         try:
