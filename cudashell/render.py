@@ -138,10 +138,12 @@ def _ls(d, tablefmt, width=0):
     if not d["buffers"]:
         return ["no buffers"]
     gpus = len({r["device"] for r in d["buffers"]}) > 1 or any(r["device"] for r in d["buffers"])
+    ctxs = any(r["context"] != f"gpu{r['device']}" for r in d["buffers"])  # a context of `context create`'s
     rows = [[r["name"], r["kind"], format_size_exact(r["size"]), _flags_text(r), r["host_ptr"] or "-",
              _device_ptr_text(r), r["state"]] + ([r["device"] if r["kind"] == "device" else "-"] if gpus else [])
-            for r in d["buffers"]]
-    headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else [])
+            + ([r["context"]] if ctxs else []) for r in d["buffers"]]
+    headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else []) \
+        + (["context"] if ctxs else [])
     short = [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)]
     return [fit(rows, headers, tablefmt, width, (short, headers))]
 
@@ -162,7 +164,9 @@ def _info(d):
             f"  device             {drv['device']}"] + [
             f"  {label:<18} {drv[key]}   (cuMemRangeGetAttribute)" for key, label in
             (("read_mostly", "read mostly"), ("preferred_location", "preferred at"),
-             ("last_prefetch_location", "last prefetched to")) if key in drv]
+             ("last_prefetch_location", "last prefetched to")) if key in drv] + [
+            f"  kernel in {r['context']:<9} {r['reaches']}" + ("" if r["reaches"].startswith("0x") else
+                                                            "   (it cannot use it there)") for r in d["reach"]]
 
 
 def _show(d):
@@ -243,10 +247,28 @@ def _kernel_list(d, tablefmt, width=0):
 
 
 def _streams(d, tablefmt, width=0):
+    ctxs = len({r["context"] for r in d["streams"]}) > 1
     rows = [[r["name"] + (" (legacy default)" if r["legacy_default"] else ""),
              "nonblocking" if r["nonblocking"] else "blocking", r["priority"], "idle" if r["idle"] else "busy"]
-            for r in d["streams"]]
-    return [fit(rows, ["stream", "sync with default", "priority", "work"], tablefmt, width)]
+            + ([r["context"]] if ctxs else []) for r in d["streams"]]
+    return [fit(rows, ["stream", "sync with default", "priority", "work"] + (["context"] if ctxs else []),
+                tablefmt, width)]
+
+
+def _contexts(d, tablefmt, width=0):
+    rows = [[("* " if c["current"] else "  ") + c["name"], c["device"], c["kind"],
+             ", ".join(c["buffers"]) or "-", ", ".join(c["streams"]), ", ".join(c["events"]) or "-"]
+            for c in d["contexts"]]
+    return [fit(rows, ["context", "GPU", "kind", "buffers", "streams", "events"], tablefmt, width),
+            "(* current: what is made now is made in it; `info BUF` says which contexts reach a buffer)"]
+
+
+def _context(d):
+    what = {"created": f"context {d['name']} created on GPU {d['device']}, now current",
+            "current": f"context {d['name']} ({d['kind']}, GPU {d['device']}) is current",
+            "destroyed": f"context {d['name']} destroyed; {d.get('now')} is current"}[d["action"]]
+    took = f" — {d['call']}" + (f", {fmt_seconds(d['host_seconds'])} ({d['timing']})" if "host_seconds" in d else "")
+    return [what + took]
 
 
 def _stream(d):
@@ -350,6 +372,7 @@ SIMPLE = {
     "prefetch": lambda d: [f"prefetch {d['name']} → {d['to']}: {format_size_exact(d['bytes'])} on stream "
                            f"{d['stream']}, {_gpu_time(d)} {_timing(d)}"],
     "echo": lambda d: [d["text"]],
+    "context": _context,
     "peer": lambda d: [f"peer access GPU {d['src']} → GPU {d['dst']} {'enabled' if d['enabled'] else 'disabled'}: "
                        f"{d['call']} ({d['timing']})"],
     "message": lambda d: [d["text"]],
@@ -458,7 +481,7 @@ def _reset(d, tablefmt, width=0):
     return lines
 
 
-TABLES = {"devices": _devices, "reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile,
+TABLES = {"contexts": _contexts, "devices": _devices, "reset": _reset, "doctor": _doctor, "bench": _bench, "ls": _ls, "streams": _streams, "profile": _profile,
           "kernel_list": _kernel_list}
 PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
 

@@ -28,6 +28,7 @@ class Buffer:
     handle: object = field(repr=False, default=None)  # the backend's own object
     device: int = 0
     registered: frozenset | None = None  # cudaHostRegister flags while registered
+    context: str = "gpu0"  # the context it was made in (`contexts`)
     pending: dict = field(default_factory=dict)  # backend token → stream name, of GPU work on it not yet done
     view: str = "uint8"  # the dtype it was last filled or computed as: how `show` reads it unless told
 
@@ -73,10 +74,29 @@ class Stream:
     nonblocking: bool = False
     priority: int = 0
     device: int = 0
+    context: str = "gpu0"
 
     @property
     def is_default(self) -> bool:
         return self.number == 0
+
+
+@dataclass(eq=False)
+class Context:
+    """A CUDA context: a GPU's primary context (`gpuN`, what the runtime API and `device use N` use) or one made by
+    `context create`. Allocations, streams and events are made in the current one; each has its own legacy default
+    stream. `handle` None is the backend's own (the session GPU's primary context)."""
+
+    name: str
+    device: int
+    handle: object = None
+    primary: bool = True
+    default: Stream | None = None
+
+    def __post_init__(self):
+        if self.default is None:
+            label = "0" if self.name == "gpu0" else f"{self.name}:0"
+            self.default = Stream(label, 0, device=self.device, context=self.name)
 
 
 @dataclass
@@ -91,6 +111,7 @@ class Event:
     name: str
     handle: object = field(repr=False, default=None)
     stream: str | None = None  # where it was last recorded; None until then
+    context: str = "gpu0"  # the context it was made in: it can be recorded only on that context's streams
 
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
@@ -124,7 +145,8 @@ class Region:
 class Session:
     buffers: dict = field(default_factory=dict)
     streams: dict = field(default_factory=dict)  # the streams the user made, by name
-    default_stream: Stream = field(default_factory=lambda: Stream("0", 0))
+    contexts: dict = field(default_factory=lambda: {"gpu0": Context("gpu0", 0)})
+    current: str = "gpu0"  # the current context's name
     history: list = field(default_factory=list)
     trace: list = field(default_factory=list)
     unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
@@ -139,6 +161,35 @@ class Session:
     held: dict | None = None  # while `hold`: since when, how, and how much of the trace was there then
     peers: set = field(default_factory=set)  # (a, b) after `peer enable a b`: GPU a may reach GPU b's memory
     progress: object = None  # (label, done or None at the end, total) -> None: the shell's progress line, if any
+
+    # -------------------------------------------------------------- contexts
+    @property
+    def context(self) -> Context:
+        return self.contexts[self.current]
+
+    @property
+    def default_stream(self) -> Stream:
+        """The current context's legacy default stream (`0`)."""
+        return self.context.default
+
+    def context_named(self, name: str, col: int | None = None) -> Context:
+        try:
+            return self.contexts[name]
+        except KeyError:
+            raise ShellError("NO_SUCH_CONTEXT", f"no context named '{name}'",
+                             f"contexts: {', '.join(self.contexts)}; `context create` makes one", col) from None
+
+    def primary_context(self, backend, device: int) -> Context:
+        """GPU `device`'s primary context (`gpuN`), retained on first use."""
+        name = f"gpu{device}"
+        if name not in self.contexts:
+            self.contexts[name] = Context(name, device, backend.context_primary(device))
+        return self.contexts[name]
+
+    def holdings(self, ctx: str) -> list[str]:
+        """What lives in a context: the buffers, streams and events made in it, by name."""
+        return [n for group in (self.buffers, self.streams, self.events)
+                for n, x in group.items() if x.context == ctx]
 
     # -------------------------------------------------------------- buffers
     def buffer(self, name: str, col: int | None = None) -> Buffer:
@@ -174,12 +225,19 @@ class Session:
         """The named stream; the default stream for `0`, `default`, or none given."""
         if name is None or name.lower() in DEFAULT_STREAM_NAMES:
             return self.default_stream
+        for c in self.contexts.values():  # another context's default stream, as the trace names it
+            if name == c.default.name:
+                return c.default
         try:
             return self.streams[name]
         except KeyError:
             names = ", ".join(self.streams) or "none yet"
             raise ShellError("NO_SUCH_STREAM", f"no stream named '{name}'",
                              f"streams: 0 (default), {names}; make one with `stream create`", col) from None
+
+    def all_streams(self) -> list[Stream]:
+        """Every context's default stream, then the streams made."""
+        return [c.default for c in self.contexts.values()] + list(self.streams.values())
 
     def next_stream_number(self) -> int:
         return self.stream_counter + 1

@@ -339,10 +339,13 @@ class Shell:
         scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, progress=mine.progress)
         self.session = scope
         try:
+            self.backend.context_use(None)  # a fresh session starts in the GPU's primary context
             return self.run_script(path)
         finally:
             self.session = mine
             release_session(self.backend, scope)
+            with suppress(ShellError):
+                self.backend.context_use(mine.context.handle)
 
     # ------------------------------------------------------------------ teardown
     def close(self) -> list[str]:
@@ -377,6 +380,12 @@ def release_session(backend, session: Session) -> None:
         with suppress(ShellError):
             backend.event_destroy(ev.handle)
         del session.events[ev.name]
+    for c in list(session.contexts.values()):  # primaries stay retained until the backend closes
+        if not c.primary:
+            with suppress(ShellError):
+                backend.context_destroy(c.handle)
+            del session.contexts[c.name]
+    session.current = "gpu0"
 
 
 MAX_SYNTAX_ERRORS = 20  # a file that is not a script at all (a C file, a results file) stops being read here

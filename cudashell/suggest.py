@@ -96,6 +96,8 @@ def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: st
         return [("0", "default stream")] + [(s, "stream") for s in session.streams]
     if kind == "event":
         return [(e, "event") for e in session.events]
+    if kind == "context":
+        return [(c.name, f"GPU {c.device} {'primary' if c.primary else 'context'}") for c in session.contexts.values()]
     if kind == "kernel":
         return [(k, v.signature()) for k, v in session.kernels.items()]
     if kind == "dtype":

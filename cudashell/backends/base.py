@@ -86,9 +86,32 @@ class Backend(ABC):
     ask_abandon = None  # set by the REPL: (what, seconds waited) -> give the GPU up? Scripts decide: yes
 
     @abstractmethod
-    def alloc(self, kind: str, size: int, flags: frozenset, device: int = 0) -> tuple[Allocation, Timing]:
-        """kind: pageable | pinned (flags portable/mapped/writecombined) | device | managed (global/host);
-        device memory on GPU `device` (another GPU's than the session's: its primary context's)."""
+    def alloc(self, kind: str, size: int, flags: frozenset, ctx=None) -> tuple[Allocation, Timing]:
+        """kind: pageable | pinned (flags portable/mapped/writecombined) | device | managed (global/host), made in
+        context `ctx` (a handle from context_create / context_primary; None: the session GPU's primary)."""
+
+    # contexts: handles are the backend's own; None is the session GPU's primary context, current at the start
+    @abstractmethod
+    def context_create(self, device: int) -> object:
+        """A new context on GPU `device` (cuCtxCreate); the current context stays current."""
+
+    @abstractmethod
+    def context_primary(self, device: int) -> object:
+        """GPU `device`'s primary context (cuDevicePrimaryCtxRetain, held until close); None for the session's GPU."""
+
+    @abstractmethod
+    def context_use(self, handle) -> Timing:
+        """Make a context current (cuCtxSetCurrent): allocations, streams and events are made in it from now on,
+        and a stream handle of None means its default stream."""
+
+    @abstractmethod
+    def context_destroy(self, handle) -> None:
+        """cuCtxDestroy (or the primary's release) of a context that holds nothing any more."""
+
+    @abstractmethod
+    def reach(self, buf, ctx) -> int | str:
+        """The address a kernel in context `ctx` uses for `buf`, or why it cannot use it: the driver's error
+        (cuMemHostGetDevicePointer's, for host memory) or a shell code (OTHER_CONTEXT, NO_PEER_ACCESS)."""
 
     @abstractmethod
     def free(self, buf) -> None: ...

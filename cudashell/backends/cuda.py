@@ -251,8 +251,8 @@ class CudaBackend(Backend):
         self._start()
 
     # ------------------------------------------------------------------ the contract, forwarded
-    def alloc(self, kind, size, flags, device=0):
-        alloc, timing = self._call("alloc", kind, size, flags, device)
+    def alloc(self, kind, size, flags, ctx=None):
+        alloc, timing = self._call("alloc", kind, size, flags, ctx)
         if kind != "device":
             self.host_allocs[alloc.handle] = (kind, size)
         return alloc, timing
@@ -383,6 +383,21 @@ class CudaBackend(Backend):
 
     def devices(self):
         return self._call("devices")
+
+    def context_create(self, device):
+        return self._call("context_create", device)
+
+    def context_primary(self, device):
+        return self._call("context_primary", device)
+
+    def context_use(self, handle):
+        return self._call("context_use", handle)
+
+    def context_destroy(self, handle):
+        return self._call("context_destroy", handle)
+
+    def reach(self, buf, ctx):
+        return self._call("reach", buf, ctx)
 
     def peer_access(self, src, dst, enable):
         return self._call("peer_access", src, dst, enable)

@@ -88,6 +88,9 @@ _SIGNATURES = {
     "cuDevicePrimaryCtxRelease_v2": [C.c_int],
     "cuCtxGetCurrent": [C.POINTER(C.c_void_p)],
     "cuCtxSetCurrent": [C.c_void_p],
+    "cuCtxCreate_v4": [C.POINTER(C.c_void_p), C.c_void_p, C.c_uint, C.c_int],  # CUDA 13: (ctx, params, flags, dev)
+    "cuCtxPopCurrent_v2": [C.POINTER(C.c_void_p)],
+    "cuCtxDestroy_v2": [C.c_void_p],
     "cuCtxEnablePeerAccess": [C.c_void_p, C.c_uint],
     "cuCtxDisablePeerAccess": [C.c_void_p],
     "cuMemAlloc_v2": [C.POINTER(C.c_uint64), C.c_size_t],

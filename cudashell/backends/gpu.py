@@ -14,7 +14,7 @@ import re
 import resource
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -64,13 +64,33 @@ class CudaAlloc:
     array: np.ndarray | None = None  # host-accessible bytes (pageable, pinned, managed)
     owner: object = None  # the PyCUDA allocation, or the mmap of pageable memory
     dptr: int | None = None  # the address CUDA copies and kernels use
-    device: int = 0  # the GPU whose memory it is: not the session's when made `on` another (its primary context)
+    device: int = 0  # the GPU of the context it was made in
+    ctx: int | None = None  # that context's handle (None: ours, the session GPU's primary)
+
+
+@dataclass(eq=False)
+class Ctx:
+    """A context the side works in, with what is a context's own: its timing events (an event can be recorded only
+    on its context's streams: CUDA_ERROR_INVALID_HANDLE on another's, seen on the H100), the time zero they are
+    read against, and the modules loaded in it (a function is a context's too)."""
+
+    key: int | None  # the handle the shell holds: None for ours
+    handle: C.c_void_p
+    device: int
+    primary: bool
+    origin: int = 0
+    origin_at: float = 0.0  # where `origin` lies on the trace's clock
+    free_events: list = field(default_factory=list)
+    events: list = field(default_factory=list)  # every timing event made in it, destroyed with it
+    functions: dict = field(default_factory=dict)  # CUDA C source → {symbol: CUfunction}
+    modules: list = field(default_factory=list)
 
 
 @dataclass
 class Pending:
     start: int | None  # None: CUPTI times it, the end event only says when it is done
     end: int
+    ctx: Ctx
 
 
 class GpuSide:
@@ -96,19 +116,20 @@ class GpuSide:
         self.tracing = "CUPTI activity records" if self.activity else None
         self.dev = cuda.Device(ordinal)
         self.drv = D.Driver()
-        self.ctx = self.dev.make_context(flags=cuda.ctx_flags.MAP_HOST | cuda.ctx_flags.SCHED_AUTO)
+        self.ctx = self.dev.retain_primary_context()  # what the runtime API (and `export c`) uses
+        self.ctx.push()
         self.closed = False
         atexit.register(self.close)  # the context stack must be empty when the interpreter exits
         try:
             self.info = self._device_info(ordinal)
-            self.free_events: list[int] = []
-            self.all_events: list[int] = []
+            self.home = self.cur = Ctx(None, C.c_void_p(self.ctx.handle), ordinal, True)
+            self.ctxs: dict = {None: self.home}  # the shell's handle → context
+            self.primaries: dict[int, int | None] = {ordinal: None}  # GPU → its primary context's handle
+            self.stream_ctx: dict[int, Ctx] = {}  # the context each stream was made in
+            self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a's primary context reaches GPU b's memory
             self.pending: dict[int, Pending] = {}
             self.next_token = 1
             self.streams: set[int] = set()
-            self.modules: list[int] = []
-            self.primaries: dict[int, C.c_void_p] = {}  # other GPUs' primary contexts, retained while in use
-            self.builtin_fns: dict[str, int] | None = None
             self.clock_khz = self._attr("CLOCK_RATE", 1_980_000)
             self.lock = threading.Lock()
             self.fired: list[dict] = []
@@ -116,11 +137,8 @@ class GpuSide:
             self.held, self.hold_gen, self.hold_how = False, 0, None
             self.watchdog = None  # started with the first hold: see _watch
             self.in_call, self.beat, self.released_early = False, 0, None
-            self.flag = self.flag_dptr = self.hold_fn = None
-            self.origin = self.drv.event()  # time zero of the trace
-            self.all_events.append(self.origin)
-            self.drv.call("cuEventRecord", self.origin, None)
-            self.drv.call("cuEventSynchronize", self.origin)
+            self.flag = self.flag_dptr = None
+            self._start_clock(self.home)  # time zero of the trace
             self.t0 = time.perf_counter()
             if self.activity:
                 self.activity.base_ns = self.activity.cupti.get_timestamp()
@@ -190,35 +208,123 @@ class GpuSide:
         pairs, source = topology.peers(self.drv, len(found))
         return {"devices": found, "peers": pairs, "link_source": source}
 
+    # ------------------------------------------------------------------ contexts
+    def _start_clock(self, ctx: Ctx) -> None:
+        """A context's time zero: an event recorded and reached now, placed on the trace's clock."""
+        ctx.origin = self.drv.event()
+        ctx.events.append(ctx.origin)
+        self.drv.call("cuEventRecord", ctx.origin, None)
+        self.drv.call("cuEventSynchronize", ctx.origin)
+        ctx.origin_at = self._stamp() if ctx is not self.home else 0.0
+
+    def _ctx(self, key) -> Ctx:
+        try:
+            return self.ctxs[key]
+        except KeyError:
+            raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "that context was destroyed") from None
+
+    def _stream_ctx(self, stream) -> Ctx:
+        """The context work on `stream` runs in (the default stream's: the current one)."""
+        return self.stream_ctx.get(stream, self.cur) if stream else self.cur
+
     @contextmanager
-    def _on(self, device: int):
-        """Another GPU's primary context made current for a call (retained until the side closes); ours again after."""
-        if device == self.info.ordinal:
+    def _in(self, ctx: Ctx):
+        """`ctx` current for a call; the one before current again after."""
+        if ctx is self.cur:
             yield
             return
-        if device not in self.primaries:
-            ctx = C.c_void_p()
-            self.drv.call("cuDevicePrimaryCtxRetain", C.byref(ctx), device)
-            self.primaries[device] = ctx
-        self.drv.call("cuCtxSetCurrent", self.primaries[device])
+        before = self.cur
+        self.drv.call("cuCtxSetCurrent", ctx.handle)
+        self.cur = ctx
         try:
             yield
         finally:
-            self.drv.call("cuCtxSetCurrent", C.c_void_p(self.ctx.handle))
+            self.drv.call("cuCtxSetCurrent", before.handle)
+            self.cur = before
+
+    def _adopt(self, key: int, handle: C.c_void_p, device: int, primary: bool) -> int:
+        ctx = Ctx(key, handle, device, primary)
+        self.ctxs[key] = ctx
+        with self._in(ctx):
+            self._start_clock(ctx)
+        return key
+
+    def _check_device(self, device: int) -> None:
+        count = topology.device_count(self.drv)
+        if not 0 <= device < count:
+            raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"there is no GPU {device}: the driver sees {count}",
+                             "`devices` lists them")
+
+    def context_create(self, device):
+        self._check_device(device)
+        t0 = time.perf_counter()
+        handle = C.c_void_p()
+        self.drv.call("cuCtxCreate_v4", C.byref(handle), None, 0, device)  # made current, on top of ours …
+        self.drv.call("cuCtxPopCurrent_v2", C.byref(C.c_void_p()))  # … and taken off again: ours stays current
+        self.create_seconds = time.perf_counter() - t0
+        return self._adopt(handle.value, handle, device, False)
+
+    def context_primary(self, device):
+        if device not in self.primaries:
+            self._check_device(device)
+            handle = C.c_void_p()
+            self.drv.call("cuDevicePrimaryCtxRetain", C.byref(handle), device)
+            self.primaries[device] = self._adopt(handle.value, handle, device, True)
+        return self.primaries[device]
+
+    def _primary(self, device: int) -> Ctx:
+        return self.ctxs[self.context_primary(device)]
+
+    def context_use(self, handle):
+        t0 = time.perf_counter()
+        ctx = self._ctx(handle)
+        self.drv.call("cuCtxSetCurrent", ctx.handle)
+        self.cur = ctx
+        return self._host_timing(t0)
+
+    def context_destroy(self, handle):
+        key, ctx = handle, self._ctx(handle)
+        if ctx is self.home:
+            raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "the session's own context stays while the session lives")
+        if self.held:
+            raise held_error("cuCtxDestroy, which waits for the context's work,")
+        with self._in(ctx):
+            self.drv.call("cuCtxSynchronize")
+            for ev in ctx.events:
+                self.drv.raw("cuEventDestroy_v2", ev)
+            for mod in ctx.modules:
+                self.drv.raw("cuModuleUnload", mod)
+        if self.cur is ctx:
+            self.context_use(None)
+        if ctx.primary:
+            self.drv.call("cuDevicePrimaryCtxRelease_v2", ctx.device)
+            del self.primaries[ctx.device]
+            self.peers = {p for p in self.peers if ctx.device not in p}
+        else:
+            self.drv.call("cuCtxDestroy_v2", ctx.handle)
+        del self.ctxs[key]
+
+    def reach(self, buf, ctx):
+        ctx, a = self._ctx(ctx), buf.handle
+        if a.kind == "device":
+            if a.device != ctx.device:
+                return buf.device_ptr if ctx.primary and (ctx.device, a.device) in self.peers else "NO_PEER_ACCESS"
+            return buf.device_ptr  # under UVA another context on the GPU uses it too (a kernel did, on the H100)
+        if a.kind == "managed":
+            return buf.device_ptr
+        with self._in(ctx):  # what the driver says in that context
+            return self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(buf.host_ptr), 0)
 
     def peer_access(self, src, dst, enable):
         t0 = time.perf_counter()
-        count = len(topology.devices(self.drv))
-        if not (0 <= src < count and 0 <= dst < count) or src == dst:
-            raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
-        with self._on(dst):
-            pass  # retains dst's primary context when it is another GPU
-        other = C.c_void_p(self.ctx.handle) if dst == self.info.ordinal else self.primaries[dst]
-        with self._on(src):
+        topology.check_pair(self.drv, src, dst)
+        other = self._primary(dst)
+        with self._in(self._primary(src)):
             if enable:
-                self.drv.call("cuCtxEnablePeerAccess", other, 0)
+                self.drv.call("cuCtxEnablePeerAccess", other.handle, 0)
             else:
-                self.drv.call("cuCtxDisablePeerAccess", other)
+                self.drv.call("cuCtxDisablePeerAccess", other.handle)
+        (self.peers.add if enable else self.peers.discard)((src, dst))
         return self._host_timing(t0)
 
     def peer_copy(self, src, dst, nbytes, reps, peer):
@@ -241,17 +347,19 @@ class GpuSide:
 
     # ------------------------------------------------------------------ timing
     def _event(self) -> int:
-        if self.free_events:
-            return self.free_events.pop()
+        """A timing event of the current context."""
+        if self.cur.free_events:
+            return self.cur.free_events.pop()
         ev = self.drv.event()
-        self.all_events.append(ev)
+        self.cur.events.append(ev)
         return ev
 
     def _timed(self, stream, name: str, args: tuple, rule: R.Rule, nbytes: int | None = None) -> Timing:
-        """_timed_call, marked as issuing while held (for the watchdog, `_watch`)."""
+        """_timed_call in the stream's context, marked as issuing while held (for the watchdog, `_watch`)."""
         self.in_call, self.beat = self.held, self.beat + 1
         try:
-            return self._timed_call(stream, name, args, rule, nbytes)
+            with self._in(self._stream_ctx(stream)):
+                return self._timed_call(stream, name, args, rule, nbytes)
         finally:
             self.in_call = False
 
@@ -281,10 +389,10 @@ class GpuSide:
             host = time.perf_counter() - t0
             act.untag()
             if res != D.CUDA_SUCCESS:
-                self.free_events.append(end)
+                self.cur.free_events.append(end)
                 check(res, name)
             check(record(end, stream), "cuEventRecord")
-            self.pending[tag] = Pending(None, end)
+            self.pending[tag] = Pending(None, end, self.cur)
             blocked = queued and host >= OBSERVABLE and self.drv.event_done(end)
             return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why,
                           basis="observed" if queued else "rule", tag=tag, issued=issued)
@@ -308,7 +416,7 @@ class GpuSide:
         host = time.perf_counter() - t0
         if res != D.CUDA_SUCCESS:
             act and act.untag()
-            self.free_events += [start, end]
+            self.cur.free_events += [start, end]
             check(res, name)
         started = self.drv.event_done(start)
         check(record(end, stream), "cuEventRecord")
@@ -319,10 +427,10 @@ class GpuSide:
             blocked, basis = rule.blocks, "rule"
         if rule.wait in ("complete", "device") or self.drv.event_done(end):
             self.drv.call("cuEventSynchronize", end)  # finished, or finishing now: its time is known
-            seconds, t_start, t_end = self._span(start, end)
+            seconds, t_start, t_end = self._span(start, end, self.cur)
             return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end, rule.why, basis, tag,
                           issued)
-        self.pending[tag] = Pending(start, end)
+        self.pending[tag] = Pending(start, end, self.cur)
         return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why, basis=basis, tag=tag, issued=issued)
 
     def _issue(self, name: str, *args) -> None:
@@ -333,10 +441,10 @@ class GpuSide:
         finally:
             self.in_call = False
 
-    def _span(self, start: int, end: int) -> tuple[float, float, float]:
-        """(duration, start, end) of a finished event pair, on the trace's clock; frees the events."""
-        t_start, t_end = self.drv.elapsed(self.origin, start), self.drv.elapsed(self.origin, end)
-        self.free_events += [start, end]
+    def _span(self, start: int, end: int, ctx: Ctx) -> tuple[float, float, float]:
+        """(duration, start, end) of a finished event pair of `ctx`, on the trace's clock; frees the events."""
+        t_start, t_end = (ctx.origin_at + self.drv.elapsed(ctx.origin, e) for e in (start, end))
+        ctx.free_events += [start, end]
         return t_end - t_start, t_start, t_end
 
     def resolve(self, token):
@@ -348,18 +456,18 @@ class GpuSide:
             return None
         del self.pending[token]
         if p.start is None:
-            return self._engine_span(token, p.end)
-        return self._span(p.start, p.end)
+            return self._engine_span(token, p.end, p.ctx)
+        return self._span(p.start, p.end, p.ctx)
 
-    def _engine_span(self, tag: int, end: int) -> tuple:
+    def _engine_span(self, tag: int, end: int, ctx: Ctx) -> tuple:
         """(duration, start, end) from CUPTI's record of finished work (flushed when not yet delivered)."""
-        self.free_events.append(end)
+        ctx.free_events.append(end)
         span = self.activity.span(tag)
         if span is None:
             self.activity.flush()
             span = self.activity.span(tag)
         if span is None:  # CUPTI dropped the record: when it ended is known, how long it ran is not
-            t = self.drv.elapsed(self.origin, end)
+            t = ctx.origin_at + self.drv.elapsed(ctx.origin, end)
             return 0.0, t, t
         return span[1] - span[0], span[0], span[1], self.tracing
 
@@ -379,16 +487,23 @@ class GpuSide:
         return Timing(host, host, True, self.timing_label)
 
     # ------------------------------------------------------------------ memory
-    def alloc(self, kind, size, flags, device=0):
-        cuda = self.cuda
+    def alloc(self, kind, size, flags, ctx=None):
+        where = self._ctx(ctx)
         t0 = time.perf_counter()
-        a = CudaAlloc(kind, size, device=device)
-        if device != self.info.ordinal:  # another GPU's memory, made in its primary context
+        a = CudaAlloc(kind, size, device=where.device, ctx=ctx)
+        if where.device != self.info.ordinal and kind == "device":  # another GPU's memory, through the driver
             ptr = C.c_uint64()
-            with self._on(device):
+            with self._in(where):
                 self.drv.call("cuMemAlloc_v2", C.byref(ptr), size)
             a.dptr = ptr.value
             return Allocation(a, None, a.dptr), self._host_timing(t0)
+        with self._in(where):
+            return self._alloc_here(a, flags, t0)
+
+    def _alloc_here(self, a: CudaAlloc, flags, t0: float):
+        """PyCUDA's allocation in the current context (PyCUDA's own notion of current is ours: its frees work
+        under UVA from any context, as the driver's did on the H100)."""
+        cuda, kind, size = self.cuda, a.kind, a.size
         with self._pycuda_errors():
             if kind == "pageable":  # anonymous pages: page-aligned, lazily backed, like a large malloc
                 a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -422,10 +537,11 @@ class GpuSide:
                 raise held_error("cudaFree, which waits for the device,")
             # cudaFree synchronises the device anyway; do it here, through ctypes, which lets go of the GIL: PyCUDA's
             # free holds it, and a host callback still queued needs it to run — waiting inside PyCUDA deadlocks
-            self.drv.call("cuCtxSynchronize")
+            with self._in(self._ctx(a.ctx)):
+                self.drv.call("cuCtxSynchronize")
         a.array = None
-        if a.device != self.info.ordinal:
-            with self._on(a.device):
+        if a.owner is None:  # made through the driver, on another GPU
+            with self._in(self._ctx(a.ctx)):
                 self.drv.call("cuMemFree_v2", C.c_uint64(a.dptr))
             return
         with self._pycuda_errors():
@@ -448,6 +564,7 @@ class GpuSide:
                       hint="a range can be registered once; `unregister` it first")
         dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(buf.host_ptr), 0)
         a.dptr = dp if isinstance(dp, int) else None
+        a.ctx = self.cur.key
         return a.dptr
 
     def unregister(self, buf):
@@ -463,7 +580,7 @@ class GpuSide:
         ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
         mt = self.drv.pointer_attribute(D.POINTER_MEMORY_TYPE, ptr)
         managed = self.drv.pointer_attribute(D.POINTER_IS_MANAGED, ptr)
-        info = {"device": a.device if a.kind == "device" else self.info.ordinal,
+        info = {"device": a.device,
                 "memory_type": D.MEMORYTYPE.get(mt, mt) if isinstance(mt, int) else mt,
                 "is_managed": bool(managed) if isinstance(managed, int) else managed,
                 "host_flags": self.drv.host_flags(ptr) if buf.host_ptr is not None else "CUDA_ERROR_INVALID_VALUE",
@@ -491,7 +608,7 @@ class GpuSide:
         if self.held:
             raise held_error("reading device memory (a synchronous copy)")
         out = np.empty(nbytes, np.uint8)
-        with self._on(a.device):
+        with self._in(self._ctx(a.ctx)):
             self.drv.call("cuMemcpyDtoH_v2", out.ctypes.data, a.dptr + offset, nbytes)
         return out
 
@@ -523,9 +640,11 @@ class GpuSide:
         name, args, rule = self._memcpy_call(src, src_off, dst, dst_off, nbytes, stream, async_)
         if nbytes == 0:
             return self._untimed(name, args, rule)
-        others = {b.handle.device for b in (src, dst) if b.kind == "device"} - {self.info.ordinal}
+        here = self._stream_ctx(stream if async_ else None)
+        others = {b.handle.device for b in (src, dst) if b.kind == "device"} - {here.device}
         if others:  # another GPU's memory: the copy is not all on our stream
-            return self._between_gpus(args[:3], others.pop())
+            with self._in(here):
+                return self._between_gpus(args[:3], others.pop())
         return self._timed(stream if async_ else None, name, args, rule, nbytes)
 
     def _between_gpus(self, args: tuple, other: int) -> Timing:
@@ -537,7 +656,7 @@ class GpuSide:
         start, t0 = self._stamp(), time.perf_counter()
         self.drv.call("cuMemcpy", *args)
         self.drv.call("cuCtxSynchronize")
-        with self._on(other):
+        with self._in(self._primary(other)):
             self.drv.call("cuCtxSynchronize")
         seconds = time.perf_counter() - t0
         return Timing(seconds, seconds, True, self.timing_label, None, start, start + seconds,
@@ -556,29 +675,35 @@ class GpuSide:
             return self._untimed(name, args, rule)
         return self._timed(stream if async_ else None, name, args, rule)
 
-    def _load(self, source: str, names: list[str], extern_c: bool) -> dict[str, int]:
-        from pycuda.compiler import compile as nvcc_compile
+    def _functions(self, source: str, names: list[str], extern_c: bool) -> dict[str, int]:
+        """The kernels of `source` in the current context, compiled and loaded there the first time (a module
+        is its context's: another context's function is CUDA_ERROR_INVALID_HANDLE, seen on the H100)."""
+        fns = self.cur.functions.get(source)
+        if fns is None:
+            from pycuda.compiler import compile as nvcc_compile
 
-        with self._pycuda_errors():
-            cubin = nvcc_compile(source, no_extern_c=not extern_c)
-        mod = self.drv.load_module(cubin)
-        self.modules.append(mod)
-        return {name: self.drv.function(mod, name) for name in names}
+            with self._pycuda_errors():
+                cubin = nvcc_compile(source, no_extern_c=not extern_c)
+            mod = self.drv.load_module(cubin)
+            self.cur.modules.append(mod)
+            fns = self.cur.functions[source] = {name: self.drv.function(mod, name) for name in names}
+        return fns
 
     def _builtin(self, kernel) -> int:
-        if self.builtin_fns is None:
-            self.builtin_fns = self._load(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
+        if BUILTIN_SOURCE not in self.cur.functions:
+            fns = self._functions(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
             # one empty launch now, so lazy loading is not billed to the user's first launch (not while held:
             # its wait would never end)
-            args, _keepalive = self.drv.launch_args(self.builtin_fns["k_fill"], 1, 1, None, C.c_uint64(0),
+            args, _keepalive = self.drv.launch_args(fns["k_fill"], 1, 1, None, C.c_uint64(0),
                                                     C.c_float(0), C.c_int(0))
             self.drv.call("cuLaunchKernel", *args)
             if not self.held:
                 self.drv.call("cuCtxSynchronize")
-        return self.builtin_fns[kernel.symbol]
+        return self.cur.functions[BUILTIN_SOURCE][kernel.symbol]
 
     def _launch_call(self, kernel, args, count, grid, block, shared, stream):
-        fn = self._builtin(kernel) if kernel.builtin else kernel.handle
+        fn = self._builtin(kernel) if kernel.builtin else \
+            self._functions(kernel.source, [k.symbol for k in parse_kernels(kernel.source)], True)[kernel.symbol]
         values = []
         for param, arg in zip(kernel.params, args):
             if param.is_buffer:  # `unchecked`: a pointer the GPU cannot reach goes as C would pass it
@@ -594,14 +719,15 @@ class GpuSide:
         return self.drv.launch_args(fn, grid, block, stream, *values, shared=shared)
 
     def launch(self, kernel, args, count, grid, block, shared, stream):
-        call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
-        return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
+        with self._in(self._stream_ctx(stream)):
+            call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
+            return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
     def load_kernels(self, source):
         if self.held:
             raise held_error("loading a module, which may wait for the device,")
         kernels = parse_kernels(source)
-        fns = self._load(source, [k.symbol for k in kernels], extern_c=True)
+        fns = self._functions(source, [k.symbol for k in kernels], extern_c=True)
         return [replace(k, handle=fns[k.symbol], source=source) for k in kernels]
 
     # ------------------------------------------------------------------ events and callbacks
@@ -611,7 +737,8 @@ class GpuSide:
 
     def event_record(self, event, stream):
         t0 = time.perf_counter()
-        self._issue("cuEventRecord", event, stream)
+        with self._in(self._stream_ctx(stream)):
+            self._issue("cuEventRecord", event, stream)
         host = time.perf_counter() - t0
         return Timing(0.0, host, False, self.timing_label)
 
@@ -661,7 +788,7 @@ class GpuSide:
 
     def _prefetch_call(self, buf, where, stream):
         loc = D.CUmemLocation(D.LOCATION_DEVICE if where == "device" else D.LOCATION_HOST,
-                              self.info.ordinal if where == "device" else 0)
+                              self._stream_ctx(stream).device if where == "device" else 0)
         return buf.device_ptr, buf.size, loc, 0, stream
 
     def prefetch(self, buf, where, stream):
@@ -669,7 +796,7 @@ class GpuSide:
 
     def advise(self, buf, advice, where):
         loc = D.CUmemLocation(D.LOCATION_HOST if where == "host" else D.LOCATION_DEVICE,
-                              0 if where == "host" else self.info.ordinal)
+                              0 if where == "host" else self.cur.device)
         self.drv.call("cuMemAdvise_v2", buf.device_ptr, buf.size, D.ADVISE[advice], loc)
 
     # ------------------------------------------------------------------ streams
@@ -678,11 +805,13 @@ class GpuSide:
         actual = min(max(priority, greatest), least)  # what the driver clamps to
         h = self.drv.stream_create(nonblocking, priority)
         self.streams.add(h)
+        self.stream_ctx[h] = self.cur
         return h, actual
 
     def stream_destroy(self, handle):
         self.drv.call("cuStreamDestroy_v2", handle)
         self.streams.discard(handle)
+        self.stream_ctx.pop(handle, None)
 
     def stream_sync(self, handle):
         if self.held:
@@ -711,9 +840,13 @@ class GpuSide:
     def hold(self, streams):
         """Each stream waits for a pinned flag to reach this hold's number: cuStreamWaitValue32 where the device
         has stream memory operations, else a one-thread kernel polling the flag (nvbandwidth's spin gate)."""
-        self._builtin(BUILTINS["fill"])  # loaded now: loading a module while held may wait for the held work
-        if self.flag is None:
-            self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP)
+        for ctx in {self._stream_ctx(s) for s in streams}:  # loaded now: loading a module while held may wait
+            with self._in(ctx):  # for the held work
+                self._builtin(BUILTINS["fill"])
+                self._functions(HOLD_SOURCE, ["k_hold"], extern_c=True)
+        if self.flag is None:  # portable: a kernel in any context reads it
+            self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP
+                                                   | self.cuda.host_alloc_flags.PORTABLE)
             self.flag[0] = 0
             dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(self.flag.ctypes.data), 0)
             self.flag_dptr = dp if isinstance(dp, int) else self.flag.ctypes.data
@@ -748,6 +881,10 @@ class GpuSide:
             last = now
 
     def _hold_one(self, stream) -> None:
+        with self._in(self._stream_ctx(stream)):
+            self._hold_stream(stream)
+
+    def _hold_stream(self, stream) -> None:
         if self.hold_how != HOLD_KERNEL:
             res = self.drv.raw("cuStreamWaitValue32_v2", stream, self.flag_dptr, self.hold_gen,
                                D.STREAM_WAIT_VALUE_GEQ)
@@ -757,9 +894,8 @@ class GpuSide:
             if self.hold_how == HOLD_WAIT_VALUE:  # it worked before: this is a real error
                 self.drv.check(res, "cuStreamWaitValue32")
             self.hold_how = HOLD_KERNEL
-        if self.hold_fn is None:
-            self.hold_fn = self._load(HOLD_SOURCE, ["k_hold"], extern_c=True)["k_hold"]
-        call, _keep = self.drv.launch_args(self.hold_fn, 1, 1, stream, C.c_uint64(self.flag_dptr),
+        hold_fn = self._functions(HOLD_SOURCE, ["k_hold"], extern_c=True)["k_hold"]
+        call, _keep = self.drv.launch_args(hold_fn, 1, 1, stream, C.c_uint64(self.flag_dptr),
                                            C.c_uint32(self.hold_gen))
         self.drv.call("cuLaunchKernel", *call)
 
@@ -841,9 +977,10 @@ class GpuSide:
         self.drv.call("cuCtxSynchronize")
         if self.activity and not trace:
             self.activity.resume()
-        first = min(self.drv.elapsed(self.origin, e) for e in starts)
-        last_end = max(self.drv.elapsed(self.origin, e) for e in ends)
-        self.free_events += starts + ends
+        ctx = self.cur
+        first = ctx.origin_at + min(self.drv.elapsed(ctx.origin, e) for e in starts)
+        last_end = ctx.origin_at + max(self.drv.elapsed(ctx.origin, e) for e in ends)
+        ctx.free_events += starts + ends
         records = []
         if act:
             act.flush()
@@ -870,14 +1007,21 @@ class GpuSide:
         self.drv.raw("cuCtxSynchronize")
         if getattr(self, "activity", None):
             self.activity.close()  # let queued host callbacks run before PyCUDA (holding the GIL) tears down
-        for name, handles in (("cuStreamDestroy_v2", list(self.streams)),
-                              ("cuEventDestroy_v2", list(getattr(self, "all_events", [])))):
-            for h in handles:
-                self.drv.raw(name, h)
-        for mod in getattr(self, "modules", []):
-            self.drv.raw("cuModuleUnload", mod)
-        for device in getattr(self, "primaries", {}):
-            self.drv.raw("cuDevicePrimaryCtxRelease_v2", device)
+        for h in self.streams:
+            self.drv.raw("cuStreamDestroy_v2", h)
+        for ctx in getattr(self, "ctxs", {}).values():  # each context's own, in it; then the context
+            self.drv.raw("cuCtxSetCurrent", ctx.handle)
+            for ev in ctx.events:
+                self.drv.raw("cuEventDestroy_v2", ev)
+            for mod in ctx.modules:
+                self.drv.raw("cuModuleUnload", mod)
+            if ctx.key is not None:
+                self.drv.raw("cuCtxSetCurrent", self.ctx.handle)
+                if ctx.primary:
+                    self.drv.raw("cuDevicePrimaryCtxRelease_v2", ctx.device)
+                else:
+                    self.drv.raw("cuCtxDestroy_v2", ctx.handle)
+        self.drv.raw("cuCtxSetCurrent", C.c_void_p(self.ctx.handle))
         try:
             self.ctx.pop()
         finally:

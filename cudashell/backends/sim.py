@@ -28,6 +28,7 @@ INVALID = "CUDA_ERROR_INVALID_VALUE"
 INVALID_DEVICE = "CUDA_ERROR_INVALID_DEVICE"
 ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
 CALLBACK_COST = 5e-6  # a host function holds its stream this long
+CONTEXT_CREATE = 30e-3  # cuCtxCreate's host time (modeled)
 STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
 SHARED_DEFAULT, GRID_X_MAX = 48 << 10, (1 << 31) - 1
 
@@ -45,7 +46,8 @@ class SimAlloc:
     freed: bool = False
     managed: dict = field(default_factory=dict)  # range attributes of managed memory
     pool: bool | None = None  # the small pinned pool it came from (write-combined or not)
-    device: int = 0  # the GPU whose memory it is (device memory made `on` another GPU)
+    device: int = 0  # the GPU of the context it was made in
+    ctx: object = None  # that context's handle (None: the session GPU's primary)
 
     @property
     def cls(self) -> str:
@@ -58,12 +60,23 @@ class SimStream:
     nonblocking: bool = False
     priority: int = 0
     engine: str | None = None  # where its last operation ran
+    ctx: object = None  # the context it belongs to
+
+
+@dataclass(eq=False)
+class SimCtx:
+    """A modeled context: its GPU, whether it is that GPU's primary, and its own legacy default stream."""
+
+    device: int
+    primary: bool
+    default: SimStream
 
 
 @dataclass(eq=False)
 class SimEvent:
     time: float | None = None  # when the GPU reaches it; None until recorded
     record: list | None = None  # its latest record while held: [when the GPU reaches it], filled in at release
+    ctx: object = None  # the context it was made in: it can be recorded only on that context's streams
 
 
 @dataclass(eq=False)
@@ -105,7 +118,9 @@ class SimBackend(Backend):
         self.host_pools: dict[bool, tuple[int, int]] = {}  # write-combined? → (PORTABLE bit, live allocations)
         self.device_used = self.host_used = 0
         self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a may reach GPU b's memory
-        self.default = SimStream()
+        self.ctxs: dict = {None: SimCtx(0, True, SimStream())}  # handle → context; None: GPU 0's primary
+        self.cur = None  # the current context's handle
+        self.next_ctx = 0
         self.streams: list[SimStream] = []
         self.retired = 0.0  # the tail of destroyed blocking streams: the default stream still waits for it
         self.engines: dict[str, float] = {}  # engine → when it is free: copies queue in issue order
@@ -115,6 +130,15 @@ class SimBackend(Backend):
         self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it; or GPU_ABANDONED
         self.salvaged: set[SimAlloc] = set()
         self.held: list[Callable] | None = None  # while `hold`: what was queued, scheduled in order at release
+
+    @property
+    def default(self) -> SimStream:
+        """The current context's legacy default stream: what a stream handle of None means."""
+        return self.ctxs[self.cur].default
+
+    def _ctx_of(self, stream) -> object:
+        """The context work on `stream` runs in (the default stream's: the current one)."""
+        return stream.ctx if stream is not None else self.cur
 
     def _refuse_held(self, what: str) -> None:
         if self.held is not None:
@@ -172,16 +196,18 @@ class SimBackend(Backend):
                                  RESET_HINT)
         self._advance(t)
 
-    def _blocking_tails(self) -> float:
-        return max([self.retired] + [s.tail for s in self.streams if not s.nonblocking])
+    def _blocking_tails(self, ctx=None) -> float:
+        return max([self.retired] + [s.tail for s in self.streams if not s.nonblocking and s.ctx == ctx])
 
     def _ready(self, q: SimStream) -> float:
         """When work queued now on q may start: after q's earlier work and the host's call, and by the legacy
-        default stream's rule after the default stream (blocking streams) or every blocking stream (default)."""
+        default stream's rule after its context's default stream (blocking streams) or every blocking stream of
+        its context (default)."""
         ready = max(self.now + self.profile.async_call, q.tail)
-        if q is self.default:
-            return max(ready, self._blocking_tails())
-        return ready if q.nonblocking else max(ready, self.default.tail)
+        default = self.ctxs[q.ctx].default
+        if q is default:
+            return max(ready, self._blocking_tails(q.ctx))
+        return ready if q.nonblocking else max(ready, default.tail)
 
     def engine(self, kind: str | None) -> str | None:
         """The hardware an operation runs on: with asyncEngineCount ≥ 2, H2D and D2H copies have an engine
@@ -266,18 +292,16 @@ class SimBackend(Backend):
         self._wait(max([self.now] + [op.end for op in self.ops]), what)
 
     # ------------------------------------------------------------------ memory
-    def alloc(self, kind, size, flags, device=0):
+    def alloc(self, kind, size, flags, ctx=None):
         self._alive()
         p = self.profile
         if size <= 0:
             raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
-        if not 0 <= device < p.gpus:
-            raise ShellError(INVALID_DEVICE, f"there is no GPU {device}: the profile has {p.gpus}",
-                             "`devices` lists them; `--sim-profile two-h200` has two")
+        device = self._context(ctx).device
         on_device = kind in ("device", "managed")
         used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
-        if device:  # another GPU's own memory
-            used = sum(x.size for x in self.live if x.device == device)
+        if device and on_device:  # another GPU's own memory
+            used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
         if used + size > limit:
             raise ShellError("CUDA_ERROR_OUT_OF_MEMORY",
                              f"{size} bytes do not fit: {used} of {limit} bytes of "
@@ -286,7 +310,7 @@ class SimBackend(Backend):
         if kind == "managed" and not p.managed_memory:
             raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
         region = "alias" if kind == "device" and not p.unified_addressing else kind
-        a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device)
+        a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx)
         a.addr = self.addresses.take(region, size)
         host_ptr = device_ptr = None
         cost = 1e-6
@@ -308,10 +332,7 @@ class SimBackend(Backend):
             host_ptr = device_ptr = a.addr
             cost = p.device_alloc
         self.live.add(a)
-        if on_device and not device:
-            self.device_used += size
-        else:
-            self.host_used += size
+        self._count(a, +1)
         return Allocation(a, host_ptr, device_ptr), self._host_call(cost)
 
     def _portable_bit(self, a: SimAlloc, asked: bool) -> int:
@@ -366,10 +387,17 @@ class SimBackend(Backend):
                 self.stale.clear()
         a.freed = True
         self.live.discard(a)
-        if a.kind in ("device", "managed") and not a.device:
-            self.device_used -= a.size
+        self._count(a, -1)
+
+    def _count(self, a: SimAlloc, sign: int) -> None:
+        """Memory in use: the session GPU's (device and managed) and the host's; another GPU's is counted from
+        `live` when asked."""
+        if a.kind == "device" and a.device:
+            return
+        if a.kind in ("device", "managed"):
+            self.device_used += sign * a.size
         else:
-            self.host_used -= a.size
+            self.host_used += sign * a.size
 
     def register(self, buf, flags):
         self._alive()
@@ -381,7 +409,7 @@ class SimBackend(Backend):
         if a.kind != "pageable":
             raise ShellError(INVALID, f"{buf.name} is not host memory", "register pageable host buffers")
         device_ptr = self._map(buf.host_ptr, a.size, "mapped" in flags)
-        a.registered = True
+        a.registered, a.ctx = True, self.cur
         a.readonly = "readonly" in flags
         a.host_bits = (HOST_PORTABLE if "portable" in flags else 0) | (HOST_DEVICEMAP if device_ptr is not None else 0)
         self._advance(self.now + self.profile.register_per_mib * a.size / MIB)
@@ -472,6 +500,63 @@ class SimBackend(Backend):
         self._advance(self.now + per * reps)
         return per
 
+    # ------------------------------------------------------------------ contexts
+    def _context(self, handle) -> SimCtx:
+        try:
+            return self.ctxs[handle]
+        except KeyError:
+            raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "that context was destroyed") from None
+
+    def context_create(self, device):
+        self._alive()
+        if not 0 <= device < self.profile.gpus:
+            raise ShellError(INVALID_DEVICE, f"there is no GPU {device}: the profile has {self.profile.gpus}",
+                             "`devices` lists them; `--sim-profile two-h200` has two")
+        self.next_ctx += 1
+        self.ctxs[self.next_ctx] = SimCtx(device, False, SimStream(ctx=self.next_ctx))
+        self._host_call(CONTEXT_CREATE)
+        return self.next_ctx
+
+    def context_primary(self, device):
+        if device == 0:
+            return None
+        for h, c in self.ctxs.items():
+            if c.primary and c.device == device:
+                return h
+        handle = self.context_create(device)
+        self.ctxs[handle].primary = True
+        return handle
+
+    def context_use(self, handle):
+        self._context(handle)
+        self.cur = handle
+        return self._host_call(self.profile.async_call)
+
+    def context_destroy(self, handle):
+        self._context(handle)
+        self._refuse_held("cuCtxDestroy, which waits for the context's work,")
+        self._wait_device("cuCtxDestroy")
+        del self.ctxs[handle]
+        if self.cur == handle:
+            self.cur = None
+
+    def reach(self, buf, handle):
+        """Which address a kernel in context `handle` uses for `buf`, or the error: under UVA every context reaches
+        pinned memory and its GPU's memory; without UVA, pinned memory made without `portable` is mapped only in
+        the context that made it, and device memory belongs to its context alone. Another GPU's memory needs peer
+        access (given to primary contexts by `peer enable`)."""
+        a, c = buf.handle, self._context(handle)
+        uva = self.profile.unified_addressing
+        if a.kind == "device":
+            if a.device != c.device:
+                return buf.device_ptr if c.primary and (c.device, a.device) in self.peers else "NO_PEER_ACCESS"
+            return buf.device_ptr if uva or a.ctx == handle else "OTHER_CONTEXT"
+        if a.kind == "managed":
+            return buf.device_ptr
+        if buf.device_ptr is None:
+            return INVALID
+        return buf.device_ptr if uva or a.host_bits & HOST_PORTABLE or a.ctx == handle else INVALID
+
     def pin_limit(self):
         return self.profile.host_memory // 2, "half of the profile's host memory"
 
@@ -519,16 +604,17 @@ class SimBackend(Backend):
             raise ShellError(INVALID, f"{what} into {buf.name}, which is registered read-only",
                              "the GPU may only read a `readonly` registration")
 
-    def _seen(self, host: SimAlloc, other: SimAlloc) -> str:
-        """How the GPU of `other` sees host memory: without UVA, pinned memory made without `portable` is pinned
-        only for the GPU that was current when it was allocated — another GPU copies it as pageable (staged). Under
-        UVA every pinned allocation is portable."""
-        if (host.cls == "pinned" and other.kind == "device" and other.device and not self.profile.unified_addressing
+    def _seen(self, host: SimAlloc, other: SimAlloc, ctx) -> str:
+        """How a copy sees host memory: without UVA, pinned memory made without `portable` is pinned only for the
+        context that made it — another (the one owning the device memory on the other side, or the copy's own)
+        copies it as pageable (staged). Under UVA every pinned allocation is portable."""
+        viewer = other.ctx if other.kind == "device" else ctx
+        if (host.cls == "pinned" and viewer != host.ctx and not self.profile.unified_addressing
                 and not host.host_bits & HOST_PORTABLE):
             return "pageable"
         return host.cls
 
-    def _path(self, src: SimAlloc, dst: SimAlloc) -> tuple[str, str | None]:
+    def _path(self, src: SimAlloc, dst: SimAlloc, ctx) -> tuple[str, str | None]:
         """The calibrated path a copy takes and the engine kind it uses."""
         s_dev, d_dev = src.kind in ("device", "managed"), dst.kind in ("device", "managed")
         if s_dev and d_dev:
@@ -536,7 +622,7 @@ class SimBackend(Backend):
         if not s_dev and not d_dev:
             return "h2h", None
         host = dst if s_dev else src
-        cls = "pageable" if self._seen(host, src if s_dev else dst) == "pageable" else \
+        cls = "pageable" if self._seen(host, src if s_dev else dst, ctx) == "pageable" else \
             "writecombined" if host.host_bits & HOST_WRITECOMBINED else "pinned"
         return f"{cls} {'d2h' if s_dev else 'h2d'}", "d2h" if s_dev else "h2d"
 
@@ -544,15 +630,18 @@ class SimBackend(Backend):
         self._alive()
         self._refuse_readonly(dst, "a copy")
         s, d = src.handle, dst.handle
-        rule = R.memcpy_rule(self._seen(s, d), self._seen(d, s), async_, nbytes)
+        ctx = self._ctx_of(stream)
+        rule = R.memcpy_rule(self._seen(s, d, ctx), self._seen(d, s, ctx), async_, nbytes)
         if nbytes == 0:
             return self._host_call(self.profile.async_call, rule)
-        path, kind = self._path(s, d)
+        path, kind = self._path(s, d, ctx)
         stage = 0.0
-        if s.device or d.device:  # another GPU's memory: timed whole, the host waiting for both GPUs (as on a GPU)
+        here = self._context(ctx).device
+        if any(x.kind == "device" and x.device != here for x in (s, d)):
+            # another GPU's memory: timed whole, the host waiting for both GPUs (as on a GPU)
             self._refuse_held("a copy to or from another GPU (timed to its end)")
             rule = R.BETWEEN_GPUS
-        if path == "d2d" and s.device != d.device:  # between GPUs: over the link, or staged through the host
+        if path == "d2d" and s.device != d.device and "managed" not in (s.kind, d.kind):  # between GPUs: over the link, or staged through the host
             direct = (s.device, d.device) in self.peers or (d.device, s.device) in self.peers
             duration = self.profile.peer_latency + nbytes / (self.profile.peer_rate if direct
                                                              else self.profile.peer_staged_rate)
@@ -601,10 +690,12 @@ class SimBackend(Backend):
             raise ShellError(INVALID, f"grid {grid} is over the limit of 2^31-1 blocks in x",
                              "use fewer, larger blocks")
         named = dict(zip((q.name for q in kernel.params), args))
+        ctx = self._ctx_of(stream)
+        here = self._context(ctx).device
         faulty = [named[q.name].name for q in kernel.params if q.is_buffer and (
             (q.writes and named[q.name].buf.handle.readonly)
             or (named[q.name].buf.device_ptr is None and not p.pageable_memory_access)
-            or (named[q.name].buf.handle.device and (0, named[q.name].buf.handle.device) not in self.peers))]
+            or (named[q.name].buf.device_ptr is not None and isinstance(self.reach(named[q.name].buf, ctx), str)))]
         if kernel.name == "spin":
             return self._submit(stream, int(named["us"]) * 1e-6, "compute", R.QUEUED)
         n = min(count, grid * block)
@@ -628,7 +719,8 @@ class SimBackend(Backend):
             return run
 
         moved = sum(nbytes * (2 if q.kind == "inout" else 1) /
-                    (p.peer_rate if bufs[q.name].buf.handle.device  # another GPU's memory, over the link
+                    (p.peer_rate if bufs[q.name].buf.kind == "device" and bufs[q.name].buf.handle.device != here
+                     # another GPU's memory, over the link
                      else p.kernel_device_read if bufs[q.name].buf.kind in ("device", "managed")
                      else p.kernel_zero_copy_read)
                     for q in kernel.params if q.is_buffer)
@@ -644,10 +736,16 @@ class SimBackend(Backend):
     # ------------------------------------------------------------------ events and callbacks
     def event_create(self):
         self._alive()
-        return SimEvent()
+        return SimEvent(ctx=self.cur)
+
+    def _same_context(self, event, ctx) -> None:
+        if event.ctx != ctx:
+            raise ShellError("CUDA_ERROR_INVALID_HANDLE", "an event belongs to the context it was made in",
+                             "record it on a stream of that context (`contexts` says which)")
 
     def event_record(self, event, stream):
         self._alive()
+        self._same_context(event, self._ctx_of(stream))
         if self.held is not None:  # the GPU reaches it after the release
             record = event.record = [math.inf]
             event.time = math.inf
@@ -676,6 +774,7 @@ class SimBackend(Backend):
 
     def event_elapsed(self, start, end):
         self._alive()
+        self._same_context(end, start.ctx)
         if start.time is None or end.time is None:
             raise ShellError("CUDA_ERROR_INVALID_HANDLE", "an event that was never recorded has no time",
                              "`event record` both events first")
@@ -725,7 +824,7 @@ class SimBackend(Backend):
         self._alive()
         p = self.profile
         actual = min(max(priority, p.priority_greatest), p.priority_least)  # the driver clamps
-        s = SimStream(0.0, nonblocking, actual)
+        s = SimStream(0.0, nonblocking, actual, ctx=self.cur)
         self.streams.append(s)
         return s, actual
 

@@ -79,6 +79,17 @@ def peers(drv: Driver, count: int) -> tuple[list[dict], str]:
     return out, "nvidia-smi topo -m" if links else "the driver (nvidia-smi not found: link unknown)"
 
 
+def device_count(drv: Driver) -> int:
+    return _int(drv, "cuDeviceGetCount")
+
+
+def check_pair(drv: Driver, src: int, dst: int) -> None:
+    """Two different GPUs the driver has, or its CUDA_ERROR_INVALID_DEVICE."""
+    count = device_count(drv)
+    if not (0 <= src < count and 0 <= dst < count) or src == dst:
+        raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
+
+
 @contextmanager
 def _primaries(drv: Driver, ordinals):
     """Each device's primary context, retained for the whole block (released, it would be destroyed with the memory
@@ -99,9 +110,7 @@ def _primaries(drv: Driver, ordinals):
 def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:
     """Seconds per copy, as cudaMemcpyPeerAsync gives it: `reps` copies back to back on a stream of the
     source's primary context, between two events (one warm-up copy first)."""
-    count = _int(drv, "cuDeviceGetCount")
-    if not (0 <= src < count and 0 <= dst < count) or src == dst:
-        raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
+    check_pair(drv, src, dst)
     with _primaries(drv, (src, dst)) as ctx:
         made, enabled = [], []  # (context, pointer) to free; (context, peer context) to disable
         try:

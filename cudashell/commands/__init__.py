@@ -1,3 +1,3 @@
 """Command handlers: each takes (session, backend, parsed args) and returns a Result."""
 
-from . import bench, calibrate, copies, data, doctor, events, export, gpus, hold, kernels, memory, meta, recovery, streams, timeline  # noqa: F401  (each registers its specs)
+from . import bench, calibrate, contexts, copies, data, doctor, events, export, gpus, hold, kernels, memory, meta, recovery, streams, timeline  # noqa: F401  (each registers its specs)

@@ -86,11 +86,26 @@ def check_device_accessible(buf, col: int | None, uva: bool) -> None:
     raise ShellError("NOT_DEVICE_ACCESSIBLE", f"the GPU cannot reach {buf.name} ({buf.kind})", hint, col)
 
 
-def check_peer_reach(session, buf, gpu: int, col: int | None) -> None:
-    """A kernel on GPU `gpu` reaches another GPU's memory only with peer access (else the GPU faults, stickily)."""
-    if buf.kind == "device" and buf.device != gpu and (gpu, buf.device) not in session.peers:
-        raise ShellError("NO_PEER_ACCESS", f"{buf.name} is on GPU {buf.device}: a kernel on GPU {gpu} cannot reach it",
-                         f"`peer enable {gpu} {buf.device}` first, or copy it over", col)
+def check_reach(backend, buf, ctx, col: int | None) -> None:
+    """A kernel in context `ctx` gets a buffer only where its context reaches it (else the GPU faults, stickily):
+    asked of the backend (`reach`) unless the buffer was made in that very context."""
+    if buf.context == ctx.name and buf.device == ctx.device:
+        return
+    got = backend.reach(buf, ctx.handle)
+    if not isinstance(got, str):
+        return
+    where = f"a kernel in {ctx.name} (GPU {ctx.device})"
+    if got == "NO_PEER_ACCESS":
+        hint = (f"`peer enable {ctx.device} {buf.device}` first, or copy it over" if ctx.primary else
+                f"peer access is given to primary contexts (`peer enable`): launch after `device use {ctx.device}`, "
+                "or copy it over")
+        raise ShellError("NO_PEER_ACCESS", f"{buf.name} is on GPU {buf.device}: {where} cannot reach it", hint, col)
+    if got == "OTHER_CONTEXT":
+        raise ShellError("OTHER_CONTEXT", f"{buf.name} is device memory of context {buf.context}: without UVA {where} cannot "
+                         "reach it", f"`context use {buf.context}` to launch there, or copy it over", col)
+    raise ShellError(got, f"{buf.name} is not mapped in context {ctx.name}: cuMemHostGetDevicePointer there says {got}",
+                     "without UVA, pinned memory is mapped only in the context that made it unless it is `portable`",
+                     col)
 
 
 def check_on_this_gpu(buf, gpu: int, col: int | None, what: str) -> None:

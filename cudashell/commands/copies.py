@@ -96,8 +96,8 @@ def memset(session, backend, args):
     check_range(buf, part.offset, nbytes, args.col("SIZE") if "SIZE" in args.values else args.col("NAME"), "memset")
     if "unchecked" not in args.flags:
         check_device_accessible(buf, args.col("NAME"), backend.info.unified_addressing)
-    check_on_this_gpu(buf, backend.info.ordinal, args.col("NAME"), "cudaMemset")
     stream = stream_for(session, args)
+    check_on_this_gpu(buf, stream.device, args.col("NAME"), "cudaMemset")
     async_ = "async" in args.flags
     t = backend.memset(buf, part.offset, value, nbytes, stream.handle, async_)
     session.track("memset", stream, nbytes, t, buf)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import ShellError
 from ..grammar import Arg, Opt
 from ..registry import command
 from ..results import Result, timing_data
@@ -18,8 +19,13 @@ def event_record(session, backend, args):
     created = event is None
     if created:
         check_name(name, args.col("E"), "an event")
-        event = Event(name, backend.event_create())
-    t = backend.event_record(event.handle, stream.handle)
+        event = Event(name, backend.event_create(), context=session.current)
+    try:
+        t = backend.event_record(event.handle, stream.handle)
+    except ShellError:
+        if created:  # a failed command leaves nothing behind
+            backend.event_destroy(event.handle)
+        raise
     event.stream = stream.name
     session.events[name] = event
     return Result("event", {"name": name, "stream": event.stream, "created": created, "call": "cudaEventRecord",

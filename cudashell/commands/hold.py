@@ -9,7 +9,7 @@ from ..results import Result
 
 
 def held_streams(session) -> list:
-    return [session.default_stream, *session.streams.values()]
+    return session.all_streams()
 
 
 @command("hold", "streams", "hold every stream: what is issued next waits, until `release` lets it all go",

@@ -9,15 +9,15 @@ from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import Kernel, parse_kernels, scalar
 from ..registry import command
 from ..results import Result, timing_data
-from .checks import check_device_accessible, check_peer_reach, check_within, region
+from .checks import check_device_accessible, check_reach, check_within, region
 
 
-def _buffer_arg(session, backend, text: str, col: int, checked: bool):
+def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
     """A pointer argument: a buffer or a part of one (`d0[1MB:]` passes `d0 + 1MB`), as a Region."""
     part = region(session, parse_part(text, col), col, "kernel argument")
     if checked:
         check_device_accessible(part.buf, col, backend.info.unified_addressing)
-        check_peer_reach(session, part.buf, backend.info.ordinal, col)
+        check_reach(backend, part.buf, ctx, col)
     return part
 
 
@@ -48,7 +48,8 @@ def launch(session, backend, args):
                     f"launch {kernel.signature()}")
     cols = args.many_cols.get("ARG", [])
     checked = "unchecked" not in args.flags
-    values = [(_buffer_arg(session, backend, t, c, checked) if p.is_buffer else scalar(t, p.dtype, c))
+    ctx = session.contexts[session.stream(args.get("S"), args.col("S")).context]  # a kernel runs in its stream's
+    values = [(_buffer_arg(session, backend, t, c, checked, ctx) if p.is_buffer else scalar(t, p.dtype, c))
               for p, t, c in zip(kernel.params, texts, cols)]
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
     if not kernel.builtin and "ELEMENTS" in args.values:

@@ -25,7 +25,7 @@ def buffer_row(buf: Buffer) -> dict:
             "flags": sorted(buf.flags),
             "registered": None if buf.registered is None else sorted(buf.registered),
             "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
-            "same_pointer": same, "state": buf.state(), "device": buf.device}
+            "same_pointer": same, "state": buf.state(), "device": buf.device, "context": buf.context}
 
 PINNED, MANAGED = ("pinned",), ("managed",)
 
@@ -60,8 +60,7 @@ def alloc(session, backend, args):
     if size <= 0:
         raise ShellError("CUDA_ERROR_INVALID_VALUE", "a size of 0 bytes cannot be allocated",
                          "give a size above 0", args.col("SIZE"))
-    gpu = args.get("GPU", backend.info.ordinal)
-    if gpu != backend.info.ordinal and kind != "device":
+    if "GPU" in args.values and kind != "device":
         raise usage(f"`on` places device memory; {kind} memory is the host's (or follows its use)", args.col("GPU"),
                     "alloc device SIZE on N")
     name = args.get("NAME") or session.next_name(kind)
@@ -69,8 +68,10 @@ def alloc(session, backend, args):
     flags = frozenset(args.flags | ({"global"} if kind == "managed" and not args.flags else set()))
     if kind == "pinned":
         check_pin_limit(session, backend, size, args.col("SIZE"))
-    allocation, t = backend.alloc(kind, size, flags, gpu)
-    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle, device=gpu)
+    ctx = session.primary_context(backend, args.get("GPU")) if "GPU" in args.values else session.context
+    allocation, t = backend.alloc(kind, size, flags, ctx.handle)
+    buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle,
+                 device=ctx.device, context=ctx.name)
     session.add_buffer(buf)
     return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
 
@@ -152,8 +153,10 @@ def info(session, backend, args):
     if isinstance(hdp, int):
         driver["host_device_ptr"] = hexptr(hdp)
     row = buffer_row(buf)
+    reach = [(c.name, backend.reach(buf, c.handle)) for c in session.contexts.values()]
     row.update(size_text=format_size_exact(buf.size), host_accessible=buf.host_accessible,
-               device_accessible=buf.device_accessible, driver=driver)
+               device_accessible=buf.device_accessible, driver=driver,
+               reach=[{"context": n, "reaches": hexptr(r) if isinstance(r, int) else r} for n, r in reach])
     return Result("info", row)
 
 

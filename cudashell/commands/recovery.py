@@ -48,9 +48,25 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     return done, failed
 
 
-def _rebuild_buffer(backend, buf, saved: dict, lost: dict) -> dict:
+def _rebuild_contexts(session, backend) -> None:
+    """Each context made again (a primary retained again), and in it its streams and events."""
+    for c in session.contexts.values():
+        if c.handle is not None:
+            c.handle = backend.context_primary(c.device) if c.primary else backend.context_create(c.device)
+    for c in session.contexts.values():
+        backend.context_use(c.handle)
+        for s in session.streams.values():
+            if s.context == c.name:
+                s.handle, s.priority = backend.stream_create(s.nonblocking, s.priority)
+        for ev in session.events.values():
+            if ev.context == c.name:
+                ev.handle, ev.stream = backend.event_create(), None
+    backend.context_use(session.context.handle)
+
+
+def _rebuild_buffer(session, backend, buf, saved: dict, lost: dict) -> dict:
     old = {"host_ptr": buf.host_ptr, "device_ptr": buf.device_ptr}
-    alloc, _ = backend.alloc(buf.kind, buf.size, buf.flags, buf.device)
+    alloc, _ = backend.alloc(buf.kind, buf.size, buf.flags, session.contexts[buf.context].handle)
     buf.handle, buf.host_ptr, buf.device_ptr = alloc.handle, alloc.host_ptr, alloc.device_ptr
     if buf.registered is not None:
         try:
@@ -88,10 +104,7 @@ def reset(session, backend, args):
     for e in session.unresolved:
         e["never_finished"] = True
     session.unresolved = []
-    for s in session.streams.values():
-        s.handle, s.priority = backend.stream_create(s.nonblocking, s.priority)
-    for ev in session.events.values():
-        ev.handle, ev.stream = backend.event_create(), None
+    _rebuild_contexts(session, backend)
     for a, b in list(session.peers):  # peer access belongs to the contexts: given again on the fresh side
         try:
             backend.peer_access(a, b, True)
@@ -101,7 +114,7 @@ def reset(session, backend, args):
     rows, dropped = [], {}
     for buf in list(session.buffers.values()):
         try:
-            rows.append(_rebuild_buffer(backend, buf, saved, lost))
+            rows.append(_rebuild_buffer(session, backend, buf, saved, lost))
         except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks
             del session.buffers[buf.name]
             dropped[buf.name] = e.code

@@ -12,7 +12,7 @@ from .checks import RESERVED
 
 def stream_row(backend, s: Stream) -> dict:
     return {"name": s.name, "number": s.number, "nonblocking": s.nonblocking, "priority": s.priority,
-            "legacy_default": s.is_default, "idle": backend.stream_idle(s.handle)}
+            "legacy_default": s.is_default, "idle": backend.stream_idle(s.handle), "context": s.context}
 
 
 @command("stream create", "streams", "create a stream (numbered 1, 2, …)",
@@ -32,7 +32,7 @@ def stream_create(session, backend, args):
     handle, priority = backend.stream_create("nonblocking" in args.flags, asked)
     if session.held is not None:  # held streams are every stream, those made later too
         backend.hold([handle])
-    s = Stream(name, number, handle, "nonblocking" in args.flags, priority, backend.info.ordinal)
+    s = Stream(name, number, handle, "nonblocking" in args.flags, priority, session.context.device, session.current)
     session.add_stream(s)
     return Result("stream", {**stream_row(backend, s), "asked_priority": asked,
                              "priority_range": [least, greatest]}, named=name)
@@ -61,7 +61,7 @@ def stream_query(session, backend, args):
 
 @command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)", exported=False)
 def streams(session, backend, args):
-    rows = [stream_row(backend, s) for s in [session.default_stream, *session.streams.values()]]
+    rows = [stream_row(backend, s) for s in session.all_streams()]
     return Result("streams", {"streams": rows})
 
 

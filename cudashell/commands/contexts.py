@@ -1,0 +1,97 @@
+"""Contexts and the current GPU: `contexts`, `context create|use|destroy`, `device use N`. What each context reaches
+is `info BUF`'s to show; `launch` refuses memory its context cannot reach (checks.check_reach)."""
+
+from __future__ import annotations
+
+from ..errors import ShellError
+from ..grammar import Arg, Opt
+from ..registry import command
+from ..results import Result, timing_data
+from ..session import Context
+from .checks import check_name
+
+
+def context_row(session, c: Context) -> dict:
+    def names(group):
+        return [n for n, x in group.items() if x.context == c.name]
+
+    return {"name": c.name, "device": c.device, "kind": "primary" if c.primary else "created",
+            "current": c.name == session.current, "buffers": names(session.buffers),
+            "streams": [c.default.name] + names(session.streams), "events": names(session.events)}
+
+
+def _switch(session, backend, c: Context, action: str, call: str) -> Result:
+    t = backend.context_use(c.handle)
+    session.current = c.name
+    return Result("context", {**context_row(session, c), "action": action, "call": call, **timing_data(t)})
+
+
+@command("contexts", "session", "the contexts: each one's GPU, whether it is the GPU's primary, what lives in it",
+         "contexts", "cuCtxGetCurrent (the shell keeps the list)", exported=False,
+         details="`gpuN` is GPU N's primary context — the one the runtime API (cudaSetDevice) uses; `*` marks the "
+                 "current one. Buffers, streams and events belong to the context they were made in; each context "
+                 "has its own default stream (`ctx1:0` in the trace). `info BUF` shows which contexts reach a "
+                 "buffer.")
+def contexts(session, backend, args):
+    return Result("contexts", {"contexts": [context_row(session, c) for c in session.contexts.values()],
+                               "current": session.current, "timing": backend.timing_label})
+
+
+@command("context create", "session", "make another context on a GPU (the current one's unless told) and make it "
+         "current", "context create device 0 as mine",
+         "cuCtxCreate (the driver API: the runtime API has one context per GPU, its primary)",
+         opts=(Opt("device", Arg("GPU", "int")), Opt("as", Arg("NAME", "newname"))),
+         details="What is made from now on (buffers, streams, events) belongs to it; `context use` goes back. Under "
+                 "UVA it reaches every pinned buffer — portable or not — and its GPU's memory; without UVA "
+                 "(`--sim-profile two-gpus-no-uva`) only portable pinned memory and its own. `demo portable` "
+                 "shows both. Names default to ctx1, ctx2, …")
+def context_create(session, backend, args):
+    gpu = args.get("GPU", session.context.device)
+    name = args.get("NAME")
+    if name is None:
+        n = 1
+        while f"ctx{n}" in session.contexts:
+            n += 1
+        name = f"ctx{n}"
+    check_name(name, args.col("NAME"), "a context")
+    if name in session.contexts:
+        raise ShellError("NAME_TAKEN", f"a context named '{name}' exists", "pick another name", args.col("NAME"))
+    handle = backend.context_create(gpu)
+    c = Context(name, gpu, handle, primary=False)
+    session.contexts[name] = c
+    return _switch(session, backend, c, "created", "cuCtxCreate")
+
+
+@command("context use", "session", "make a context current", "context use ctx1", "cuCtxSetCurrent",
+         args=(Arg("NAME", "context"),))
+def context_use(session, backend, args):
+    c = session.context_named(args.get("NAME"), args.col("NAME"))
+    return _switch(session, backend, c, "current", "cuCtxSetCurrent")
+
+
+@command("device use", "session", "work on GPU N: its primary context becomes current", "device use 1",
+         "cudaSetDevice (cuDevicePrimaryCtxRetain + cuCtxSetCurrent)", args=(Arg("GPU", "int"),),
+         details="Buffers, streams, events and kernels made from now on are GPU N's (`ls` shows the GPU); a kernel "
+                 "there reaches another GPU's memory after `peer enable N M`. `device use 0` goes back.")
+def device_use(session, backend, args):
+    c = session.primary_context(backend, args.get("GPU"))
+    return _switch(session, backend, c, "current", "cudaSetDevice")
+
+
+@command("context destroy", "session", "destroy a context made by `context create`, once nothing lives in it",
+         "context destroy ctx1", "cuCtxDestroy", args=(Arg("NAME", "context"),))
+def context_destroy(session, backend, args):
+    c = session.context_named(args.get("NAME"), args.col("NAME"))
+    if c.primary:
+        raise ShellError("USAGE", f"{c.name} is GPU {c.device}'s primary context: it stays while the session lives",
+                         "only contexts made by `context create` can be destroyed", args.col("NAME"))
+    held = session.holdings(c.name)
+    if held:
+        raise ShellError("CONTEXT_IN_USE", f"{c.name} still holds {', '.join(held)}",
+                         "free its buffers and destroy its streams and events first", args.col("NAME"))
+    backend.context_destroy(c.handle)
+    del session.contexts[c.name]
+    if session.current == c.name:
+        session.current = "gpu0"
+    return Result("context", {**context_row(session, c), "current": False, "action": "destroyed",
+                              "call": "cuCtxDestroy", "now": session.current, "timing": backend.timing_label})
