@@ -60,12 +60,12 @@ def ident(kind: str, name: str) -> str:
     return f"{kind}_" + re.sub(r"\W", "_", name)
 
 
-def alive(session) -> tuple[dict, set, dict]:
+def alive(session) -> tuple[dict, set, dict, int]:
     """What the writer needs to know of a session: its buffers (name → (kind, size), a registered pageable buffer
-    as 'registered'), its events, and the buffers on another GPU than 0."""
+    as 'registered'), its events, the buffers on another GPU than 0, and the current GPU."""
     bufs = session.buffers.values()
     return ({b.name: ("registered" if b.registered is not None else b.kind, b.size) for b in bufs},
-            set(session.events), {b.name: b.device for b in bufs if b.device})
+            set(session.events), {b.name: b.device for b in bufs if b.device}, session.context.device)
 
 
 class Writer:
@@ -73,7 +73,7 @@ class Writer:
     command stands for (without the program's own bookkeeping, such as zeroing new memory as the shell does);
     `drivers` the driver calls behind it."""
 
-    def __init__(self, buffers: dict | None = None, events=(), gpus: dict | None = None):
+    def __init__(self, buffers: dict | None = None, events=(), gpus: dict | None = None, device: int = 0):
         self.decls: list[str] = []
         self.setup: list[str] = []  # at the top of main: event creation, attribute queries
         self.body: list[str] = []
@@ -82,6 +82,7 @@ class Writer:
         self.buffers: dict[str, tuple[str, int]] = dict(buffers or {})  # name → (kind, size)
         self.events: set[str] = set(events)
         self.gpu_of: dict[str, int] = dict(gpus or {})  # buffers on another GPU than 0
+        self.device = device  # the current GPU (`device use N`: cudaSetDevice)
         self.notes: list[str] = []
 
     def emit(self, line: str, indent: int = 1, driver: str | None = None, replay: bool = False) -> None:
@@ -164,20 +165,25 @@ class Writer:
             "managed": (f"CHECK(cudaMallocManaged((void **)&{var}, {size}, "
                         f"{'cudaMemAttachHost' if 'host' in a.flags else 'cudaMemAttachGlobal'}));",
                         "cuMemAllocManaged")}[kind]
-        gpu = a.get("GPU", 0)
-        if gpu:  # another GPU's memory: made with it current
+        here = self.device
+        gpu = a.get("GPU", here)
+        if gpu != here:  # another GPU's memory: made with it current
             self.emit(f"CHECK(cudaSetDevice({gpu}));", i, "cuCtxSetCurrent")
         self.emit(line, i, driver)
         if kind in ("pinned", "device", "managed"):  # the shell's memory starts zeroed, as calloc's does
             self.emit(f"CHECK(cudaMemset({var}, 0, {size}));", i, replay=True)
-        if gpu:
+        if gpu != here:
             self.emit("CHECK(cudaDeviceSynchronize());", i, replay=True)
-            self.emit("CHECK(cudaSetDevice(0));", i)
+            self.emit(f"CHECK(cudaSetDevice({here}));", i)
             if kind != "device":
                 self.emit("CHECK(cudaDeviceSynchronize());", i, replay=True)
         self.buffers[name] = (kind, size)
         if gpu:
             self.gpu_of[name] = gpu
+
+    def c_device_use(self, a, i, text):
+        self.device = a.get("GPU")
+        self.emit(f"CHECK(cudaSetDevice({self.device}));", i, "cuDevicePrimaryCtxRetain, cuCtxSetCurrent")
 
     def c_register(self, a, i, text):
         name = a.get("NAME")
@@ -194,7 +200,7 @@ class Writer:
     def c_peer(self, a, i, text):
         src, dst, on = a.get("A"), a.get("B"), a.get("SWITCH") == "enable"
         call = f"cudaDeviceEnablePeerAccess({dst}, 0)" if on else f"cudaDeviceDisablePeerAccess({dst})"
-        self.emit(f"CHECK(cudaSetDevice({src})); CHECK({call}); CHECK(cudaSetDevice(0));", i,
+        self.emit(f"CHECK(cudaSetDevice({src})); CHECK({call}); CHECK(cudaSetDevice({self.device}));", i,
                   "cuCtxEnablePeerAccess" if on else "cuCtxDisablePeerAccess")
 
     def c_free(self, a, i, text):
@@ -208,7 +214,8 @@ class Writer:
                             "pinned": (f"CHECK(cudaFreeHost({var}));", "cuMemFreeHost")}.get(
                                 kind, (f"CHECK(cudaFree({var}));", "cuMemFree_v2"))
             gpu = self.gpu_of.pop(name, 0)
-            self.emit(f"CHECK(cudaSetDevice({gpu})); {line} CHECK(cudaSetDevice(0));" if gpu else line, i, driver)
+            self.emit(f"CHECK(cudaSetDevice({gpu})); {line} CHECK(cudaSetDevice({self.device}));"
+                      if gpu != self.device else line, i, driver)
 
     def c_fill(self, a, i, text):
         name, value, dtype = a.get("NAME"), a.get("VALUE"), a.get("T", "uint8")
@@ -372,10 +379,10 @@ class Writer:
             line + "\n" for line in self.setup) + "\n".join(self.body) + "\n" + "\n".join(end) + "\n    return 0;\n}\n")
 
 
-def explain(text: str, buffers: dict, events, gpus: dict) -> tuple[str, str] | None:
+def explain(text: str, buffers: dict, events, gpus: dict, device: int) -> tuple[str, str] | None:
     """(C, driver calls) for one command that succeeded, given what was alive before it (`alive`); None when it
     stands for no CUDA (ls, help, show…)."""
-    w = Writer(buffers, events, gpus)
+    w = Writer(buffers, events, gpus, device)
     w.command(text)
     if not w.shown or w.notes:
         return None

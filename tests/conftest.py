@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
 from cudashell.shell import Shell
 
@@ -76,5 +77,19 @@ def cush(request):
 @pytest.fixture
 def sim():
     c = Cush(SimBackend())
+    yield c
+    c.shell.close()
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def two(request):
+    """A session on a machine with two GPUs: the simulator's pair, or the real GPUs where there are two."""
+    if request.param == "sim":
+        c = Cush(SimBackend(Profile.load("two-h200")))
+    else:
+        c = Cush(make_backend("cuda"))
+        if len(c.ok("devices")["devices"]) < 2:
+            c.shell.close()
+            pytest.skip("one GPU here: the two-GPU kind of the device machine runs this")
     yield c
     c.shell.close()

@@ -90,22 +90,6 @@ def test_calibrate_on_a_pair_writes_the_peer_figures_back(pair, tmp_path):
         again.shell.close()
 
 
-@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
-def two(request):
-    """A session on a machine with two GPUs: the simulator's pair, or the real GPUs where there are two."""
-    if request.param == "sim":
-        c = Cush(SimBackend(Profile.load("two-h200")))
-    else:
-        from tests.conftest import make_backend
-
-        c = Cush(make_backend("cuda"))
-        if len(c.ok("devices")["devices"]) < 2:
-            c.shell.close()
-            pytest.skip("one GPU here: the two-GPU kind of the device machine runs this")
-    yield c
-    c.shell.close()
-
-
 def test_memory_on_the_other_gpu_round_trips_and_needs_peer_access_for_a_kernel(two):
     two.ok("alloc pinned 4MB as h; alloc pinned 4MB as back; alloc device 4MB as d0; alloc device 4MB on 1 as d1")
     assert {b["name"]: b["device"] for b in two.ok("ls")["buffers"]} == {"h": 0, "back": 0, "d0": 0, "d1": 1}

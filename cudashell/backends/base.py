@@ -92,8 +92,9 @@ class Backend(ABC):
 
     # contexts: handles are the backend's own; None is the session GPU's primary context, current at the start
     @abstractmethod
-    def context_create(self, device: int) -> object:
-        """A new context on GPU `device` (cuCtxCreate); the current context stays current."""
+    def context_create(self, device: int) -> tuple[object, Timing]:
+        """A new context on GPU `device` (cuCtxCreate), and how long making it took; the current context stays
+        current."""
 
     @abstractmethod
     def context_primary(self, device: int) -> object:

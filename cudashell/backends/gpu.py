@@ -261,8 +261,8 @@ class GpuSide:
         handle = C.c_void_p()
         self.drv.call("cuCtxCreate_v4", C.byref(handle), None, 0, device)  # made current, on top of ours …
         self.drv.call("cuCtxPopCurrent_v2", C.byref(C.c_void_p()))  # … and taken off again: ours stays current
-        self.create_seconds = time.perf_counter() - t0
-        return self._adopt(handle.value, handle, device, False)
+        took = self._host_timing(t0)
+        return self._adopt(handle.value, handle, device, False), took
 
     def context_primary(self, device):
         if device not in self.primaries:

@@ -514,8 +514,7 @@ class SimBackend(Backend):
                              "`devices` lists them; `--sim-profile two-h200` has two")
         self.next_ctx += 1
         self.ctxs[self.next_ctx] = SimCtx(device, False, SimStream(ctx=self.next_ctx))
-        self._host_call(CONTEXT_CREATE)
-        return self.next_ctx
+        return self.next_ctx, self._host_call(CONTEXT_CREATE)
 
     def context_primary(self, device):
         if device == 0:
@@ -523,7 +522,7 @@ class SimBackend(Backend):
         for h, c in self.ctxs.items():
             if c.primary and c.device == device:
                 return h
-        handle = self.context_create(device)
+        handle, _ = self.context_create(device)
         self.ctxs[handle].primary = True
         return handle
 

@@ -20,9 +20,11 @@ def context_row(session, c: Context) -> dict:
             "streams": [c.default.name] + names(session.streams), "events": names(session.events)}
 
 
-def _switch(session, backend, c: Context, action: str, call: str) -> Result:
-    t = backend.context_use(c.handle)
+def _switch(session, backend, c: Context, action: str, call: str, t=None) -> Result:
+    """`c` current; the result carries `t` (what made it) where given, else the switch's own time."""
+    used = backend.context_use(c.handle)
     session.current = c.name
+    t = t or used
     return Result("context", {**context_row(session, c), "action": action, "call": call, **timing_data(t)})
 
 
@@ -56,10 +58,10 @@ def context_create(session, backend, args):
     check_name(name, args.col("NAME"), "a context")
     if name in session.contexts:
         raise ShellError("NAME_TAKEN", f"a context named '{name}' exists", "pick another name", args.col("NAME"))
-    handle = backend.context_create(gpu)
+    handle, t = backend.context_create(gpu)
     c = Context(name, gpu, handle, primary=False)
     session.contexts[name] = c
-    return _switch(session, backend, c, "created", "cuCtxCreate")
+    return _switch(session, backend, c, "created", "cuCtxCreate", t)
 
 
 @command("context use", "session", "make a context current", "context use ctx1", "cuCtxSetCurrent",

@@ -32,6 +32,15 @@ def event_record(session, backend, args):
                             **timing_data(t)})
 
 
+@command("event destroy", "streams", "destroy an event", "event destroy start", "cudaEventDestroy (cuEventDestroy)",
+         args=(Arg("E", "event"),))
+def event_destroy(session, backend, args):
+    event = session.event(args.get("E"), args.col("E"))
+    backend.event_destroy(event.handle)
+    del session.events[event.name]
+    return Result("message", {"text": f"destroyed event {event.name}", "name": event.name})
+
+
 @command("event sync", "streams", "wait on the host until the GPU reaches an event", "event sync stop",
          "cudaEventSynchronize (cuEventSynchronize)", args=(Arg("E", "event"),))
 def event_sync(session, backend, args):

@@ -52,7 +52,7 @@ def _rebuild_contexts(session, backend) -> None:
     """Each context made again (a primary retained again), and in it its streams and events."""
     for c in session.contexts.values():
         if c.handle is not None:
-            c.handle = backend.context_primary(c.device) if c.primary else backend.context_create(c.device)
+            c.handle = backend.context_primary(c.device) if c.primary else backend.context_create(c.device)[0]
     for c in session.contexts.values():
         backend.context_use(c.handle)
         for s in session.streams.values():
