@@ -56,6 +56,7 @@ SHELL_CODES = {
     "ONE_GPU": "the command works between GPUs and there is one",
     "NO_PEER_ACCESS": "a kernel would touch another GPU's memory without peer access (the GPU would fault)",
     "OTHER_GPU": "the operation runs on the session's GPU and the buffer is on another",
+    "NUMA_BIND": "the kernel would not place host pages on that NUMA node (mbind)",
     "OTHER_CONTEXT": "without UVA, a kernel in one context cannot use another context's device memory",
     "NO_SUCH_CONTEXT": "no context by that name (`contexts` lists them)",
     "CONTEXT_IN_USE": "a context still holds buffers, streams or events: they go first",

@@ -88,3 +88,31 @@ def cpu_numa_node() -> int | None:
         if (node / f"cpu{first}").exists():
             return int(node.name[4:])
     return None
+
+
+def memory_nodes() -> list[int]:
+    """The NUMA nodes that have memory (/sys/devices/system/node/has_memory: `0`, `0-1`); [] where it does not say."""
+    text = _read(Path("/sys/devices/system/node/has_memory"))
+    nodes = []
+    for part in (text or "").strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            nodes += range(int(lo), int(hi or lo) + 1)
+    return nodes
+
+
+MPOL_BIND, MPOL_MF_STRICT, MPOL_MF_MOVE, SYS_MBIND_X86_64 = 2, 1, 2, 237
+
+
+def bind_to_node(addr: int, nbytes: int, node: int) -> None:
+    """Put the pages of [addr, addr + nbytes) on NUMA node `node` (mbind, MPOL_BIND), before they are touched: host
+    memory near or far from a GPU. Raises OSError where the kernel refuses."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    mask = ctypes.c_ulong(1 << node)
+    if libc.syscall(SYS_MBIND_X86_64, ctypes.c_void_p(addr), ctypes.c_ulong(nbytes), MPOL_BIND, ctypes.byref(mask),
+                    ctypes.c_ulong(64), MPOL_MF_STRICT | MPOL_MF_MOVE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mbind to node {node}: {os.strerror(err)}")
+

@@ -432,9 +432,23 @@ def _bench(d, tablefmt, width=0):
         out.append((f"whole step (copies from pageable memory included): zero-copy wins from n = {w} on"
                     if w else "whole step: device memory wins at the largest n measured")
                    + (f"; the zero-copy kernel alone is over 2× slower from n = {k}" if k else ""))
+    if bench == "peer" and d.get("host_rows"):
+        out += ["", "host ↔ GPU (pinned host memory on each NUMA node, cudaMemcpyAsync), GB/s",
+                fit(_host_table(d["host_rows"]), ["host memory", "GPU", "host → GPU", "GPU → host"], tablefmt,
+                    width)]
     if d.get("interrupted"):
         out.append("interrupted: the points measured so far")
     return out
+
+
+def _host_table(rows) -> list[list]:
+    """One row per (node, GPU): both directions side by side; near/far where the GPU's node is known."""
+    cells = {}
+    for r in rows:
+        where = "not bound" if r["node"] is None else f"node {r['node']}" + (
+            "" if r["near"] is None else " (near)" if r["near"] else " (far)")
+        cells.setdefault((where, r["gpu"]), {})[r["to_device"]] = f"{r['gbps']:.1f}"
+    return [[where, gpu, c.get(True, "-"), c.get(False, "-")] for (where, gpu), c in cells.items()]
 
 
 def _devices(d, tablefmt, width=0):

@@ -168,3 +168,12 @@ def test_without_uva_default_pinned_memory_is_pageable_to_the_other_gpu():
         assert c.ok("memcpy plain near")["gbps"] == pytest.approx(shared, rel=0.01)  # on its own GPU: pinned
     finally:
         c.shell.close()
+
+
+def test_bench_peer_adds_host_rows_for_every_gpu_and_numa_node(two):
+    bench = two.ok("bench peer 64MB reps 3")
+    nodes = two.ok("devices")["memory_nodes"] or [None]
+    rows = {(r["gpu"], r["node"], r["to_device"]): r for r in bench["host_rows"]}
+    assert set(rows) == {(g, n, d) for g in (0, 1) for n in nodes for d in (True, False)}
+    for r in rows.values():  # pinned host memory over PCIe: between a pageable copy's rate and the link's peak
+        assert 15 < r["gbps"] < 70, r

@@ -286,7 +286,7 @@ class Backend(ABC):
     def devices(self) -> dict:
         """Every GPU the driver sees and how each pair is joined: {"devices": [{ordinal, name, pci_bus_id,
         numa_node, total_mem, compute_capability}], "peers": [{src, dst, access, link, atomics}] for every
-        ordered pair, "link_source": where the link names come from}."""
+        ordered pair, "link_source": where the link names come from, "memory_nodes": the NUMA nodes with memory}."""
 
     @abstractmethod
     def peer_access(self, src: int, dst: int, enable: bool) -> Timing:
@@ -298,6 +298,11 @@ class Backend(ABC):
         """Seconds per copy of `nbytes` from device `src`'s memory to device `dst`'s (cuMemcpyPeerAsync, `reps`
         back to back on one stream, timed by events) — with peer access enabled both ways, or not (staged
         through the host)."""
+
+    @abstractmethod
+    def host_copy(self, device: int, node: int | None, nbytes: int, reps: int, to_device: bool) -> float:
+        """Seconds per pinned copy of `nbytes` between host memory on NUMA node `node` (None: not bound) and GPU
+        `device`, `reps` back to back on one stream, timed by events (nvbandwidth's host-to-device tests)."""
 
     @abstractmethod
     def memory_paths(self) -> dict:

@@ -402,6 +402,9 @@ class CudaBackend(Backend):
     def peer_access(self, src, dst, enable):
         return self._call("peer_access", src, dst, enable)
 
+    def host_copy(self, device, node, nbytes, reps, to_device):
+        return self._call("host_copy", device, node, nbytes, reps, to_device)
+
     def peer_copy(self, src, dst, nbytes, reps, peer):
         return self._call("peer_copy", src, dst, nbytes, reps, peer)
 

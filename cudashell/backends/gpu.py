@@ -206,7 +206,9 @@ class GpuSide:
     def devices(self) -> dict:
         found = topology.devices(self.drv)
         pairs, source = topology.peers(self.drv, len(found))
-        return {"devices": found, "peers": pairs, "link_source": source}
+        from ..machine import memory_nodes
+
+        return {"devices": found, "peers": pairs, "link_source": source, "memory_nodes": memory_nodes()}
 
     # ------------------------------------------------------------------ contexts
     def _start_clock(self, ctx: Ctx) -> None:
@@ -327,16 +329,26 @@ class GpuSide:
         (self.peers.add if enable else self.peers.discard)((src, dst))
         return self._host_timing(t0)
 
-    def peer_copy(self, src, dst, nbytes, reps, peer):
+    def _untraced(self, what: str, measure, *args) -> float:
+        """A bench's own copies, outside the session (topology's, in the GPUs' primary contexts, ours current again
+        after) and untraced: with CUPTI on, staged peer copies ran at 0.94 of C."""
         if self.held:
-            raise held_error("a copy between GPUs (timed to its end)")
-        if self.activity is not None:  # untraced, as the benches run: with CUPTI on, staged copies ran at 0.94 of C
+            raise held_error(what)
+        if self.activity is not None:
             self.activity.pause()
         try:
-            return topology.peer_copy(self.drv, src, dst, nbytes, reps, peer)
+            return measure(self.drv, *args)
         finally:
             if self.activity is not None:
                 self.activity.resume()
+
+    def peer_copy(self, src, dst, nbytes, reps, peer):
+        return self._untraced("a copy between GPUs (timed to its end)", topology.peer_copy, src, dst, nbytes, reps,
+                              peer)
+
+    def host_copy(self, device, node, nbytes, reps, to_device):
+        return self._untraced("a timed copy (it waits for its end)", topology.host_copy, device, node, nbytes, reps,
+                              to_device)
 
     def pin_limit(self) -> tuple[int, str]:
         limit, why = host_memory_total() // 2, "half of MemTotal"

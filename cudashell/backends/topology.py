@@ -5,13 +5,14 @@ GPU's memory to another's, timed by events — with peer access enabled both way
 from __future__ import annotations
 
 import ctypes as C
+import mmap
 import re
 import shutil
 import subprocess
 from contextlib import contextmanager
 
 from ..errors import ShellError
-from ..machine import pcie_link
+from ..machine import bind_to_node, pcie_link
 from .driver import P2P_ATOMICS, PEER_ALREADY_ENABLED, Driver
 
 TOPO_WORDS = {"X": "self", "SYS": "PCIe across CPU sockets (SYS)", "NODE": "PCIe within a NUMA node (NODE)",
@@ -127,7 +128,9 @@ def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: boo
                         drv.check(res, "cuCtxEnablePeerAccess", "this pair of GPUs cannot reach each other directly")
                     enabled.append((ctx[me], ctx[other]))
             drv.call("cuCtxSetCurrent", ctx[src])
-            return _timed_copies(drv, ctx[src], ctx[dst], made[1][1].value, made[0][1].value, nbytes, reps)
+            a, b = made[1][1].value, made[0][1].value
+            return _timed(drv, lambda stream: drv.call("cuMemcpyPeerAsync", b, ctx[dst], a, ctx[src], nbytes,
+                                                        C.c_void_p(stream)), reps)
         finally:
             for me, other in enabled:
                 drv.raw("cuCtxSetCurrent", me)
@@ -137,14 +140,14 @@ def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: boo
                 drv.raw("cuMemFree_v2", ptr)
 
 
-def _timed_copies(drv: Driver, sctx, dctx, a: int, b: int, nbytes: int, reps: int) -> float:
+def _timed(drv: Driver, copy, reps: int) -> float:
+    """Seconds per `copy(stream)`, `reps` back to back between two events on a new stream of the current context."""
     stream, start, end = drv.stream_create(False, 0), drv.event(), drv.event()
     try:
-        copy = ("cuMemcpyPeerAsync", b, dctx, a, sctx, nbytes, C.c_void_p(stream))
-        drv.call(*copy)  # warm-up: the first copy pays for mappings
+        copy(stream)  # warm-up: the first copy pays for mappings
         drv.call("cuEventRecord", C.c_void_p(start), C.c_void_p(stream))
         for _ in range(reps):
-            drv.call(*copy)
+            copy(stream)
         drv.call("cuEventRecord", C.c_void_p(end), C.c_void_p(stream))
         drv.call("cuEventSynchronize", C.c_void_p(end))
         return drv.elapsed(start, end) / reps
@@ -153,3 +156,36 @@ def _timed_copies(drv: Driver, sctx, dctx, a: int, b: int, nbytes: int, reps: in
         for ev in (start, end):
             drv.raw("cuEventDestroy_v2", C.c_void_p(ev))
         drv.raw("cuStreamDestroy_v2", C.c_void_p(stream))
+
+
+def host_copy(drv: Driver, device: int, node: int | None, nbytes: int, reps: int, to_device: bool) -> float:
+    """Seconds per copy between host memory on NUMA node `node` (None: wherever the kernel puts it) and GPU `device`:
+    anonymous pages bound to the node (mbind) and touched there, pinned in place (cuMemHostRegister), then `reps`
+    cuMemcpy{HtoD,DtoH}Async back to back on a stream of the GPU's primary context, between two events."""
+    with _primaries(drv, (device,)) as ctx:
+        drv.call("cuCtxSetCurrent", ctx[device])
+        host = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        view = C.c_char.from_buffer(host)
+        addr = C.addressof(view)
+        dptr, registered = C.c_uint64(), False
+        try:
+            if node is not None:
+                try:
+                    bind_to_node(addr, nbytes, node)
+                except OSError as e:
+                    raise ShellError("NUMA_BIND", str(e), "the kernel would not place the pages there") from None
+            C.memset(addr, 1, nbytes)  # the pages come to exist now, on that node
+            drv.call("cuMemHostRegister_v2", C.c_void_p(addr), nbytes, 0)
+            registered = True
+            drv.call("cuMemAlloc_v2", C.byref(dptr), nbytes)
+            copy = (("cuMemcpyHtoDAsync_v2", dptr.value, C.c_void_p(addr)) if to_device
+                    else ("cuMemcpyDtoHAsync_v2", C.c_void_p(addr), dptr.value))
+            return _timed(drv, lambda stream: drv.call(*copy, nbytes, C.c_void_p(stream)), reps)
+        finally:
+            if dptr.value:
+                drv.raw("cuMemFree_v2", dptr)
+            if registered:
+                drv.raw("cuMemHostUnregister", C.c_void_p(addr))
+            del view  # the buffer's export, or mmap refuses to close
+            host.close()
+

@@ -398,7 +398,9 @@ def bench_overlap(session, backend, args):
          details="For every ordered pair of GPUs: SIZE (default 256 MiB) copied REPS times (default 10) from the "
                  "first GPU's memory to the second's, with peer access off (the driver stages the bytes through "
                  "host memory) and, where the pair can reach each other, on (the copy engines over NVLink or PCIe). "
-                 "`devices` says which pairs can and over what link. On the simulator: `--sim-profile two-h200`.",
+                 "`devices` says which pairs can and over what link. Then host ↔ each GPU (pinned, cudaMemcpyAsync), "
+                 "from memory on each NUMA node (mbind): near the GPU or across the CPUs' link where there are two. "
+                 "On the simulator: `--sim-profile two-h200`.",
          exported=False)
 def bench_peer(session, backend, args):
     nbytes, reps = args.get("SIZE", 256 << 20), max(1, args.get("REPS", 10))
@@ -408,8 +410,9 @@ def bench_peer(session, backend, args):
     if len(topo["devices"]) < 2:
         raise ShellError("ONE_GPU", f"this machine has {len(topo['devices'])} GPU: copies between GPUs need two",
                          "on the simulator, `--sim-profile two-h200` models a pair joined by NVLink")
-    rows = []
-    progress = Progress(session, len(topo["peers"]), "bench peer")
+    rows, host_rows = [], []
+    nodes = topo.get("memory_nodes") or [None]
+    progress = Progress(session, len(topo["peers"]) + len(topo["devices"]) * len(nodes), "bench peer")
     try:
         for pair in topo["peers"]:
             for peer in (False, True) if pair["access"] else (False,):
@@ -417,9 +420,19 @@ def bench_peer(session, backend, args):
                 rows.append({"src": pair["src"], "dst": pair["dst"], "peer": peer, "size": nbytes, "reps": reps,
                              "seconds": seconds, "gbps": nbytes / seconds / 1e9, "link": pair["link"]})
             progress.step()
+        for gpu in topo["devices"]:  # host ↔ each GPU, from each NUMA node's memory: near and far
+            home = gpu["numa_node"] if gpu["numa_node"] is not None and gpu["numa_node"] >= 0 else None
+            for node in nodes:
+                for to_device in (True, False):
+                    seconds = backend.host_copy(gpu["ordinal"], node, nbytes, reps, to_device)
+                    host_rows.append({"gpu": gpu["ordinal"], "node": node, "to_device": to_device,
+                                      "near": None if home is None or node is None else node == home,
+                                      "size": nbytes, "reps": reps, "seconds": seconds, "gbps": nbytes / seconds / 1e9})
+                progress.step()
     finally:
         progress.close()
-    return _outputs(Result("bench", {"bench": "peer", "rows": rows, "timing": backend.timing_label}), args)
+    return _outputs(Result("bench", {"bench": "peer", "rows": rows, "host_rows": host_rows,
+                                     "timing": backend.timing_label}), args)
 
 
 def _outputs(result: Result, args) -> Result:
