@@ -855,7 +855,6 @@ class GpuSide:
         for ctx in {self._stream_ctx(s) for s in streams}:  # loaded now: loading a module while held may wait
             with self._in(ctx):  # for the held work
                 self._builtin(BUILTINS["fill"])
-                self._functions(HOLD_SOURCE, ["k_hold"], extern_c=True)
         if self.flag is None:  # portable: a kernel in any context reads it
             self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP
                                                    | self.cuda.host_alloc_flags.PORTABLE)
