@@ -286,8 +286,8 @@ class GpuSide:
 
     def context_destroy(self, handle):
         key, ctx = handle, self._ctx(handle)
-        if ctx is self.home:
-            raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "the session's own context stays while the session lives")
+        if ctx.primary:  # ours, or another GPU's: retained until the side closes (another session may use it)
+            raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "a primary context is released when the session closes")
         if self.held:
             raise held_error("cuCtxDestroy, which waits for the context's work,")
         with self._in(ctx):
@@ -298,12 +298,7 @@ class GpuSide:
                 self.drv.raw("cuModuleUnload", mod)
         if self.cur is ctx:
             self.context_use(None)
-        if ctx.primary:
-            self.drv.call("cuDevicePrimaryCtxRelease_v2", ctx.device)
-            del self.primaries[ctx.device]
-            self.peers = {p for p in self.peers if ctx.device not in p}
-        else:
-            self.drv.call("cuCtxDestroy_v2", ctx.handle)
+        self.drv.call("cuCtxDestroy_v2", ctx.handle)
         del self.ctxs[key]
 
     def reach(self, buf, ctx):

@@ -532,7 +532,8 @@ class SimBackend(Backend):
         return self._host_call(self.profile.async_call)
 
     def context_destroy(self, handle):
-        self._context(handle)
+        if self._context(handle).primary:
+            raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "a primary context is released when the session closes")
         self._refuse_held("cuCtxDestroy, which waits for the context's work,")
         self._wait_device("cuCtxDestroy")
         del self.ctxs[handle]
