@@ -10,7 +10,7 @@ from .session import engine_of
 # calls that ask and change nothing the rounds depend on: a block that makes them can still be planned
 QUERIES = frozenset({"resolve", "resolve_many", "refine", "fired_callbacks", "clock", "command_started",
                      "stream_idle", "event_query", "known_zero", "read", "priority_range", "versions", "pin_limit",
-                     "memory_paths", "mem_info", "pointer_info", "reserve", "devices"})
+                     "memory_paths", "mem_info", "pointer_info", "reserve", "devices", "reach"})
 OP_OF = {"memcpy": "memcpy", "memset": "memset", "launch": "kernel", "prefetch": "prefetch"}
 
 
@@ -54,6 +54,9 @@ class Recorder:
             return "the streams are held, and a plan waits for its work at the end"
         if self._backend.dead:
             return "the GPU side is dead"
+        elsewhere = {id(s.handle) for s in session.streams.values() if s.context != session.current}
+        if any(id(a) in elsewhere for _, args in self.calls for a in args):
+            return "the block uses a stream of another context, and a plan runs in the current one"
         return None
 
     def templates(self, session) -> dict[int, dict]:

@@ -83,6 +83,8 @@ class Shell:
                 self._run_nested(result)
             elif result.action == "repeat":
                 self._repeat(result)
+            elif result.action == "block":
+                self._block(result)
             elif result.action == "quit":
                 self.quitting = True
             elif result.action == "output":
@@ -296,6 +298,13 @@ class Shell:
         finally:
             self.out, self.err, self.echo, self.recording = out, err, echo, True
         result.data.update(wall=time.perf_counter() - t0, ran=times * len(segments), through_shell=why)
+
+    def _block(self, result: Result) -> None:
+        """`if gpus N <<< … >>>`: the block's commands, each shown as a typed one is; the first failure stops it."""
+        for seg in split_commands(result.data["commands"].replace("\n", ";")):
+            if not self.run_segment(seg):
+                raise ShellError("SCRIPT_FAILED", f"the block stopped at `{seg.text}`", "its error is printed above",
+                                 result.data["col"])
 
     def _round(self, segments, n: int, result: Result) -> None:
         for seg in segments:

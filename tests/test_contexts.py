@@ -129,3 +129,32 @@ def test_the_portable_demo_shows_the_pre_uva_rule_on_the_teaching_profile(no_uva
     text = out.getvalue()
     assert "kernel in second    CUDA_ERROR_INVALID_VALUE" in text  # the default buffer, in the second context
     sh.close()
+
+
+def test_repeat_runs_its_plan_only_on_the_current_contexts_streams(cush):
+    cush.ok("alloc pinned 1MB as d; context create as other; stream create as s1")
+    planned = cush.ok("repeat 5 <<< launch increment d stream s1 >>>")
+    assert planned["through_shell"] is None and planned["plan"]["rounds"] == 4
+    cush.ok("context use gpu0")
+    shell = cush.ok("repeat 5 <<< launch increment d stream s1 >>>")
+    assert "another context" in shell["through_shell"]
+    cush.ok("sync stream s1")
+    assert cush.ok("show d dtype float32 count 1")["values"] == [10.0]
+
+
+def test_if_gpus_runs_its_block_only_where_there_are_enough(cush, pair_sim):
+    have = len(cush.ok("devices")["devices"])
+    skipped = cush.ok(f"if gpus {have + 1} <<< alloc pinned 1MB as never >>>")
+    assert not skipped["runs"] and "skipped" in skipped["text"]
+    assert "never" not in {b["name"] for b in cush.ok("ls")["buffers"]}
+    ran = pair_sim.ok("if gpus 2 <<< device use 1; alloc device 1MB as d1; device use 0 >>>")
+    assert ran["runs"] and pair_sim.buffer("d1")["device"] == 1
+    error = pair_sim.fails("if gpus 2 <<< device use 1; alloc device 1MB as d1 >>>")  # d1 exists: NAME_TAKEN
+    assert error["code"] == "SCRIPT_FAILED" and "alloc device 1MB as d1" in error["message"]
+
+
+@pytest.fixture
+def pair_sim():
+    c = Cush(SimBackend(Profile.load("two-h200")))
+    yield c
+    c.shell.close()

@@ -194,6 +194,21 @@ def repeat(session, backend, args):
                              "shell": "shell" in args.flags}, action="repeat")
 
 
+@command("if gpus", "scripts", "run commands only where the machine has at least N GPUs (a demo's two-GPU part)",
+         "if gpus 2 <<< device use 1; alloc device 64MB as d1 >>>", "(a branch in the host program on cudaGetDeviceCount)",
+         args=(Arg("N", "count"), Arg("COMMANDS", "source")),
+         details="The commands between <<< and >>> run as typed ones do, shown one by one, when `devices` lists N "
+                 "GPUs or more (on the simulator: the profile's, two with `--sim-profile two-h200`); otherwise the "
+                 "block is skipped and says so. The first command that fails stops the block and the script.")
+def if_gpus(session, backend, args):
+    n, have = args.get("N"), len(backend.devices()["devices"])
+    runs = have >= n
+    text = (f"the block ran: {have} GPUs here (it needs {n})" if runs else
+            f"skipped: the block needs {n} GPUs and this machine has {have}")
+    return Result("message", {"text": text, "gpus": have, "needs": n, "runs": runs, "commands": args.get("COMMANDS"),
+                              "col": args.col("COMMANDS")}, action="block" if runs else None)
+
+
 @command("say", "scripts", "narration in one language: printed when it is the session's (`demo … lang zh`)",
          "say en Pinned memory is page-locked.", "(none)",
          args=(Arg("LANG", choices=("en", "zh")), Arg("TEXT", "rest")))
