@@ -193,7 +193,8 @@ def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
     med = statistics.median(rates)
     cv = statistics.pstdev(rates) / statistics.mean(rates)
     return {"kind": kind, "size": size, "gbps": med / 1e9, "cv": cv, "percent_of_peak": 100 * med / peak if peak else None,
-            "us_per_copy": statistics.median(times) / n * 1e6 if size < (1 << 20) else None,
+            # at the median rate: with an even number of reps the median time is not the median rate's reciprocal
+            "us_per_copy": moved / n / med * 1e6 if size < (1 << 20) else None,
             "copies": n, "reps": reps, "gated": gate}
 
 
