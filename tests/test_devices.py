@@ -170,8 +170,13 @@ def test_without_uva_default_pinned_memory_is_pageable_to_the_other_gpu():
         c.shell.close()
 
 
-def test_bench_peer_adds_host_rows_for_every_gpu_and_numa_node(two):
-    bench = two.ok("bench peer 64MB reps 3")
+def test_bench_peer_adds_host_rows_for_every_gpu_and_numa_node(two, tmp_path):
+    import csv
+
+    bench = two.ok(f"bench peer 64MB reps 3 --csv {tmp_path / 'peer.csv'}")
+    with open(tmp_path / "peer.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == len(bench["rows"]) + len(bench["host_rows"]) and {"src", "gpu", "node"} <= set(table[0])
     nodes = two.ok("devices")["memory_nodes"] or [None]
     rows = {(r["gpu"], r["node"], r["to_device"]): r for r in bench["host_rows"]}
     assert set(rows) == {(g, n, d) for g in (0, 1) for n in nodes for d in (True, False)}

@@ -440,11 +440,12 @@ def _outputs(result: Result, args) -> Result:
     """--csv FILE and --plot FILE.png beside the table; --json prints this result as JSON."""
     rows = result.data["rows"]
     if args.get("FILE") and rows:
+        table = rows + result.data.get("host_rows", [])  # bench peer's host rows too, their own columns filled
         try:
             with open(args.get("FILE"), "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in table for k in r)), restval="")
                 w.writeheader()
-                w.writerows(rows)
+                w.writerows(table)
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
     if args.values.get("PNG") and rows:  # (not every bench plots)
