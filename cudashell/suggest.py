@@ -126,14 +126,13 @@ def suggest(text: str, session) -> list[Suggestion]:
     spec = lookup(f"{words[0]} {words[1]}") if len(words) > 1 else None
     used = 2 if spec else 1
     spec = spec or lookup(words[0])
+    subs = [] if used == 2 or len(words) > 1 else [  # `device ` is a command and the start of `device use`
+        Suggestion(s, -len(partial), _summary(f"{words[0]} {s}"))
+        for s in sorted(n.split()[1] for n in REGISTRY if n.startswith(words[0].lower() + " ")) if s.startswith(low)]
     if spec is None:
-        subs = sorted(n.split()[1] for n in REGISTRY if n.startswith(words[0].lower() + " "))
-        if len(words) == 1:
-            return [Suggestion(s, -len(partial), _summary(f"{words[0]} {s}")) for s in subs if s.startswith(low)]
-        return []
-    rest = words[used:]
-    candidates = _next(spec, rest, session, words, partial)
-    return [Suggestion(t, -len(partial), m) for t, m in candidates if t.lower().startswith(low) and t != partial]
+        return subs
+    candidates = _next(spec, words[used:], session, words, partial)
+    return subs + [Suggestion(t, -len(partial), m) for t, m in candidates if t.lower().startswith(low) and t != partial]
 
 
 def _summary(name: str) -> str:

@@ -158,3 +158,13 @@ def pair_sim():
     c = Cush(SimBackend(Profile.load("two-h200")))
     yield c
     c.shell.close()
+
+
+def test_completion_offers_the_contexts_by_name(cush):
+    from cudashell.suggest import suggest
+
+    cush.ok("context create as mine")
+    offered = [s.text for s in suggest("context use ", cush.shell.session)]
+    assert offered == ["gpu0", "mine"]
+    assert {"context create", "context use", "contexts"} <= {s.text for s in suggest("cont", cush.shell.session)}
+    assert [s.text for s in suggest("device ", cush.shell.session)] == ["use"]  # `device` alone is a command too
