@@ -168,3 +168,12 @@ def test_completion_offers_the_contexts_by_name(cush):
     assert offered == ["gpu0", "mine"]
     assert {"context create", "context use", "contexts"} <= {s.text for s in suggest("cont", cush.shell.session)}
     assert [s.text for s in suggest("device ", cush.shell.session)] == ["use"]  # `device` alone is a command too
+
+
+def test_streams_asks_each_contexts_default_stream_in_its_own_context(cush):
+    cush.ok("alloc pinned 1MB as h; context create as other; launch spin 20000")  # other's default stream: busy
+    cush.ok("context use gpu0")
+    rows = {r["name"]: r["idle"] for r in cush.ok("streams")["streams"]}
+    assert rows == {"0": True, "other:0": False}
+    assert cush.ok("contexts")["current"] == "gpu0"
+    cush.ok("context use other; sync")

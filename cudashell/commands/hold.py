@@ -9,7 +9,9 @@ from ..results import Result
 
 
 def held_streams(session) -> list:
-    return session.all_streams()
+    """The current context's default stream and every stream made (another context's default stream has no handle
+    that reaches it from here)."""
+    return [session.default_stream, *session.streams.values()]
 
 
 @command("hold", "streams", "hold every stream: what is issued next waits, until `release` lets it all go",

@@ -10,9 +10,19 @@ from ..session import Stream
 from .checks import RESERVED
 
 
-def stream_row(backend, s: Stream) -> dict:
+def stream_row(backend, s: Stream, session=None) -> dict:
+    """One stream as `streams` lists it; another context's default stream is asked about from that context (its
+    handle, NULL, means the current context's)."""
+    if session is not None and s.is_default and s.context != session.current:
+        backend.context_use(session.contexts[s.context].handle)
+        try:
+            idle = backend.stream_idle(None)
+        finally:
+            backend.context_use(session.context.handle)
+    else:
+        idle = backend.stream_idle(s.handle)
     return {"name": s.name, "number": s.number, "nonblocking": s.nonblocking, "priority": s.priority,
-            "legacy_default": s.is_default, "idle": backend.stream_idle(s.handle), "context": s.context}
+            "legacy_default": s.is_default, "idle": idle, "context": s.context}
 
 
 @command("stream create", "streams", "create a stream (numbered 1, 2, …)",
@@ -61,14 +71,16 @@ def stream_query(session, backend, args):
 
 @command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)", exported=False)
 def streams(session, backend, args):
-    rows = [stream_row(backend, s) for s in session.all_streams()]
+    rows = [stream_row(backend, s, session) for s in session.all_streams()]
     return Result("streams", {"streams": rows})
 
 
 @command("sync", "streams", "wait for the device, or for one stream", "sync stream 1",
          "cudaDeviceSynchronize / cudaStreamSynchronize",
          args=(Arg("WHAT", choices=("device",), optional=True),),
-         opts=(Opt("stream", Arg("S", "stream")), Opt("event", Arg("E", "event"))))
+         opts=(Opt("stream", Arg("S", "stream")), Opt("event", Arg("E", "event"))),
+         details="`sync` (or `sync device`) waits for the current context's work (cuCtxSynchronize; with several "
+                 "contexts, `context use` another to wait for its work, or sync its streams).")
 def sync(session, backend, args):
     if len([k for k in ("WHAT", "S", "E") if k in args.values]) > 1:
         raise usage("sync the device, one stream or one event", args.col("S"))
