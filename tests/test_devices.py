@@ -182,3 +182,30 @@ def test_bench_peer_adds_host_rows_for_every_gpu_and_numa_node(two, tmp_path):
     assert set(rows) == {(g, n, d) for g in (0, 1) for n in nodes for d in (True, False)}
     for r in rows.values():  # pinned host memory over PCIe: between a pageable copy's rate and the link's peak
         assert 15 < r["gbps"] < 70, r
+
+
+def test_memory_nodes_reads_the_kernels_list(monkeypatch):
+    from cudashell import machine
+
+    for text, nodes in (("0\n", [0]), ("0-1\n", [0, 1]), ("0,2-3\n", [0, 2, 3]), (None, [])):
+        monkeypatch.setattr(machine, "_read", lambda path, text=text: text)
+        assert machine.memory_nodes() == nodes
+
+
+def test_binding_pages_to_a_node_the_machine_lacks_is_refused():
+    import ctypes
+    import mmap
+
+    from cudashell.machine import bind_to_node, memory_nodes
+
+    if not memory_nodes():
+        pytest.skip("no NUMA information here")
+    host = mmap.mmap(-1, 1 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    view = ctypes.c_char.from_buffer(host)
+    try:
+        bind_to_node(ctypes.addressof(view), 1 << 20, memory_nodes()[0])  # a node it has: accepted
+        with pytest.raises(OSError):
+            bind_to_node(ctypes.addressof(view), 1 << 20, max(memory_nodes()) + 1)
+    finally:
+        del view
+        host.close()
