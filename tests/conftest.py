@@ -93,3 +93,23 @@ def two(request):
             pytest.skip("one GPU here: the two-GPU kind of the device machine runs this")
     yield c
     c.shell.close()
+
+
+def _on_profile(name: str):
+    """A simulator session on a built-in profile, closed after the test."""
+    c = Cush(SimBackend(Profile.load(name)))
+    yield c
+    c.shell.close()
+
+
+@pytest.fixture
+def pair():
+    """The simulator's two H200s joined by NVLink."""
+    yield from _on_profile("two-h200")
+
+
+@pytest.fixture
+def no_uva():
+    """The simulator's teaching pair without UVA (pre-UVA rules for pinned memory and contexts)."""
+    yield from _on_profile("two-gpus-no-uva")
+

@@ -3,11 +3,8 @@ The same scenarios run on the simulator and on the GPU; the no-UVA rules run on 
 
 from __future__ import annotations
 
-import pytest
-
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from tests.conftest import Cush
 
 
 def _floats(cush, name, n=4):
@@ -55,13 +52,6 @@ def test_each_context_has_its_own_default_stream(cush):
     t = cush.ok("memcpy h2d h d async")
     assert t["stream"] == "other:0"
     assert {s["name"] for s in cush.ok("streams")["streams"]} >= {"0", "other:0"}
-
-
-@pytest.fixture
-def no_uva():
-    c = Cush(SimBackend(Profile.load("two-gpus-no-uva")))
-    yield c
-    c.shell.close()
 
 
 def test_without_uva_default_pinned_memory_is_mapped_only_in_its_own_context(no_uva):
@@ -118,7 +108,7 @@ def test_a_demo_leaves_the_contexts_as_they_were(cush):
     assert cush.buffer("p")["context"] == "mine"
 
 
-def test_the_portable_demo_shows_the_pre_uva_rule_on_the_teaching_profile(no_uva):
+def test_the_portable_demo_shows_the_pre_uva_rule_on_the_teaching_profile():
     import io
 
     from cudashell.shell import Shell
@@ -142,22 +132,15 @@ def test_repeat_runs_its_plan_only_on_the_current_contexts_streams(cush):
     assert cush.ok("show d dtype float32 count 1")["values"] == [10.0]
 
 
-def test_if_gpus_runs_its_block_only_where_there_are_enough(cush, pair_sim):
+def test_if_gpus_runs_its_block_only_where_there_are_enough(cush, pair):
     have = len(cush.ok("devices")["devices"])
     skipped = cush.ok(f"if gpus {have + 1} <<< alloc pinned 1MB as never >>>")
     assert not skipped["runs"] and "skipped" in skipped["text"]
     assert "never" not in {b["name"] for b in cush.ok("ls")["buffers"]}
-    ran = pair_sim.ok("if gpus 2 <<< device use 1; alloc device 1MB as d1; device use 0 >>>")
-    assert ran["runs"] and pair_sim.buffer("d1")["device"] == 1
-    error = pair_sim.fails("if gpus 2 <<< device use 1; alloc device 1MB as d1 >>>")  # d1 exists: NAME_TAKEN
+    ran = pair.ok("if gpus 2 <<< device use 1; alloc device 1MB as d1; device use 0 >>>")
+    assert ran["runs"] and pair.buffer("d1")["device"] == 1
+    error = pair.fails("if gpus 2 <<< device use 1; alloc device 1MB as d1 >>>")  # d1 exists: NAME_TAKEN
     assert error["code"] == "SCRIPT_FAILED" and "alloc device 1MB as d1" in error["message"]
-
-
-@pytest.fixture
-def pair_sim():
-    c = Cush(SimBackend(Profile.load("two-h200")))
-    yield c
-    c.shell.close()
 
 
 def test_completion_offers_the_contexts_by_name(cush):

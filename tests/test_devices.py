@@ -12,13 +12,6 @@ from tests.conftest import Cush
 KEYS = {"ordinal", "name", "pci_bus_id", "numa_node", "total_mem", "compute_capability"}
 
 
-@pytest.fixture
-def pair():
-    c = Cush(SimBackend(Profile.load("two-h200")))
-    yield c
-    c.shell.close()
-
-
 def test_one_gpu_lists_itself_and_refuses_copies_between_gpus(cush):
     topo = cush.ok("devices")
     assert topo["devices"] and set(topo["devices"][0]) == KEYS and topo["current"] == 0
