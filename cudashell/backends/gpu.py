@@ -365,7 +365,10 @@ class GpuSide:
         """_timed_call in the stream's context, marked as issuing while held (for the watchdog, `_watch`)."""
         self.in_call, self.beat = self.held, self.beat + 1
         try:
-            with self._in(self._stream_ctx(stream)):
+            ctx = self._stream_ctx(stream)
+            if ctx is self.cur:  # the usual case, on every copy and launch: no context switch to set up
+                return self._timed_call(stream, name, args, rule, nbytes)
+            with self._in(ctx):
                 return self._timed_call(stream, name, args, rule, nbytes)
         finally:
             self.in_call = False
