@@ -9,6 +9,7 @@ import re
 
 from .grammar import parse_part, split_commands
 from .kernels import BUILTIN_SOURCE, BUILTINS
+from .launchdims import c_dims, default_grid, dim3, is_1d
 from .registry import parse_segment
 
 PRELUDE = r"""// Written by cudashell `export c`: the session replayed with the CUDA runtime API.
@@ -326,9 +327,9 @@ class Writer:
             self.emit(f"// not exported: {text}", i)
             self.notes.append(text)
             return
-        block = a.get("B", 1 if kernel.name == "spin" else 256)
+        block = a.get("B", dim3(1 if kernel.name == "spin" else 256))
         n = a.get("ELEMENTS", min(self.rest(part) for part in parts.values()) // 4 if parts else 1)
-        grid = a.get("G", max(1, -(-n // block)))
+        grid = a.get("G") or default_grid(n, block)
         args = []
         for k, (p, w) in enumerate(zip(kernel.params, words)):
             if p.is_buffer:
@@ -341,8 +342,14 @@ class Writer:
                 args.append(re.sub(r"[a-zA-Z]+$", "", w) + ("f" if "." in w else ""))
         if kernel.name != "spin":
             args.append(str(n))
-        self.emit(f"{kernel.symbol}<<<{grid}, {block}, {a.get('BYTES', 0)}, {self.stream(a.get('S'))}>>>"
-                  f"({', '.join(args)});", i, "cuLaunchKernel")
+        rest = f"{a.get('BYTES', 0)}, {self.stream(a.get('S'))}>>>({', '.join(args)});"
+        if is_1d(grid) and is_1d(block):
+            self.emit(f"{kernel.symbol}<<<{grid[0]}, {block[0]}, {rest}", i, "cuLaunchKernel")
+        else:  # C's dim3, in a scope of its own: the next launch declares its own
+            self.emit("{", i)
+            self.emit(f"    dim3 grid({c_dims(grid)}); dim3 block({c_dims(block)});", i)
+            self.emit(f"    {kernel.symbol}<<<grid, block, {rest}", i, "cuLaunchKernel")
+            self.emit("}", i)
         self.emit("CHECK(cudaGetLastError());", i, replay=True)
 
     def c_prefetch(self, a, i, text):

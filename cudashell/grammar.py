@@ -8,7 +8,8 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import usage
+from .errors import ShellError, usage
+from .launchdims import C_UINT_MAX
 from .sizes import parse_count, parse_size
 
 # ---------------------------------------------------------------- tokens
@@ -97,6 +98,34 @@ def parse_int(text: str, col: int | None = None) -> int:
         raise usage(f"expected an integer, got '{text}'", col) from None
 
 
+# ---------------------------------------------------------------- launch shapes
+
+DIM3_HINT = "a launch shape is X, X,Y or X,Y,Z without spaces: grid 64,64 block 16,16"
+
+
+def parse_dim3(text: str, col: int | None = None) -> tuple[int, int, int]:
+    """`256`, `16,16`, `8,8,4` → (x, y, z), missing dimensions 1 (C's dim3). Each number is a count
+    (`2^20`, `1K`) within C's unsigned int; an error points at the bad number's column. Whether the device
+    takes the shape is the driver's to say (`launchdims.check_launch`)."""
+    parts = text.split(",")
+    dims, at = [], col or 1
+    for k, part in enumerate(parts):
+        if k == 3:
+            raise usage(f"'{text}' has {len(parts)} dimensions; a dim3 has at most 3 (x,y,z)", at, DIM3_HINT)
+        if not part:
+            raise usage(f"'{text}' lacks its {'xyz'[k]} dimension", at, DIM3_HINT)
+        try:
+            value = parse_count(part, at)
+        except ShellError:
+            where = f" in '{text}'" if len(parts) > 1 else ""
+            raise usage(f"bad {'xyz'[k]} dimension '{part}'{where}", at, DIM3_HINT) from None
+        if value > C_UINT_MAX:
+            raise usage(f"{part} is outside an unsigned int (0..2^32-1)", at, DIM3_HINT)
+        dims.append(value)
+        at += len(part) + 1
+    return tuple(dims + [1, 1])[:3]  # type: ignore[return-value]
+
+
 # ---------------------------------------------------------------- parts of buffers
 
 _PART = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<start>[^\]:]*):(?P<plus>\+?)(?P<stop>[^\]]*)\]$")
@@ -147,7 +176,8 @@ def parse_part(text: str, col: int | None = None) -> Part:
 @dataclass(frozen=True)
 class Arg:
     """A positional argument. `kind` drives conversion and completion: buffer, part (a buffer or a byte range
-    of one: `p0[1MB:+64KB]`), stream, size, count, int, dtype, value, word, file, command, code, key, text, rest (the raw remainder of the command)."""
+    of one: `p0[1MB:+64KB]`), stream, size, count, dim3 (a launch shape: `16,16`), int, dtype, value, word, file,
+    command, code, key, text, rest (the raw remainder of the command)."""
 
     name: str
     kind: str = "word"
@@ -162,8 +192,12 @@ class Arg:
             return []
         return [v.name if isinstance(v, Part) else v for v in (value if isinstance(value, list) else [value])]
 
+    def label(self) -> str:
+        """The argument as help writes it: its name, or a shape's `X[,Y[,Z]]`."""
+        return "X[,Y[,Z]]" if self.kind == "dim3" else self.name
+
     def usage(self) -> str:
-        core = "|".join(self.choices) if self.choices else self.name
+        core = "|".join(self.choices) if self.choices else self.label()
         if self.many:
             core += "…"
         return f"[{core}]" if self.optional else core
@@ -178,7 +212,7 @@ class Opt:
     only_with: tuple[str, ...] = ()  # as Flag.only_with
 
     def usage(self) -> str:
-        return f"[{self.keyword} {self.arg.name}]"
+        return f"[{self.keyword} {self.arg.label()}]"
 
 
 @dataclass(frozen=True)
@@ -232,6 +266,8 @@ def convert(arg: Arg, tok: Token):
         return parse_size(text, col)
     if arg.kind == "count":
         return parse_count(text, col)
+    if arg.kind == "dim3":
+        return parse_dim3(text, col)
     if arg.kind == "int":
         return parse_int(text, col)
     if arg.kind == "part":
@@ -268,7 +304,8 @@ def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, 
         if not tok.quoted and low in opt_by_kw:
             opt = opt_by_kw[low]
             if i + 1 >= len(tokens):
-                raise usage(f"'{opt.keyword}' needs a {opt.arg.name}", tok.end + 2)
+                wanted = opt.arg.label() if opt.arg.kind == "dim3" else f"a {opt.arg.name}"
+                raise usage(f"'{opt.keyword}' needs {wanted}", tok.end + 2)
             if opt.arg.name in p.values:
                 raise usage(f"'{opt.keyword}' given twice", tok.col)
             val_tok = tokens[i + 1]

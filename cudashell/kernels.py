@@ -37,6 +37,7 @@ class Kernel:
     symbol: str = ""  # the function's name in the compiled module
     handle: object = field(default=None, compare=False)  # the backend's function, for user kernels
     source: str = field(default="", compare=False, repr=False)  # user kernels: their CUDA C, for `reset`
+    path: str = field(default="", compare=False, repr=False)  # the file it came from: #include looks beside it
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"
@@ -120,7 +121,8 @@ def parse_kernels(source: str) -> list[Kernel]:
                                  "parameters look like `float *a` or `int n`")
             pname = words[-1]
             if "*" in words:
-                out.append(Param(pname, "in" if "const" in words else "inout"))
+                pointee = " ".join(w for w in words[:words.index("*")] if w not in ("const", "volatile"))
+                out.append(Param(pname, "in" if "const" in words else "inout", C_TYPES.get(pointee, "uint8")))
                 continue
             ctype = " ".join(w for w in words[:-1] if w not in ("const", "volatile"))
             if ctype not in C_TYPES:

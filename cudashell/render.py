@@ -13,6 +13,7 @@ from typing import Callable
 from tabulate import tabulate
 
 from .errors import ShellError
+from .launchdims import dim3, shape_text
 from .sizes import format_size, format_size_exact
 from .results import Result
 
@@ -194,9 +195,42 @@ def _launch(d):
     part = f" ({d['computed']} computed: grid×block < n)" if d["builtin"] and d["computed"] < d["n"] else ""
     shared = f", {d['shared']}" if d["shared"] else ""
     n = f", n={d['n']}" if d["builtin"] and d["kernel"] != "spin" else ""
-    return [f"launch {d['kernel']}<<<{d['grid']}, {d['block']}{shared}>>>({', '.join(map(str, d['args']))}{n})"
+    shape = f"{shape_text(dim3(d['grid']))}, {shape_text(dim3(d['block']))}"
+    return [f"launch {d['kernel']}<<<{shape}{shared}>>>({', '.join(map(str, d['args']))}{n})"
             f"{part} on stream {d['stream']}: kernel {_gpu_time(d)}, "
-            f"{_how(d)} {_timing(d)}"]
+            f"{_how(d)} {_timing(d)}"] + _counts(d.get("counts"))
+
+
+MEMORY_NAMES = {"device": "device memory", "managed": "managed memory", "zero-copy": "mapped host memory (over the bus)",
+                "peer": "another GPU's memory (over the link)"}
+
+
+def _counts(c) -> list[str]:
+    """What a user kernel moved, as the simulator counted it: per warp request, 32-byte sectors."""
+    if not c:
+        return []
+    out = []
+    for kind, g in c["global"].items():
+        out.append(f"  {MEMORY_NAMES.get(kind, kind)}: {g['requests']} requests, {g['sectors']} sectors = "
+                   f"{g['sectors_per_request']:.1f} sectors a request: {g['pattern']} "
+                   f"({100 * g['efficiency']:.0f}% of {format_size(g['bytes'])} moved was used)")
+    s = c["shared"]
+    if s["requests"]:
+        ways = s["conflict_ways"]
+        out.append(f"  shared memory: {s['requests']} requests, {s['wavefronts']} wavefronts"
+                   + (" (no bank conflicts)" if ways <= 1.0 else f" ({ways:.1f}-way bank conflicts on average)"))
+    if c["atomics"]:
+        out.append(f"  atomics: {c['atomics']} warp requests")
+    out.append(f"  warp instructions: {c['warp_instructions']} (statements × active warps)")
+    return out
+
+
+def _kernel_output(d) -> list[str]:
+    """A user kernel's printf lines (flushed when it completes, as the GPU's buffer is) and racecheck's warnings."""
+    out = list(d["lines"])
+    if d["dropped"]:
+        out.append(f"({d['dropped']} more printf lines dropped: the buffer holds {len(d['lines'])})")
+    return out + [f"warning: {w}" for w in d["warnings"]]
 
 
 def _timeline(d):
@@ -363,6 +397,7 @@ SIMPLE = {
     "elapsed": lambda d: [f"elapsed {d['from']} → {d['to']}: {d['ms']:.3f} ms ({d['timing']})"],
     "kernels": lambda d: ["loaded " + ", ".join(d["loaded"])],
     "callback": lambda d: [f"callback on stream {d['stream']} at {fmt_seconds(d['at'])}: {d['text']}"],
+    "kernel_output": _kernel_output,
     "alloc": _alloc, "buffer": lambda d: [_buffer_line(d["buffer"]) + f"  — {d['call']}"],
     "copy": _copy, "memset": _memset, "info": _info, "show": _show, "compare": _compare,
     "launch": _launch, "stream": _stream, "help": _help, "help_command": _help_command, "device": _device,

@@ -24,7 +24,7 @@ from prompt_toolkit.validation import ValidationError, Validator
 
 from . import config, render
 from .errors import ShellError
-from .grammar import split_commands, tokenize
+from .grammar import parse_dim3, split_commands, tokenize
 from .sizes import format_size, parse_size
 from .registry import REGISTRY, lookup, parse_segment, specs
 from .shell import joined_source_lines
@@ -90,7 +90,7 @@ class ShellLexer(Lexer):
         if low in _keywords():
             return "class:keyword"
         try:
-            parse_size(word)
+            parse_dim3(word) if "," in word else parse_size(word)  # a size, a count or a launch shape
             return "class:number"
         except ShellError:
             return ""

@@ -122,8 +122,9 @@ class Shell:
 
     def _report_callbacks(self) -> None:
         """Host callbacks that fired while the command ran (cuLaunchHostFunc runs them on a driver thread)."""
-        for fired in self.backend.fired_callbacks():
-            self._report("(callback)", Result("callback", fired), None, None, None)
+        for fired in self.backend.fired_callbacks():  # host callbacks, and what a user kernel printed
+            kind = fired.get("result", "callback")
+            self._report(f"({kind.replace('_', ' ')})", Result(kind, fired), None, None, None)
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
                 wall: float | None = None, explained: tuple[str, str] | None = None) -> None:

@@ -80,6 +80,19 @@ def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
             if b.device_accessible]
 
 
+SHAPES = {"B": ("256", "16,16", "8,8,4"), "G": ("64", "64,64", "16,16,16")}  # block, grid
+
+
+def _shapes(arg: Arg, partial: str) -> list[tuple[str, str]]:
+    """A few launch shapes of each rank (`16,16`); after `32,` the square one, `32,32`."""
+    shapes = list(SHAPES.get(arg.name, ()))
+    parts = partial.split(",")
+    if len(parts) in (2, 3) and parts[-1] == "" and parts[-2]:
+        shapes.insert(0, partial + parts[-2])
+    rank = {1: "1-D", 2: "2-D", 3: "3-D"}
+    return [(sh, f"{rank[sh.count(',') + 1]} {'block' if arg.name == 'B' else 'grid'}") for sh in shapes]
+
+
 def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: str,
                 index: int = 0) -> list[tuple[str, str]]:
     if spec_name == "launch" and arg.name == "ARG":
@@ -100,6 +113,8 @@ def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: st
         return [(c.name, f"GPU {c.device} {'primary' if c.primary else 'context'}") for c in session.contexts.values()]
     if kind == "kernel":
         return [(k, v.signature()) for k, v in session.kernels.items()]
+    if kind == "dim3":
+        return _shapes(arg, partial)
     if kind == "dtype":
         return [(d, "dtype") for d in DTYPES]
     if kind == "value":

@@ -21,6 +21,8 @@ COMPOSITE = {"repeat", "run", "demo"}  # they run other commands: those that suc
 SIZES = ["4KB", "1", "0", "4096", "64KB", "1MB", "3", "2^20", "010", "0x1000", "1_", "4_KB", "-1", "2^64",
          "99999999999^64", "9" * 60, "16MB", "1.5MB", "64GB", "1TB", "1e3", "", "4 KB"]
 COUNTS = ["1", "2", "0", "8", "1024", "2^31", "-3", "1M", "x"]
+DIM3S = ["16", "16,16", "8,8,4", "0", "4,0", "1025", "32,32,2", "1,1,65", "1,65536", "2^31", "2^32", "16,",
+         ",16", "1,2,3,4", "16,x", "16, 16"]
 INTS = ["0", "1", "-1", "7", "255", "256", "2^64", "18446744073709551616", "9" * 400, "0x10", "1__0"]
 VALUES = ["0", "1", "7", "iota", "random", "-1", "2.5", "nan", "inf", "1e999", "9" * 400, "0x41", "abc"]
 WORDS = ["all", "", "x", "ü", "名前", "a" * 5000, "\t", "'quoted'", "\"", "<<<", ">>>", "#", "on", "off", "?"]
@@ -75,6 +77,8 @@ class Fuzzer:
             return pick(SIZES)
         if kind == "count":
             return pick(COUNTS)
+        if kind == "dim3":
+            return pick(DIM3S)
         if kind == "int":
             return pick(INTS)
         if kind == "stream":

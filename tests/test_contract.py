@@ -266,11 +266,27 @@ def test_the_gpu_may_not_write_a_readonly_registration(cush):
 
 
 @pytest.mark.parametrize("line", ["launch increment d shared 49153", "launch increment d shared 300KB",
-                                  "launch spin 1 grid 2^31"])
+                                  "launch spin 1 grid 2^31", "launch increment d block 1025",
+                                  "launch increment d block 32,33", "launch increment d block 1,1,65",
+                                  "launch increment d block 1,1025", "launch increment d block 0",
+                                  "launch increment d grid 0", "launch increment d grid 4,0",
+                                  "launch increment d grid 1,65536", "launch spin 1 grid 1,1,65536"])
 def test_launch_limits_are_the_drivers(cush, line):
-    cush.ok("alloc device 4KB as d")
+    cush.ok("alloc pinned 4KB as d; fill d 0 dtype float32")
     assert cush.fails(line)["code"] == "CUDA_ERROR_INVALID_VALUE"
-    cush.ok("launch increment d shared 48KB; sync")
+    assert cush.buffer("d")["state"] == "ready" and first(cush, "d", "float32") == 0.0  # nothing ran
+    cush.ok("launch increment d shared 48KB; launch increment d block 16,4,16; launch increment d block 1,1,64 n 1; "
+            "launch spin 0 grid 1,65535 block 1; launch spin 0 grid 1,1,65535 block 1; sync")  # the limits themselves
+    assert first(cush, "d", "float32") == 3.0
+
+
+def test_a_2d_or_3d_launch_of_a_built_in_computes_one_element_a_thread(cush):
+    cush.ok("alloc pinned 64KB as p; fill p 0 dtype float32")
+    res = cush.ok("launch fill p 3 grid 4,4 block 16,16")
+    assert (res["grid"], res["block"], res["computed"], res["n"]) == ([4, 4, 1], [16, 16, 1], 4096, 16384)
+    cush.ok("launch increment p grid 2,2,2 block 8,8,2; sync")  # 1024 threads
+    at = {k: cush.ok(f"show p dtype float32 offset {4 * k} count 1")["values"][0] for k in (0, 1023, 1024, 4095, 4096)}
+    assert at == {0: 4.0, 1023: 4.0, 1024: 3.0, 4095: 3.0, 4096: 0.0}
 
 
 @pytest.mark.parametrize("kind", ["device", "managed", "pinned"])

@@ -17,7 +17,8 @@ SESSION = ("alloc pinned 1MB mapped; alloc device 1MB; alloc pageable 64KB; fill
            "event record b stream 1; wait 2 b; memcpy d2h d0 p0 async stream 2; callback 2 done; sync; "
            "elapsed a b; repeat 3 <<< launch increment d0; memset d0 1 16 >>>; alloc managed 4KB; "
            "launch fill m0 3; launch saxpy 0.5 m0 m0; prefetch m0 host; advise m0 readmostly; sync; "
-           "alloc device 64KB as tmp; memcpy h0 tmp; launch sum tmp tmp tmp; sync; "
+           "alloc device 64KB as tmp; memcpy h0 tmp; launch sum tmp tmp tmp; launch scale tmp 0.5 grid 3,2 block 8,4,2; "
+           "sync; "
            "memcpy p0[512KB:+64KB] d0[4KB:] async stream 1; launch scale d0[8KB:+8KB] 3.0; memset tmp[60KB:] 9; "
            "memcpy d0[0:256KB] p0[768KB:]; sync; echo all done")
 NVCC = shutil.which("nvcc")
@@ -37,6 +38,7 @@ def test_the_export_compiles_with_nvcc(sim, tmp_path):
     text = (tmp_path / "s.cu").read_text()
     assert "cudaHostAlloc((void **)&b_p0, 1048576, cudaHostAllocMapped)" in text
     assert "for (int round = 0; round < 3; round++)" in text and "k_scale<<<" in text
+    assert "dim3 grid(3, 2); dim3 block(8, 4, 2);" in text and "k_scale<<<grid, block, 0, 0>>>" in text
     r = subprocess.run([NVCC, "-O2", "-o", str(tmp_path / "s"), str(tmp_path / "s.cu")], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -107,12 +107,9 @@ def test_profile_counts_activities_and_calls(cush):
     assert sum(r["percent"] for r in prof["gpu"]) == pytest.approx(100)
 
 
-def test_user_kernels_run_on_the_gpu_and_are_refused_by_the_simulator(cush):
+def test_user_kernels_run_on_both_backends(cush):
     line = ("kernel define twice <<< __global__ void twice(float *a, int n) "
             "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; } >>>")
-    if cush.backend.name == "sim":
-        assert cush.fails(line)["code"] == "NOT_SUPPORTED_ON_SIM"
-        return
     cush.ok(line)
     cush.ok("alloc device 4KB as a; alloc pinned 4KB as r; launch fill a 1.5; launch twice a 1024i; sync")
     cush.ok("memcpy a r")

@@ -61,6 +61,7 @@ class Timing:
     tag: int | None = None  # the backend's id for the work, to ask the profiler's records for its engine time later
     issued: float | None = None  # when the host issued it (seconds since the session began): start - issued is
     # how long it waited in its queue
+    counts: object = None  # a user kernel on the simulator: what it moved and issued (simt.memory.Traffic)
 
 
 PLAN_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch", "event_record", "stream_wait", "stream_sync",
@@ -172,12 +173,15 @@ class Backend(ABC):
         """(least, greatest) as cuCtxGetStreamPriorityRange returns them."""
 
     @abstractmethod
-    def launch(self, kernel, args: list, count: int, grid: int, block: int, shared: int, stream) -> Timing:
+    def launch(self, kernel, args: list, count: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+               shared: int, stream) -> Timing:
         """Launch a Kernel (built-in or loaded) with its arguments in order: Buffers for its buffer
-        parameters, numpy scalars for the others; built-ins get `count` as their element count."""
+        parameters, numpy scalars for the others; built-ins get `count` as their element count. `grid` and
+        `block` are (x, y, z) as cuLaunchKernel takes them; a shape the device refuses is the driver's
+        CUDA_ERROR_INVALID_VALUE (the simulator's through `launchdims.check_launch`)."""
 
     @abstractmethod
-    def load_kernels(self, source: str) -> list:
+    def load_kernels(self, source: str, path: str | None = None) -> list:
         """Compile CUDA C and return its kernels with backend handles (cuda only)."""
 
     # events and host callbacks

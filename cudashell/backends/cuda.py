@@ -287,8 +287,8 @@ class CudaBackend(Backend):
     def launch(self, kernel, args, count, grid, block, shared, stream):
         return self._call("launch", kernel, args, count, grid, block, shared, stream)
 
-    def load_kernels(self, source):
-        return self._call("load_kernels", source)
+    def load_kernels(self, source, path=None):
+        return self._call("load_kernels", source, path)
 
     def stream_create(self, nonblocking, priority):
         return self._call("stream_create", nonblocking, priority)

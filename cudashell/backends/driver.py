@@ -215,8 +215,8 @@ class Driver:
         return fn.value
 
     @staticmethod
-    def launch_args(fn: int, grid: int, block: int, stream: int | None, *params, shared: int = 0) -> tuple:
-        """cuLaunchKernel's arguments; the ctypes values must stay alive until the call, so the returned
-        tuple holds them (as the array of their addresses does not)."""
+    def launch_args(fn: int, grid: tuple, block: tuple, stream: int | None, *params, shared: int = 0) -> tuple:
+        """cuLaunchKernel's arguments for a grid and a block of (x, y, z); the ctypes values must stay alive
+        until the call, so the returned tuple holds them (as the array of their addresses does not)."""
         ptrs = (C.c_void_p * len(params))(*[C.addressof(p) for p in params])
-        return (fn, grid, 1, 1, block, 1, 1, shared, stream, ptrs, None), params
+        return (fn, *grid, *block, shared, stream, ptrs, None), params

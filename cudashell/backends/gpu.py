@@ -15,6 +15,7 @@ import resource
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -685,15 +686,17 @@ class GpuSide:
             return self._untimed(name, args, rule)
         return self._timed(stream if async_ else None, name, args, rule)
 
-    def _functions(self, source: str, names: list[str], extern_c: bool) -> dict[str, int]:
+    def _functions(self, source: str, names: list[str], extern_c: bool, path: str | None = None) -> dict[str, int]:
         """The kernels of `source` in the current context, compiled and loaded there the first time (a module
-        is its context's: another context's function is CUDA_ERROR_INVALID_HANDLE, seen on the H100)."""
+        is its context's: another context's function is CUDA_ERROR_INVALID_HANDLE, seen on the H100). A loaded
+        file's `#include "x.cuh"` finds files beside it."""
         fns = self.cur.functions.get(source)
         if fns is None:
             from pycuda.compiler import compile as nvcc_compile
 
+            dirs = [str(Path(path).resolve().parent)] if path else []
             with self._pycuda_errors():
-                cubin = nvcc_compile(source, no_extern_c=not extern_c)
+                cubin = nvcc_compile(source, no_extern_c=not extern_c, include_dirs=dirs)
             mod = self.drv.load_module(cubin)
             self.cur.modules.append(mod)
             fns = self.cur.functions[source] = {name: self.drv.function(mod, name) for name in names}
@@ -704,7 +707,7 @@ class GpuSide:
             fns = self._functions(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
             # one empty launch now, so lazy loading is not billed to the user's first launch (not while held:
             # its wait would never end)
-            args, _keepalive = self.drv.launch_args(fns["k_fill"], 1, 1, None, C.c_uint64(0),
+            args, _keepalive = self.drv.launch_args(fns["k_fill"], (1, 1, 1), (1, 1, 1), None, C.c_uint64(0),
                                                     C.c_float(0), C.c_int(0))
             self.drv.call("cuLaunchKernel", *args)
             if not self.held:
@@ -733,12 +736,12 @@ class GpuSide:
             call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
             return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
-    def load_kernels(self, source):
+    def load_kernels(self, source, path=None):
         if self.held:
             raise held_error("loading a module, which may wait for the device,")
         kernels = parse_kernels(source)
-        fns = self._functions(source, [k.symbol for k in kernels], extern_c=True)
-        return [replace(k, handle=fns[k.symbol], source=source) for k in kernels]
+        fns = self._functions(source, [k.symbol for k in kernels], extern_c=True, path=path)
+        return [replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels]
 
     # ------------------------------------------------------------------ events and callbacks
     def event_create(self):
@@ -904,7 +907,7 @@ class GpuSide:
                 self.drv.check(res, "cuStreamWaitValue32")
             self.hold_how = HOLD_KERNEL
         hold_fn = self._functions(HOLD_SOURCE, ["k_hold"], extern_c=True)["k_hold"]
-        call, _keep = self.drv.launch_args(hold_fn, 1, 1, stream, C.c_uint64(self.flag_dptr),
+        call, _keep = self.drv.launch_args(hold_fn, (1, 1, 1), (1, 1, 1), stream, C.c_uint64(self.flag_dptr),
                                            C.c_uint32(self.hold_gen))
         self.drv.call("cuLaunchKernel", *call)
 

@@ -45,6 +45,10 @@ class Profile:
     memset: float = 2000 * GB
     kernel_device_read: float = 1200 * GB  # what a streaming kernel gets from HBM
     kernel_zero_copy_read: float = 49 * GB  # what it gets from pinned host memory over PCIe
+    # users' kernels: statements the interpreter counts per active warp, and shared-memory wavefronts, per second
+    # (132 SMs × 4 schedulers × 1.755 GHz, about four instructions a statement; one wavefront per SM per clock)
+    kernel_warp_instructions: float = 2.3e11
+    kernel_shared_wavefronts: float = 2.3e11
     # latencies and costs in seconds
     copy_latency: float = 7.3e-6  # what one small copy occupies its engine
     sync_latency: float = 0.0  # what a blocking call costs the host beyond the work (completion round trip)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
 from .. import syncrules as R
 from ..errors import RESET_HINT, ShellError, held_error
+from ..launchdims import check_launch, computed
 from .addresses import SMALL, AddressSpaces
 from .base import (HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, WORK_CALLS, Allocation, Backend, DeviceInfo,
                    Timing, round_stats)
@@ -48,6 +49,7 @@ class SimAlloc:
     pool: bool | None = None  # the small pinned pool it came from (write-combined or not)
     device: int = 0  # the GPU of the context it was made in
     ctx: object = None  # that context's handle (None: the session GPU's primary)
+    dptr: int | None = None  # the address a kernel uses for it (None: a kernel cannot reach it)
 
     @property
     def cls(self) -> str:
@@ -128,6 +130,8 @@ class SimBackend(Backend):
         self.spans: OrderedDict[int, tuple[float, float]] = OrderedDict()  # work reported as still running
         self.seq = 0
         self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it; or GPU_ABANDONED
+        self.fault_detail: str | None = None  # what the simulator saw of the kernel fault that made `dead`
+        self.version = 0  # counts changes to memory: a user kernel launched earlier runs again if it moved
         self.salvaged: set[SimAlloc] = set()
         self.held: list[Callable] | None = None  # while `hold`: what was queued, scheduled in order at release
 
@@ -173,7 +177,10 @@ class SimBackend(Backend):
             if op.fault:
                 self.dead = op.fault
             elif op.effect:
-                op.effect()
+                self.version += 1
+                fault = op.effect()
+                if fault:
+                    self.dead, self.fault_detail = fault
             if op.callback is not None:
                 self.fired.append({**op.callback, "at": op.end})
 
@@ -183,7 +190,8 @@ class SimBackend(Backend):
         if self.dead == "GPU_ABANDONED":
             raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
         if self.dead:
-            raise ShellError(self.dead, "the context is unusable after an earlier kernel fault", RESET_HINT)
+            seen = f" ({self.fault_detail})" if self.fault_detail else ""
+            raise ShellError(self.dead, f"the context is unusable after an earlier kernel fault{seen}", RESET_HINT)
 
     def _wait(self, t: float, what: str) -> None:
         """The host waits for the GPU until t — or, past `gpu_timeout`, gives it up as a person would."""
@@ -319,6 +327,7 @@ class SimBackend(Backend):
         elif kind == "pinned":
             host_ptr = a.addr
             device_ptr = self._map(host_ptr, size, "mapped" in flags)
+            a.dptr = device_ptr
             a.host_bits = (HOST_WRITECOMBINED if "writecombined" in flags else 0) | \
                 (HOST_DEVICEMAP if device_ptr is not None else 0) | self._portable_bit(a, "portable" in flags)
             cost = p.pinned_alloc_per_mib * size / MIB + 5e-6
@@ -409,6 +418,7 @@ class SimBackend(Backend):
         if a.kind != "pageable":
             raise ShellError(INVALID, f"{buf.name} is not host memory", "register pageable host buffers")
         device_ptr = self._map(buf.host_ptr, a.size, "mapped" in flags)
+        a.dptr = device_ptr
         a.registered, a.ctx = True, self.cur
         a.readonly = "readonly" in flags
         a.host_bits = (HOST_PORTABLE if "portable" in flags else 0) | (HOST_DEVICEMAP if device_ptr is not None else 0)
@@ -428,7 +438,7 @@ class SimBackend(Backend):
         self._refuse_held("cudaHostUnregister, which waits for the device,")
         self._wait_device("cudaHostUnregister, which waits for the device")
         self._alive()
-        a.registered, a.readonly, a.host_bits = False, False, 0
+        a.registered, a.readonly, a.host_bits, a.dptr = False, False, 0, None
 
     def pointer_info(self, buf):
         a: SimAlloc = buf.handle
@@ -595,6 +605,7 @@ class SimBackend(Backend):
         return buf.handle.data.read(offset, nbytes)
 
     def write(self, buf, offset, data):
+        self.version += 1
         self._advance(self.now)
         buf.handle.data.write(offset, data)
 
@@ -690,14 +701,9 @@ class SimBackend(Backend):
     def launch(self, kernel, args, count, grid, block, shared, stream):
         self._alive()
         if not kernel.builtin:
-            raise ShellError("NOT_SUPPORTED_ON_SIM", f"{kernel.name} is CUDA C, which the simulator cannot run")
+            return self._launch_user(kernel, args, grid, block, shared, stream)
         p = self.profile
-        if shared > SHARED_DEFAULT:
-            raise ShellError(INVALID, f"{shared} B of dynamic shared memory is over the {SHARED_DEFAULT >> 10} KiB "
-                             "a kernel gets without opting in", "ask for 48 KiB or less")
-        if grid > GRID_X_MAX:
-            raise ShellError(INVALID, f"grid {grid} is over the limit of 2^31-1 blocks in x",
-                             "use fewer, larger blocks")
+        check_launch(grid, block, shared)  # what cuLaunchKernel refuses on the H100, before anything changes
         named = dict(zip((q.name for q in kernel.params), args))
         ctx = self._ctx_of(stream)
         here = self._context(ctx).device
@@ -707,7 +713,7 @@ class SimBackend(Backend):
             or (named[q.name].buf.device_ptr is not None and isinstance(self.reach(named[q.name].buf, ctx), str)))]
         if kernel.name == "spin":
             return self._submit(stream, int(named["us"]) * 1e-6, "compute", R.QUEUED)
-        n = min(count, grid * block)
+        n = computed(count, grid, block)  # one element a thread of the whole grid
         nbytes = n * 4
         bufs = {q.name: named[q.name] for q in kernel.params if q.is_buffer}
         scalars = {q.name: named[q.name] for q in kernel.params if not q.is_buffer}
@@ -736,11 +742,113 @@ class SimBackend(Backend):
         return self._submit(stream, p.launch_latency + moved, "compute", R.QUEUED, None if faulty else effect,
                             fault=ILLEGAL if faulty else None)
 
-    def load_kernels(self, source):
+    def load_kernels(self, source, path=None):
         self._refuse_held("loading a module, which may wait for the device,")
-        raise ShellError("NOT_SUPPORTED_ON_SIM", "the simulator cannot compile or run CUDA C",
-                         "the built-in kernels (sum, fill, scale, saxpy, increment, touch, spin) run on both "
-                         "backends; user kernels need --backend cuda")
+        from ..simt import compile_source  # the front end loads clang: only when a kernel is defined
+
+        return compile_source(source, path)
+
+    def _regions(self, ctx, named: dict) -> list:
+        """Every live allocation as a kernel in context `ctx` sees it: the address it uses, whether it may touch
+        it, and what its traffic costs (device memory, the bus for mapped host memory, the link for a peer's)."""
+        from ..simt.memory import Region
+
+        c = self._context(ctx)
+        uva = self.profile.unified_addressing
+        regions = []
+        for a in self.live:
+            if a.kind == "device":
+                kind = "device" if a.device == c.device else "peer"
+                ok = (uva or a.ctx == ctx) if kind == "device" else (c.primary and (c.device, a.device) in self.peers)
+                addr = a.addr
+            elif a.kind == "managed":
+                kind, ok, addr = "managed", True, a.addr
+            else:
+                addr = a.dptr if a.dptr is not None else a.addr
+                kind = "zero-copy"
+                ok = a.dptr is not None and (uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx) \
+                    or (a.kind == "pageable" and not a.registered and self.profile.pageable_memory_access)
+            regions.append(Region(named.get(id(a), f"a {a.kind} allocation"), addr, a.size, kind, ok, a.readonly,
+                                  read=lambda a=a: a.data.read(0, a.size)))
+        return regions
+
+    def _run_user(self, kernel, values, grid, block, shared, ctx, named):
+        """Run a user kernel over the memory as it is now: (report, written regions) or the fault."""
+        from ..simt.launch import run
+        from ..simt.memory import Fault
+
+        program, fn = kernel.handle
+        regions = self._regions(ctx, named)
+        try:
+            report = run(program, fn, values, grid, block, shared, regions)
+        except Fault as f:
+            return f, []
+        return report, [r for r in regions if r.dirty]
+
+    def _launch_user(self, kernel, args, grid, block, shared, stream):
+        """A user's CUDA C kernel: run now on the memory as the host sees it, to count its traffic and model
+        its time; at its modeled end its writes land — or, if anything changed memory meanwhile, it runs again
+        on what is there then (so the bytes are always what the stream order gives)."""
+        from ..simt.launch import shared_layout
+
+        p = self.profile
+        program, fn = kernel.handle
+        _layout, static, _total = shared_layout(program, fn, shared)
+        check_launch(grid, block, shared, static_shared=static)
+        ctx = self._ctx_of(stream)
+        values, named = [], {}
+        for q, v in zip(kernel.params, args):
+            if q.is_buffer:
+                buf = v.buf
+                base = buf.device_ptr if buf.device_ptr is not None else buf.host_ptr  # `unchecked`: as C passes it
+                values.append(base + v.offset)
+                named[id(buf.handle)] = buf.name
+            else:
+                values.append(v)
+        version = self.version
+        first, written = self._run_user(kernel, values, grid, block, shared, ctx, named)
+        for r in written:
+            self._alloc_at(r.start, ctx).data.reserve(0, r.size)
+
+        def effect(snapshot):
+            def land():
+                if self.version == version + 1:  # nothing but this kernel's own completion since its launch
+                    report, regions = first, written
+                else:
+                    report, regions = self._run_user(kernel, values, grid, block, shared, ctx, named)
+                if isinstance(report, Exception):
+                    return report.code, report.message
+                for r in regions:
+                    self._alloc_at(r.start, ctx).data.write(0, r.data[:r.size])
+                if report.lines or report.warnings or report.dropped:
+                    self.fired.append({"result": "kernel_output", "kernel": kernel.name, "lines": report.lines,
+                                       "warnings": report.warnings, "dropped": report.dropped})
+                return None
+            return land
+
+        if isinstance(first, Exception):
+            traffic, duration = None, p.launch_latency
+        else:
+            traffic = first.traffic
+            duration = self.kernel_seconds(traffic)
+        return replace(self._submit(stream, duration, "compute", R.QUEUED, effect), counts=traffic)
+
+    def kernel_seconds(self, traffic) -> float:
+        """A user kernel's modeled time from its counts: the memory it moved at each kind's rate, or the warp
+        instructions it issued, whichever takes longer, after the launch latency."""
+        p = self.profile
+        rate = {"device": p.kernel_device_read, "managed": p.kernel_device_read, "zero-copy": p.kernel_zero_copy_read,
+                "peer": p.peer_rate}
+        memory = sum(n * 32 / rate[k] for k, n in traffic.sectors.items()) + traffic.atomics * 32 / p.kernel_device_read
+        issue = traffic.instructions / p.kernel_warp_instructions + traffic.shared_wavefronts / p.kernel_shared_wavefronts
+        return p.launch_latency + max(memory, issue)
+
+    def _alloc_at(self, addr: int, ctx):
+        for a in self.live:
+            start = a.dptr if a.kind in ("pinned", "pageable") and a.dptr is not None else a.addr
+            if start == addr:
+                return a
+        raise KeyError(addr)  # pragma: no cover - regions come from `live`
 
     # ------------------------------------------------------------------ events and callbacks
     def event_create(self):

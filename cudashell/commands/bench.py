@@ -14,6 +14,7 @@ from ..figures import bench_figure, close
 from ..grammar import Arg, Flag, Opt
 from ..sizes import parse_size
 from ..kernels import BUILTINS
+from ..launchdims import dim3
 from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
@@ -91,7 +92,8 @@ def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, strea
         h, g = host[i], dev[i]
         src, dst = (h, g) if d == "h2d" else (g, h)
         if kind == "mapped":  # a kernel's threads do the copy through the mapped pointer
-            return [["launch", (BUILTINS["copy"], [src.whole(), dst.whole()], n, -(-n // 256), 256, 0, streams[d])]]
+            return [["launch", (BUILTINS["copy"], [src.whole(), dst.whole()], n, dim3(-(-n // 256)), dim3(256), 0,
+                                streams[d])]]
         if kind == "managed":  # pages must move every time: there and back, both counted
             first, back = ("device", "host") if d == "h2d" else ("host", "device")
             return [["prefetch", (h, first, streams[d])], ["prefetch", (h, back, streams[d])]]
@@ -220,7 +222,7 @@ def bench_latency(session, backend, args):
     try:
         pageable, pinned, dev = (s.alloc(k, 4096)[0] for k in ("pageable", "pinned", "device"))
         ev = backend.event_create()
-        spin0 = (BUILTINS["spin"], [_us(0)], 1, 1, 1, 0, None)
+        spin0 = (BUILTINS["spin"], [_us(0)], 1, dim3(1), dim3(1), 0, None)
         points = [("memcpy h2d pageable 4 B", [["memcpy", (pageable, 0, dev, 0, 4, None, False)]]),
                   ("memcpy d2h pageable 4 B", [["memcpy", (dev, 0, pageable, 0, 4, None, False)]]),
                   ("memcpy h2d pinned 4 B", [["memcpy", (pinned, 0, dev, 0, 4, None, False)]]),
@@ -330,10 +332,10 @@ def _zerocopy_point(backend, n: int) -> dict:
         da, db, dc = (s.alloc("device", size)[0] for _ in range(3))
         for buf in (za, zb, ha, hb):
             backend.write(buf, 0, ones(size))
-        grid = -(-n // 256)
+        grid = dim3(-(-n // 256))
 
         def kernel(a, b):
-            return ["launch", (BUILTINS["sum"], [a.whole(), b.whole(), dc.whole()], n, grid, 256, 0, None)]
+            return ["launch", (BUILTINS["sum"], [a.whole(), b.whole(), dc.whole()], n, grid, dim3(256), 0, None)]
 
         def copy(src, dst):
             return ["memcpy", (src, 0, dst, 0, size, None, True)]
@@ -370,13 +372,13 @@ def bench_overlap(session, backend, args):
         host = [s.alloc("pinned", size)[0] for _ in range(chunks)]
         dev = [s.alloc("device", size)[0] for _ in range(chunks)]
         handles = [backend.stream_create(False, 0)[0] for _ in range(max(counts))]
-        grid = 264  # two blocks per SM on an H100/H200: the kernel holds the whole GPU
+        grid = dim3(264)  # two blocks per SM on an H100/H200: the kernel holds the whole GPU
         for k in counts:
             calls = []
             for c in range(chunks):
                 st = handles[c % k]
                 calls += [["memcpy", (host[c], 0, dev[c], 0, size, st, True)],
-                          ["launch", (BUILTINS["spin"], [_us(300)], 1, grid, 256, 0, st)],
+                          ["launch", (BUILTINS["spin"], [_us(300)], 1, grid, dim3(256), 0, st)],
                           ["memcpy", (dev[c], 0, host[c], 0, size, st, True)]]
             timed_batch(backend, calls)
             ms = statistics.median(timed_batch(backend, calls) for _ in range(3)) * 1e3

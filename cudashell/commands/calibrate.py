@@ -12,6 +12,7 @@ from ..backends.profile import Profile
 from ..errors import ShellError
 from ..grammar import Arg, Opt
 from ..kernels import BUILTINS
+from ..launchdims import dim3
 from ..registry import command
 from ..results import Result
 from ..scratch import Scratch, ones
@@ -33,7 +34,7 @@ def gate(backend, us: int = 3000) -> None:
     its events time the GPU's work, not the host's pace of issuing it."""
     import numpy as np
 
-    backend.launch(BUILTINS["spin"], [np.int64(us)], 1, 1, 1, 0, None)
+    backend.launch(BUILTINS["spin"], [np.int64(us)], 1, dim3(1), dim3(1), 0, None)
 
 
 def queued_seconds(backend, issue, reps: int) -> float:
@@ -57,7 +58,7 @@ def copy_rate(backend, src, dst, latency: float, nbytes: int = SIZE) -> float:
 
 
 def launch_sum(backend, a, b, c, n: int, grid: int, block: int):
-    return backend.launch(BUILTINS["sum"], [a.whole(), b.whole(), c.whole()], n, grid, block, 0, None)
+    return backend.launch(BUILTINS["sum"], [a.whole(), b.whole(), c.whole()], n, dim3(grid), dim3(block), 0, None)
 
 
 def kernel_seconds(backend, a, b, c, n: int) -> float:

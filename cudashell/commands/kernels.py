@@ -7,6 +7,7 @@ from pathlib import Path
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import Kernel, parse_kernels, scalar
+from ..launchdims import computed, default_grid
 from ..registry import command
 from ..results import Result, timing_data
 from .checks import check_device_accessible, check_reach, check_within, region
@@ -25,7 +26,7 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
          "a loaded one", "launch saxpy 2.0 x y stream 1",
          "kernel<<<grid, block, shared, stream>>>(args…) (cuLaunchKernel)",
          args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True)),
-         opts=(Opt("n", Arg("ELEMENTS", "count")), Opt("grid", Arg("G", "count")), Opt("block", Arg("B", "count")),
+         opts=(Opt("n", Arg("ELEMENTS", "count")), Opt("grid", Arg("G", "dim3")), Opt("block", Arg("B", "dim3")),
                Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
          flags=(Flag("unchecked"),),
          details="Buffer names become device pointers (the host pointer itself for pinned memory under UVA); "
@@ -33,6 +34,9 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
                  "a buffer the GPU cannot reach is refused before launch. Scalars follow the kernel's "
                  "signature or take a suffix (2.5f, 7i, 9ul). Built-ins work on float32 elements: N defaults to "
                  "the smallest buffer's, block to 256, grid to cover N; only grid×block elements are computed. "
+                 "grid and block take 1 to 3 dimensions as C's dim3 does (`grid 64,64 block 16,16`); a shape the "
+                 "device refuses (over 1024 threads a block or 1024×1024×64, a grid over (2^31-1)×65535×65535) is "
+                 "the driver's CUDA_ERROR_INVALID_VALUE. "
                  "`spin US` busy-waits. Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
                  "the GPU cannot reach: the kernel gets the host pointer, as C would pass it, and the GPU faults.")
 def launch(session, backend, args):
@@ -54,9 +58,8 @@ def launch(session, backend, args):
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
     if not kernel.builtin and "ELEMENTS" in args.values:
         raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("ELEMENTS"))
-    block = args.get("B", 1 if kernel.name == "spin" else 256)
-    if not 1 <= block <= 1024:
-        raise usage(f"block {block} is outside 1..1024", args.col("B"))
+    # no limit checks on the shapes here: one the device refuses is the driver's error (the simulator's too)
+    block = args.get("B", (1 if kernel.name == "spin" else 256, 1, 1))
     if bufs:
         count = args.get("ELEMENTS", (min if kernel.builtin else max)(r.nbytes for r in bufs) // 4)
     else:
@@ -64,9 +67,7 @@ def launch(session, backend, args):
     if kernel.builtin:
         for r in bufs:
             check_within(r, count * 4, args.col("ELEMENTS"), f"{count} float32 elements")
-    grid = args.get("G", max(1, -(-count // block)))
-    if not 1 <= grid <= 0xFFFFFFFF:  # the C type's range; the driver itself refuses x over 2^31-1
-        raise usage(f"grid {grid} is outside 1..2^32-1", args.col("G"))
+    grid = args.get("G") or default_grid(count, block)
     stream = session.stream(args.get("S"), args.col("S"))
     t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
     moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
@@ -76,10 +77,12 @@ def launch(session, backend, args):
         if p.is_buffer and p.writes:
             v.buf.view = p.dtype  # what the kernel wrote it as: `show` reads it so
     shown = [v.label() if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
-    return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": grid, "block": block,
-                             "shared": args.get("BYTES", 0), "computed": min(count, grid * block),
+    return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": list(grid),
+                             "block": list(block), "shared": args.get("BYTES", 0),
+                             "computed": computed(count, grid, block),
                              "builtin": kernel.builtin, "stream": stream.name,
-                             "call": "cudaLaunchKernel", **timing_data(t)})
+                             "call": "cudaLaunchKernel", **timing_data(t),
+                             "counts": t.counts.summary() if t.counts is not None else None})
 
 
 def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int) -> list[str]:
@@ -92,7 +95,8 @@ def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: 
     return [f"{name}{k.signature()[len(k.name):]}" for name, k in named]
 
 
-@command("kernel load", "kernels", "compile a .cu file's __global__ kernels (GPU only)",
+@command("kernel load", "kernels", "compile a .cu file's __global__ kernels (nvcc on a GPU; the simulator's "
+         "interpreter elsewhere)",
          "kernel load kernels/mine.cu as mine", "nvcc via pycuda.compiler, then cuModuleLoadData",
          args=(Arg("FILE", "file"),), opts=(Opt("as", Arg("MOD", "newname")),),
          details="Paths are relative to the calling script. With `as MOD` the kernels are named MOD.kernel. "
@@ -108,12 +112,12 @@ def kernel_load(session, backend, args):
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
     parse_kernels(source)  # a bad signature is a usage error before any compiler runs
-    kernels = backend.load_kernels(source)
+    kernels = backend.load_kernels(source, str(path))
     return Result("kernels", {"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
                               "from": str(path)})
 
 
-@command("kernel define", "kernels", "compile an inline kernel (GPU only)",
+@command("kernel define", "kernels", "compile an inline kernel (nvcc on a GPU; the simulator's interpreter elsewhere)",
          "kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + "
          "threadIdx.x; if (i < n) a[i] *= 2; } >>>", "nvcc via pycuda.compiler (SourceModule)",
          args=(Arg("NAME", "newname"), Arg("SOURCE", "source")),
@@ -121,12 +125,12 @@ def kernel_load(session, backend, args):
                  "kernel has another name, it is registered as NAME.")
 def kernel_define(session, backend, args):
     name, source = args.get("NAME"), args.get("SOURCE")
-    found = parse_kernels(source)
+    parse_kernels(source)  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
-        kernels = [Kernel(name, found[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
+        kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
                           kernels[0].source)]
     return Result("kernels", {"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
 

@@ -29,14 +29,14 @@ def _salvage(backend, bufs) -> tuple[dict, dict]:
 
 def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     """Compile each loaded source again and point its kernels at the new functions."""
-    by_source: dict[str, list[str]] = {}
+    by_source: dict[tuple, list[str]] = {}
     for name, k in session.kernels.items():
         if not k.builtin:
-            by_source.setdefault(k.source, []).append(name)
+            by_source.setdefault((k.source, k.path or None), []).append(name)
     done, failed = [], {}
-    for source, names in by_source.items():
+    for (source, path), names in by_source.items():
         try:
-            fresh = {k.symbol: k.handle for k in backend.load_kernels(source)}
+            fresh = {k.symbol: k.handle for k in backend.load_kernels(source, path)}
         except ShellError as e:
             for n in names:
                 failed[n] = e.code

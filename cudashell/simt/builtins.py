@@ -1,0 +1,325 @@
+"""The device functions a kernel may call that the program does not define: CUDA's math, atomics, warp
+intrinsics, barriers, assert. Each takes the machine, the call and the active lanes; arguments reach it
+already converted to the declared parameter types (prelude.py), so dispatch is by name and dtype."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from . import ir
+from .ctype import Pointer, Scalar
+from .memory import WARP, Fault
+from .values import dtype_of, fma
+
+F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _args(mach, e, m):
+    return [mach.ev(a, m) for a in e.args]
+
+
+def _where(e) -> str:
+    return f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}"
+
+
+def _exact(fn):
+    """A math function computed in double and rounded once to the argument's type."""
+    def run(mach, e, m):
+        args = _args(mach, e, m)
+        dt = dtype_of(e.type)
+        with np.errstate(all="ignore"):
+            r = fn(*[np.asarray(a, np.float64) for a in args])
+        return np.asarray(r).astype(dt)
+    return run
+
+
+MATH = {
+    "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "fabs": np.abs, "floor": np.floor, "ceil": np.ceil,
+    "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10, "sin": np.sin, "cos": np.cos,
+    "tan": np.tan, "trunc": np.trunc, "round": lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)),
+    "cbrt": np.cbrt, "fmin": np.fmin, "fmax": np.fmax, "pow": np.power, "fmod": np.fmod, "atan2": np.arctan2,
+    "hypot": np.hypot,
+}
+
+
+def _sqrt(mach, e, m):  # correctly rounded on the GPU, and in numpy at the argument's own precision
+    (x,) = _args(mach, e, m)
+    with np.errstate(all="ignore"):
+        return np.sqrt(np.asarray(x, dtype_of(e.type)))
+
+
+def _minmax(fn):
+    def run(mach, e, m):
+        a, b = _args(mach, e, m)
+        return fn(a, b).astype(dtype_of(e.type)) if isinstance(fn(a, b), np.ndarray) else \
+            dtype_of(e.type).type(fn(a, b))
+    return run
+
+
+def _abs(mach, e, m):
+    (x,) = _args(mach, e, m)
+    return np.abs(np.asarray(x)).astype(dtype_of(e.type))
+
+
+def _fma(mach, e, m):
+    a, b, c = _args(mach, e, m)
+    return fma(a, b, c, dtype_of(e.type))
+
+
+def _fdividef(mach, e, m):
+    a, b = _args(mach, e, m)
+    with np.errstate(all="ignore"):
+        return (np.asarray(a, F32) / np.asarray(b, F32)).astype(F32)
+
+
+def _saturate(mach, e, m):
+    (x,) = _args(mach, e, m)
+    return np.clip(np.nan_to_num(np.asarray(x, F32), nan=0.0), 0.0, 1.0).astype(F32)
+
+
+# ------------------------------------------------------------------ bits
+def _popc(mach, e, m):
+    (x,) = _args(mach, e, m)
+    x = np.asarray(x).astype(np.uint64)
+    return np.bitwise_count(x).astype(np.int32) if hasattr(np, "bitwise_count") else \
+        np.vectorize(lambda v: bin(int(v)).count("1"))(x).astype(np.int32)
+
+
+def _clz(bits):
+    def run(mach, e, m):
+        (x,) = _args(mach, e, m)
+        x = np.asarray(x).astype(np.int64 if bits == 64 else np.int32).view(np.uint64 if bits == 64 else np.uint32)
+        xf = x.astype(np.float64)
+        lz = np.where(x == 0, bits, bits - 1 - np.floor(np.log2(np.where(x == 0, 1, xf))).astype(np.int64))
+        # float log2 can be off by one near powers of two for 64-bit values: fix with an exact check
+        lz = np.asarray(lz, np.int64)
+        top = np.where(lz < bits, bits - 1 - lz, 0).astype(np.uint64)
+        fix = (x != 0) & ((x.astype(np.uint64) >> top) == 0)
+        lz = np.where(fix, lz + 1, lz)
+        return lz.astype(np.int32)
+    return run
+
+
+def _ffs(bits):
+    def run(mach, e, m):
+        (x,) = _args(mach, e, m)
+        u = np.asarray(x).astype(np.int64).astype(np.uint64) & np.uint64((1 << bits) - 1 if bits < 64 else ~0 & (2**64 - 1))
+        low = u & (~u + np.uint64(1))
+        pos = np.where(u == 0, 0, np.round(np.log2(np.where(u == 0, 1, low).astype(np.float64))).astype(np.int64) + 1)
+        return np.asarray(pos).astype(np.int32)
+    return run
+
+
+def _brev(mach, e, m):
+    (x,) = _args(mach, e, m)
+    x = np.asarray(x).astype(np.uint32)
+    out = np.zeros_like(x)
+    for i in range(32):
+        out |= ((x >> np.uint32(i)) & np.uint32(1)) << np.uint32(31 - i)
+    return out
+
+
+def _bitcast(dst):
+    def run(mach, e, m):
+        (x,) = _args(mach, e, m)
+        x = np.asarray(x).astype(dtype_of(e.args[0].type))
+        return x.view(np.dtype(dst)) if x.ndim else x.reshape(1).view(np.dtype(dst))[0]
+    return run
+
+
+# ------------------------------------------------------------------ warps
+def _lane_in_warp(mach):
+    return (mach.lane % WARP).astype(np.int64)
+
+
+def _shfl(kind):
+    def run(mach, e, m):
+        _mask, v, which, width = _args(mach, e, m)
+        v = np.broadcast_to(np.asarray(v), (mach.n,))
+        lane = _lane_in_warp(mach)
+        width = np.asarray(width).astype(np.int64)
+        seg = lane & ~(width - 1)
+        which = np.asarray(which).astype(np.int64)
+        if kind == "idx":
+            src = seg + (which & (width - 1))
+        elif kind == "up":
+            src = lane - which
+            src = np.where(src < seg, lane, src)
+        elif kind == "down":
+            src = lane + which
+            src = np.where(src >= seg + width, lane, src)
+        else:
+            src = lane ^ which
+            src = np.where((src < seg) | (src >= seg + width), lane, src)
+        base = mach.lane - lane
+        return v[base + src]
+    return run
+
+
+def _vote(kind):
+    def run(mach, e, m):
+        mask, pred = _args(mach, e, m)
+        pred = np.broadcast_to(np.asarray(pred) != 0, (mach.n,)) & m
+        lane = _lane_in_warp(mach)
+        member = ((np.asarray(mask).astype(np.uint64) >> lane.astype(np.uint64)) & np.uint64(1)) != 0
+        bits = np.where(pred & member, np.left_shift(np.uint64(1), lane.astype(np.uint64)), np.uint64(0))
+        ballot = bits.reshape(-1, WARP).sum(1, dtype=np.uint64).astype(np.uint32)
+        per_lane = np.repeat(ballot, WARP)
+        if kind == "ballot":
+            return per_lane
+        if kind == "any":
+            return (per_lane != 0).astype(np.int32)
+        voters = np.where(m & member, np.left_shift(np.uint64(1), lane.astype(np.uint64)), np.uint64(0))
+        need = np.repeat(voters.reshape(-1, WARP).sum(1, dtype=np.uint64).astype(np.uint32), WARP)
+        return (per_lane == need).astype(np.int32)
+    return run
+
+
+def _activemask(mach, e, m):
+    lane = _lane_in_warp(mach)
+    bits = np.where(m, np.left_shift(np.uint64(1), lane.astype(np.uint64)), np.uint64(0))
+    return np.repeat(bits.reshape(-1, WARP).sum(1, dtype=np.uint64).astype(np.uint32), WARP)
+
+
+# ------------------------------------------------------------------ barriers and checks
+def _syncthreads(mach, e, m):
+    """All threads of a block must arrive (threads that have exited count as arrived)."""
+    arrived = m | mach.kernel_frame.ret | ~mach.valid
+    per_block = arrived.reshape(-1, mach.tpb)
+    came = m.reshape(-1, mach.tpb).any(1)
+    short = came & ~per_block.all(1)
+    if short.any():
+        b = int(np.flatnonzero(short)[0])
+        missing = int(np.flatnonzero(~per_block[b])[0]) + b * mach.tpb
+        raise Fault("DIVERGENT_BARRIER", mach.mem.describe(
+            missing, None, 0, "__syncthreads() reached by only some threads of a block", e.loc,
+            "this thread did not reach it (a barrier inside a branch some threads skip)"))
+    if mach.mem.watch is not None:
+        mach.mem.watch.barrier()
+    if e.name != "__syncthreads":  # __syncthreads_count / _and / _or: a block-wide reduction of the predicate
+        (pred,) = _args(mach, e, m)
+        p = (np.broadcast_to(np.asarray(pred), (mach.n,)) != 0) & m
+        counts = p.reshape(-1, mach.tpb).sum(1)
+        members = m.reshape(-1, mach.tpb).sum(1)
+        value = {"__syncthreads_count": counts, "__syncthreads_and": (counts == members).astype(np.int64),
+                 "__syncthreads_or": (counts > 0).astype(np.int64)}[e.name]
+        return np.repeat(value, mach.tpb).astype(np.int32)
+    return None
+
+
+def _nothing(mach, e, m):
+    _args(mach, e, m)
+    return None
+
+
+def _assert(mach, e, m):
+    cond = np.broadcast_to(np.asarray(mach.ev(e.args[0], m)) != 0, (mach.n,))
+    failed = m & ~cond
+    if failed.any():
+        lane = int(np.flatnonzero(failed)[0])
+        raise Fault("CUDA_ERROR_ASSERT", mach.mem.describe(
+            lane, None, 0, f"Assertion `{e.args[1].value}` failed", e.loc, ""))
+    return None
+
+
+# ------------------------------------------------------------------ atomics
+def _atomic(op):
+    def run(mach, e, m):
+        args = _args(mach, e, m)
+        ptr_t = e.args[0].type
+        dt = dtype_of(ptr_t.to)
+        lanes = np.flatnonzero(m)
+        addr = np.asarray(args[0], np.int64)
+        addr = addr[lanes] if addr.ndim else np.full(len(lanes), addr, np.int64)
+
+        def pick(v):
+            v = np.asarray(v)
+            return (v[lanes] if v.ndim else np.full(len(lanes), v)).astype(dt)
+        if op == "cas":
+            compare, value = pick(args[1]), pick(args[2])
+        else:
+            compare, value = None, pick(args[1])
+        want = mach.discarding is not e
+        old = mach.mem.atomic(op, addr, lanes, dt, e.loc, value, want, compare)
+        out = np.zeros(mach.n, dt)
+        out[lanes] = old
+        return out
+    return run
+
+
+BUILTINS = {
+    "__syncthreads": _syncthreads, "__syncthreads_count": _syncthreads, "__syncthreads_and": _syncthreads,
+    "__syncthreads_or": _syncthreads,
+    "__syncwarp": _nothing, "__threadfence": _nothing, "__threadfence_block": _nothing,
+    "__cush_assert": _assert,
+    "__popc": _popc, "__popcll": _popc, "__clz": _clz(32), "__clzll": _clz(64), "__ffs": _ffs(32),
+    "__ffsll": _ffs(64), "__brev": _brev,
+    "__fmaf_rn": _fma, "__fma_rn": _fma, "fmaf": _fma, "fma": _fma, "__fdividef": _fdividef,
+    "__saturatef": _saturate,
+    "__shfl_sync": _shfl("idx"), "__shfl_up_sync": _shfl("up"), "__shfl_down_sync": _shfl("down"),
+    "__shfl_xor_sync": _shfl("xor"),
+    "__ballot_sync": _vote("ballot"), "__any_sync": _vote("any"), "__all_sync": _vote("all"),
+    "__activemask": _activemask,
+    "min": _minmax(np.minimum), "max": _minmax(np.maximum), "abs": _abs, "llabs": _abs,
+    "__float_as_int": _bitcast("int32"), "__int_as_float": _bitcast("float32"),
+    "__float_as_uint": _bitcast("uint32"), "__uint_as_float": _bitcast("float32"),
+    "__double_as_longlong": _bitcast("int64"), "__longlong_as_double": _bitcast("float64"),
+}
+for _name, _fn in MATH.items():
+    BUILTINS[_name] = BUILTINS[_name + "f"] = _exact(_fn)
+BUILTINS["sqrt"] = BUILTINS["sqrtf"] = _sqrt
+for _op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "And", "Or", "Xor", "CAS"):
+    BUILTINS["atomic" + _op] = _atomic(_op.lower())
+
+
+def known(name: str) -> bool:
+    return name in BUILTINS
+
+
+# ------------------------------------------------------------------ printf
+_SPEC = re.compile(r"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d+))?(hh|h|ll|l|z|j|t|L)?([diouxXeEfFgGcspa%])")
+
+
+class Printf:
+    """A device printf's format, rendered per thread as the GPU's printf buffer would print it."""
+
+    def __init__(self, fmt: str):
+        self.fmt = fmt
+
+    def render(self, values: list, types: list, mem) -> str:
+        out, k, pos = [], 0, 0
+        for mt in _SPEC.finditer(self.fmt):
+            out.append(self.fmt[pos:mt.start()])
+            pos = mt.end()
+            flags, width, prec, _length, conv = mt.groups()
+            if conv == "%":
+                out.append("%")
+                continue
+            if k >= len(values):
+                out.append(mt.group(0))
+                continue
+            v, t = values[k], types[k]
+            k += 1
+            spec = "%" + flags + (width or "") + (f".{prec}" if prec is not None else "")
+            if conv == "s":
+                out.append((spec + "s") % (v.decode("latin-1") if isinstance(v, bytes) else "(string)"))
+            elif conv == "p":
+                out.append("0x%x" % int(np.int64(v).view(np.uint64)))
+            elif conv in "diu":
+                iv = int(v)
+                if conv == "u" and iv < 0:
+                    iv += 1 << (8 * np.asarray(v).dtype.itemsize)
+                out.append((spec + "d") % iv)
+            elif conv in "oxX":
+                iv = int(v)
+                if iv < 0:
+                    iv += 1 << (8 * np.asarray(v).dtype.itemsize)
+                out.append((spec + conv) % iv)
+            elif conv == "c":
+                out.append((spec + "c") % chr(int(v) & 0xFF))
+            else:
+                out.append((spec + (conv if conv != "a" else "e")) % float(v))
+        out.append(self.fmt[pos:])
+        return "".join(out)

@@ -1,0 +1,656 @@
+"""CUDA C → the typed tree (ir.py), through a real front end: pcpp preprocesses (macros, #if, #include beside
+the file), libclang parses and types the result as CUDA device code (every implicit conversion is in its
+tree). What the interpreter cannot run faithfully is refused here, naming the construct and its line:col.
+Imported only when a kernel is defined: clang costs time to load."""
+
+from __future__ import annotations
+
+import bisect
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+
+from . import ir
+from .ctype import BOOL, DOUBLE, FLOAT, INT, LONG, UINT, ULONG, VOID, Array, Pointer, Scalar, Struct
+from .prelude import DECL_LINES, DECLS, MACROS
+from .templates import instantiate
+
+
+class CompileError(Exception):
+    """A source the front end refused: `code` is USAGE (nvcc would refuse it) or NOT_SUPPORTED_ON_SIM."""
+
+    def __init__(self, code: str, message: str, where: tuple | None = None):
+        super().__init__(message)
+        self.code, self.message, self.where = code, message, where
+
+    def __str__(self) -> str:
+        if self.where:
+            return f"{self.where[0]}:{self.where[1]}:{self.where[2]}: {self.message}"
+        return self.message
+
+
+def _clang():
+    try:
+        import clang.cindex as ci
+    except ImportError:  # pragma: no cover - a dependency
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "the simulator's C front end (libclang) is not installed: "
+                           "pip install libclang") from None
+    return ci
+
+
+# ------------------------------------------------------------------ preprocessing
+_LINE = re.compile(r'#line (\d+) "(.*)"')
+
+
+def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[str, list]:
+    """The source with macros expanded and includes inlined; and, per output line, its (file, line)."""
+    try:
+        import pcpp
+    except ImportError:  # pragma: no cover - a dependency
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "the simulator's preprocessor (pcpp) is not installed") from None
+
+    class Pre(pcpp.Preprocessor):
+        def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+            raise CompileError("USAGE", f"cannot open include file '{includepath}' (only files beside the source "
+                               "are found; CUDA's own headers are built in)")
+
+        def on_error(self, file, line, msg):
+            raise CompileError("USAGE", f"{file}:{line}: {msg}")
+
+        def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+            if directive.value == "pragma":
+                return None  # passed through: `#pragma unroll` changes nothing the interpreter computes
+            return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+
+    pre = Pre()
+    pre.line_directive = "#line"
+    for d in include_dirs:
+        pre.add_path(str(d))
+    for name, value in MACROS.items():
+        pre.define(f"{name} {value}")
+    for system in ("cuda_runtime.h", "cuda.h", "stdio.h", "assert.h", "math.h", "stdint.h", "device_launch_parameters.h",
+                   "cuda_runtime_api.h", "cstdio", "cmath", "cstdint", "math_constants.h"):
+        pre.include_once[system] = True  # nvcc's headers: what they declare is built in
+    try:
+        pre.parse(source, filename)
+        out = io.StringIO()
+        pre.write(out)
+    except CompileError:
+        raise
+    except Exception as e:  # pcpp's own refusals
+        raise CompileError("USAGE", f"preprocessing {filename}: {e}") from None
+    lines, where = [], []
+    file, line = filename, 1
+    for text in out.getvalue().split("\n"):
+        m = _LINE.fullmatch(text.strip())
+        if m:
+            line, file = int(m.group(1)), m.group(2)
+            lines.append("")
+            where.append((file, 0))
+            continue
+        lines.append(text)
+        where.append((file, line))
+        line += 1
+    return "\n".join(lines), where
+
+
+# ------------------------------------------------------------------ parsing
+ARGS = ["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-std=c++17",
+        "-Wno-unknown-cuda-version"]
+REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
+    "CLASS_TEMPLATE": "class templates", "CLASS_DECL": "classes", "CXX_METHOD": "classes with methods",
+    "CONSTRUCTOR": "classes with constructors", "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
+    "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
+    "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "LAMBDA_EXPR": "lambdas", "CXX_TRY_STMT": "exceptions",
+    "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete", "NAMESPACE": "namespaces",
+}
+
+
+def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | None = None) -> "Program":
+    text, where = preprocess(source, filename, include_dirs or [])
+    if "cooperative_groups" in text:
+        i = text.index("cooperative_groups")
+        line = text.count("\n", 0, i)
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "cooperative groups are not in the simulator's subset",
+                           (where[line][0], where[line][1], 1))
+    text = instantiate(text, lambda t: _tu(t), lambda tu, off: _where(where, tu, off))
+    tu = _tu(text)
+    return Program(tu, text, where)
+
+
+def _tu(text: str):
+    ci = _clang()
+    tu = ci.Index.create().parse("__cush__.cu", args=ARGS, unsaved_files=[("__cush__.cu", DECLS + text)],
+                                 options=0)
+    return tu
+
+
+def _where(where, tu, offset):  # pragma: no cover - only for templates' errors
+    return None
+
+
+class Program:
+    """The functions of one source, converted; `kernels` are the __global__ ones, with their parameters."""
+
+    def __init__(self, tu, text: str, where: list):
+        self.ci = _clang()
+        self.where = where
+        self.text = DECLS + text
+        self.structs: dict = {}
+        self.functions: dict[str, ir.Function] = {}
+        errors = [d for d in tu.diagnostics if d.severity >= 3]
+        if errors:
+            d = errors[0]
+            raise CompileError("USAGE", f"error: {d.spelling}", self.loc_of(d.location))
+        toks = list(tu.get_tokens(extent=tu.cursor.extent))
+        self.tok_offsets = [t.extent.start.offset for t in toks]
+        self.tok_text = [t.spelling for t in toks]
+        self.kernel_names: list[str] = []
+        for cur in self._top(tu.cursor):
+            self._top_decl(cur)
+        if not self.kernel_names:
+            raise CompileError("USAGE", "no __global__ function found", None)
+
+    # -------------------------------------------------------------- locations and tokens
+    def loc_of(self, location) -> tuple:
+        line = location.line - DECL_LINES
+        if line < 1 or line > len(self.where):
+            return ("<built-in>", location.line, location.column)
+        f, ln = self.where[line - 1]
+        return (f, ln, location.column)
+
+    def loc(self, cur) -> tuple:
+        return self.loc_of(cur.location)
+
+    def refuse(self, cur, what: str):
+        raise CompileError("NOT_SUPPORTED_ON_SIM", f"{what} is not in the simulator's subset", self.loc(cur))
+
+    def _tok_after(self, offset: int) -> str:
+        i = bisect.bisect_left(self.tok_offsets, offset)
+        return self.tok_text[i]
+
+    def _tokens(self, cur) -> list[str]:
+        a = bisect.bisect_left(self.tok_offsets, cur.extent.start.offset)
+        b = bisect.bisect_left(self.tok_offsets, cur.extent.end.offset)
+        return self.tok_text[a:b]
+
+    def _user(self, cur) -> bool:
+        return cur.location.file is not None and cur.location.line > DECL_LINES
+
+    def _top(self, cursor):
+        for cur in cursor.get_children():
+            if not self._user(cur):
+                continue
+            if cur.kind.name == "LINKAGE_SPEC":  # extern "C" { … }
+                yield from self._top(cur)
+            else:
+                yield cur
+
+    # -------------------------------------------------------------- types
+    def ctype(self, t):
+        K = self.ci.TypeKind
+        t = t.get_canonical()
+        k = t.kind
+        simple = {K.INT: INT, K.UINT: UINT, K.CHAR_S: Scalar("int8"), K.SCHAR: Scalar("int8"),
+                  K.UCHAR: Scalar("uint8"), K.CHAR_U: Scalar("uint8"), K.SHORT: Scalar("int16"),
+                  K.USHORT: Scalar("uint16"), K.LONG: LONG, K.ULONG: ULONG, K.LONGLONG: LONG, K.ULONGLONG: ULONG,
+                  K.FLOAT: FLOAT, K.DOUBLE: DOUBLE, K.BOOL: BOOL, K.VOID: VOID}
+        if k in simple:
+            return simple[k]
+        if k == K.POINTER:
+            return Pointer(self.ctype(t.get_pointee()))
+        if k == K.LVALUEREFERENCE:
+            return Pointer(self.ctype(t.get_pointee()))  # a reference is a pointer the language dereferences
+        if k == K.CONSTANTARRAY:
+            return Array(self.ctype(t.element_type), t.element_count)
+        if k == K.INCOMPLETEARRAY:
+            return Array(self.ctype(t.element_type), None)
+        if k == K.ENUM:
+            return self.ctype(t.get_declaration().enum_type)
+        if k == K.RECORD:
+            decl = t.get_declaration()
+            name = decl.spelling or f"anon{decl.hash}"
+            if name not in self.structs:
+                if any(c.kind.name in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") for c in decl.get_children()):
+                    self.refuse(decl, "a class with methods")
+                fields = tuple((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8)
+                               for f in decl.get_children() if f.kind.name == "FIELD_DECL")
+                self.structs[name] = Struct(name, fields, t.get_size(), t.get_align())
+            return self.structs[name]
+        raise CompileError("NOT_SUPPORTED_ON_SIM", f"the type '{t.spelling}' is not in the simulator's subset", None)
+
+    def type_of(self, cur):
+        try:
+            return self.ctype(cur.type)
+        except CompileError as e:
+            raise CompileError(e.code, e.message, e.where or self.loc(cur)) from None
+
+    # -------------------------------------------------------------- declarations
+    def _top_decl(self, cur):
+        kind = cur.kind.name
+        if kind in REFUSED:
+            self.refuse(cur, REFUSED[kind])
+        if kind == "FUNCTION_DECL":
+            attrs = {c.kind.name for c in cur.get_children()}
+            body = [c for c in cur.get_children() if c.kind.name == "COMPOUND_STMT"]
+            if not body:
+                return  # a declaration; its definition comes elsewhere
+            if "CUDAGLOBAL_ATTR" not in attrs and "CUDADEVICE_ATTR" not in attrs:
+                if "CUDAHOST_ATTR" in attrs or True:
+                    return  # host code: not the simulator's to run
+            self.functions[cur.spelling] = self._function(cur, body[0], "CUDAGLOBAL_ATTR" in attrs)
+            if "CUDAGLOBAL_ATTR" in attrs:
+                self.kernel_names.append(cur.spelling)
+        elif kind == "FUNCTION_TEMPLATE":
+            return  # instantiated copies (templates.py) are what runs
+        elif kind in ("STRUCT_DECL", "TYPEDEF_DECL", "ENUM_DECL", "UNION_DECL", "TYPE_ALIAS_DECL",
+                      "STATIC_ASSERT", "UNEXPOSED_DECL"):
+            if kind == "STRUCT_DECL":
+                self.type_of(cur)
+            return
+        elif kind == "VAR_DECL":
+            self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
+        else:
+            self.refuse(cur, kind.lower().replace("_", " "))
+
+    def _function(self, cur, body, kernel: bool) -> ir.Function:
+        self.scope: dict[str, ir.Var] = {}
+        self.names: set[str] = set()
+        self.addressed = self._addressed(body)
+        params, defaults = [], []
+        for p in cur.get_children():
+            if p.kind.name != "PARM_DECL":
+                continue
+            v = self._var(p)
+            params.append(v)
+            init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF")]
+            defaults.append(self.expr(init[-1]) if init else None)
+        ret = self.ctype(cur.result_type)
+        return ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+
+    def _addressed(self, body) -> set:
+        """Variables whose address is taken (`&x`): they live in memory, not in registers."""
+        found = set()
+
+        def walk(c):
+            if c.kind.name == "UNARY_OPERATOR" and self._tok_after(c.extent.start.offset) == "&":
+                inner = c
+                while True:
+                    kids = list(inner.get_children())
+                    if not kids:
+                        break
+                    inner = kids[0]
+                    if inner.kind.name == "DECL_REF_EXPR":
+                        found.add(inner.referenced.hash)
+                        break
+                    if inner.kind.name not in ("UNEXPOSED_EXPR", "PAREN_EXPR"):
+                        break  # `&p[i]`, `&s.x`: the address of an element, not of the variable p
+            for k in c.get_children():
+                walk(k)
+        walk(body)
+        return found
+
+    def _var(self, decl) -> ir.Var:
+        t = self.type_of(decl)
+        name = decl.spelling or "_"
+        unique = name
+        n = 1
+        while unique in self.names:
+            n += 1
+            unique = f"{name}#{n}"
+        self.names.add(unique)
+        mem = isinstance(t, (Array, Struct)) or decl.hash in self.addressed
+        v = ir.Var(self.loc(decl), t, unique, mem)
+        self.scope[decl.hash] = v
+        return v
+
+    # -------------------------------------------------------------- statements
+    def stmt(self, cur) -> ir.Node:
+        k = cur.kind.name
+        loc = self.loc(cur)
+        kids = list(cur.get_children())
+        if k in REFUSED:
+            self.refuse(cur, REFUSED[k])
+        if k == "COMPOUND_STMT":
+            return ir.Block(loc, [self.stmt(c) for c in kids])
+        if k == "DECL_STMT":
+            return ir.Block(loc, [self._decl(c) for c in kids])
+        if k == "NULL_STMT":
+            return ir.Block(loc, [])
+        if k == "IF_STMT":
+            return ir.If(loc, self.expr(kids[0]), self.stmt(kids[1]), self.stmt(kids[2]) if len(kids) > 2 else None)
+        if k == "WHILE_STMT":
+            return ir.Loop(loc, None, self.expr(kids[0]), None, self.stmt(kids[1]))
+        if k == "DO_STMT":
+            return ir.Loop(loc, None, self.expr(kids[1]), None, self.stmt(kids[0]), test_first=False)
+        if k == "FOR_STMT":
+            return self._for(cur, kids, loc)
+        if k == "BREAK_STMT":
+            return ir.Jump(loc, "break")
+        if k == "CONTINUE_STMT":
+            return ir.Jump(loc, "continue")
+        if k == "RETURN_STMT":
+            return ir.Return(loc, self.expr(kids[0]) if kids else None)
+        if k == "SWITCH_STMT":
+            return self._switch(cur, kids, loc)
+        if k in ("CASE_STMT", "DEFAULT_STMT"):
+            self.refuse(cur, "a case label outside a switch's own block")
+        if k == "UNEXPOSED_STMT" and len(kids) == 1:  # an attributed statement: `#pragma unroll` on a loop
+            return self.stmt(kids[0])
+        if k.endswith("_EXPR") or k.endswith("_OPERATOR") or k.endswith("_LITERAL"):
+            return ir.ExprStmt(loc, self.expr(cur))
+        self.refuse(cur, k.lower().replace("_", " "))
+
+    def _decl(self, cur) -> ir.Node:
+        if cur.kind.name != "VAR_DECL":
+            if cur.kind.name in ("TYPEDEF_DECL", "STRUCT_DECL", "TYPE_ALIAS_DECL"):
+                return ir.Block(self.loc(cur), [])
+            self.refuse(cur, cur.kind.name.lower().replace("_", " "))
+        kids = list(cur.get_children())
+        attrs = {c.kind.name for c in kids}
+        shared = "CUDASHARED_ATTR" in attrs
+        if "CUDACONSTANT_ATTR" in attrs:
+            self.refuse(cur, "__constant__ memory")
+        storage = cur.storage_class.name if hasattr(cur, "storage_class") else ""
+        if storage == "STATIC" and not shared:
+            self.refuse(cur, "a static local variable")
+        v = self._var(cur)
+        exprs = [c for c in kids if not c.kind.name.endswith("_ATTR") and c.kind.name not in ("TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF")]
+        toks = self._tokens(cur)
+        has_init = any(t in ("=", "{", "(") for t in toks[toks.index(cur.spelling) + 1:] if cur.spelling in toks) \
+            and exprs and not (isinstance(v.type, Array) and toks[toks.index(cur.spelling) + 1:][:1] == ["["]
+                               and "=" not in toks and "{" not in toks)
+        init = self.expr(exprs[-1]) if has_init else None
+        if shared and init is not None:
+            self.refuse(cur, "an initializer on __shared__ memory")
+        return ir.Decl(self.loc(cur), v, init, shared, storage == "EXTERN")
+
+    def _for(self, cur, kids, loc) -> ir.Loop:
+        """clang leaves absent parts of `for (init; cond; step)` out of the children: place the ones given by
+        where they are in the source."""
+        toks_at = bisect.bisect_left(self.tok_offsets, cur.extent.start.offset)
+        depth, semis, i = 0, [], toks_at
+        while len(semis) < 2:
+            t = self.tok_text[i]
+            if t == "(":
+                depth += 1
+            elif t == ")":
+                depth -= 1
+            elif t == ";" and depth == 1:
+                semis.append(self.tok_offsets[i])
+            i += 1
+        init = cond = step = None
+        body = kids[-1]
+        for c in kids[:-1]:
+            off = c.extent.start.offset
+            if off < semis[0]:
+                init = self.stmt(c)
+            elif off < semis[1]:
+                cond = self.expr(c)
+            else:
+                step = self.expr(c)
+        return ir.Loop(loc, init, cond, step, self.stmt(body))
+
+    def _switch(self, cur, kids, loc) -> ir.Switch:
+        value = self.expr(kids[0])
+        body = kids[-1]
+        items = []
+        for c in (body.get_children() if body.kind.name == "COMPOUND_STMT" else [body]):
+            labels = []
+            while c.kind.name in ("CASE_STMT", "DEFAULT_STMT"):
+                inner = list(c.get_children())
+                if c.kind.name == "CASE_STMT":
+                    labels.append(self._int_const(inner[0]))
+                    c = inner[1]
+                else:
+                    labels.append(None)
+                    c = inner[0]
+            stmt = self.stmt(c)
+            if labels:
+                items.append((labels, stmt))
+            elif items:
+                items.append(([], stmt))
+            else:
+                items.append(([], stmt))  # unreachable code before the first label
+        return ir.Switch(loc, value, items)
+
+    def _int_const(self, cur) -> int:
+        e = self.expr(cur)
+        while isinstance(e, ir.Cast):
+            e = e.expr
+        if isinstance(e, ir.Const):
+            return int(e.value)
+        if isinstance(e, ir.Unary) and e.op == "-" and isinstance(e.expr, ir.Const):
+            return -int(e.expr.value)
+        self.refuse(cur, "a case label that is not a plain constant")
+
+    # -------------------------------------------------------------- expressions
+    def expr(self, cur) -> ir.Expr:
+        k = cur.kind.name
+        kids = list(cur.get_children())
+        loc = self.loc(cur)
+        if k in REFUSED:
+            self.refuse(cur, REFUSED[k])
+        if k in ("PAREN_EXPR",):
+            return self.expr(kids[0])
+        if k == "UNEXPOSED_EXPR":
+            real = [c for c in kids if c.kind.name not in ("TYPE_REF",)]
+            if len(real) == 1:
+                return self._implicit(cur, real[0], loc)
+            if not real:  # a default argument at a call: filled from the declaration by the call
+                return None
+            self.refuse(cur, "this expression")
+        if k in ("CSTYLE_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR",
+                 "CXX_CONST_CAST_EXPR"):
+            inner = [c for c in kids if c.kind.name not in ("TYPE_REF",)]
+            return self._cast(self.expr(inner[-1]), self.type_of(cur), loc, explicit=True)
+        if k == "INTEGER_LITERAL":
+            return self._int_literal(cur, loc)
+        if k == "FLOATING_LITERAL":
+            text = self._tok_after(cur.extent.start.offset).rstrip("fFlL")
+            t = self.type_of(cur)
+            return ir.Const(loc, t, t.dtype.type(float.fromhex(text) if "p" in text.lower() else float(text)))
+        if k == "CHARACTER_LITERAL":
+            t = self.type_of(cur)
+            text = self._tok_after(cur.extent.start.offset)
+            return ir.Const(loc, t, t.dtype.type(_char_value(text)))
+        if k == "CXX_BOOL_LITERAL_EXPR":
+            return ir.Const(loc, BOOL, np.bool_(self._tok_after(cur.extent.start.offset) == "true"))
+        if k == "CXX_NULL_PTR_LITERAL_EXPR":
+            return ir.Const(loc, self.type_of(cur) if self.type_of(cur) != VOID else Pointer(VOID), 0)
+        if k == "STRING_LITERAL":
+            return ir.Const(loc, Pointer(Scalar("int8")), _string_value(self._tok_after(cur.extent.start.offset)))
+        if k == "DECL_REF_EXPR":
+            return self._ref(cur, loc)
+        if k == "MEMBER_REF_EXPR":
+            return self._member(cur, kids, loc)
+        if k == "ARRAY_SUBSCRIPT_EXPR":
+            a, b = self.expr(kids[0]), self.expr(kids[1])
+            if isinstance(b.type, Pointer):
+                a, b = b, a
+            return ir.Index(loc, self.type_of(cur), a, b)
+        if k == "UNARY_OPERATOR":
+            return self._unary(cur, kids, loc)
+        if k == "BINARY_OPERATOR":
+            op = self._tok_after(kids[0].extent.end.offset)
+            if op == "=":
+                return ir.Assign(loc, self.type_of(cur), op, self.expr(kids[0]), self.expr(kids[1]))
+            return ir.Binary(loc, self.type_of(cur), op, self.expr(kids[0]), self.expr(kids[1]))
+        if k == "COMPOUND_ASSIGNMENT_OPERATOR":
+            op = self._tok_after(kids[0].extent.end.offset)
+            return ir.Assign(loc, self.type_of(cur), op, self.expr(kids[0]), self.expr(kids[1]))
+        if k == "CONDITIONAL_OPERATOR":
+            return ir.Cond(loc, self.type_of(cur), *[self.expr(c) for c in kids])
+        if k == "CALL_EXPR":
+            return self._call(cur, kids, loc)
+        if k == "INIT_LIST_EXPR":
+            return ir.InitList(loc, self.type_of(cur), [self.expr(c) for c in kids])
+        if k == "CXX_UNARY_EXPR":  # sizeof / alignof
+            toks = self._tokens(cur)
+            t = cur.type
+            arg = kids[0].type if kids else None
+            if toks and toks[0] == "sizeof":
+                size = self._sizeof(cur, kids)
+                return ir.Const(loc, self.type_of(cur), np.uint64(size))
+            self.refuse(cur, f"'{toks[0] if toks else '?'}'")
+        if k == "PACK_EXPANSION_EXPR" or k == "CXX_THROW_EXPR":
+            self.refuse(cur, k.lower())
+        self.refuse(cur, f"the expression '{' '.join(self._tokens(cur))[:40]}' ({k.lower()})")
+
+    def _sizeof(self, cur, kids) -> int:
+        ci = self.ci
+        ev = ci.conf.lib.clang_Cursor_Evaluate(cur)
+        try:
+            return ci.conf.lib.clang_EvalResult_getAsUnsigned(ev)
+        finally:
+            ci.conf.lib.clang_EvalResult_dispose(ev)
+
+    def _int_literal(self, cur, loc) -> ir.Const:
+        t = self.type_of(cur)
+        text = self._tok_after(cur.extent.start.offset).rstrip("uUlL")
+        value = int(text, 0) if not (len(text) > 1 and text[0] == "0" and text[1] in "01234567") else int(text, 8)
+        return ir.Const(loc, t, t.dtype.type(value))
+
+    def _implicit(self, cur, child, loc) -> ir.Expr:
+        inner = self.expr(child)
+        if inner is None:
+            return None
+        t = self.type_of(cur)
+        if isinstance(inner.type, Array) and isinstance(t, Pointer):
+            return ir.Decay(loc, t, inner)
+        if child.kind.name == "DECL_REF_EXPR" and child.referenced is not None \
+                and child.referenced.kind.name == "FUNCTION_DECL":
+            return inner  # a function's name before a call
+        return self._cast(inner, t, loc)
+
+    def _cast(self, inner, t, loc, explicit=False) -> ir.Expr:
+        if inner.type == t:
+            return inner
+        if isinstance(t, Struct) or isinstance(inner.type, Struct):
+            return inner  # a struct copied (a constructor clang made implicit)
+        if isinstance(inner.type, Array) and isinstance(t, Pointer):
+            return ir.Decay(loc, t, inner)
+        if t == VOID:
+            return ir.Cast(loc, t, inner, explicit)
+        return ir.Cast(loc, t, inner, explicit)
+
+    def _ref(self, cur, loc) -> ir.Expr:
+        ref = cur.referenced
+        if ref is None:
+            self.refuse(cur, f"'{cur.spelling}'")
+        rk = ref.kind.name
+        if rk in ("VAR_DECL", "PARM_DECL"):
+            if ref.hash in self.scope:
+                v = self.scope[ref.hash]
+                return ir.Var(loc, v.type, v.name, v.in_memory)
+            if ref.spelling == "warpSize":
+                return ir.Special(loc, INT, "warpSize")
+            if ref.spelling in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
+                return ir.Special(loc, self.type_of(cur), ref.spelling)
+            self.refuse(cur, f"the global variable '{ref.spelling}'")
+        if rk == "ENUM_CONSTANT_DECL":
+            t = self.type_of(cur)
+            return ir.Const(loc, t, t.dtype.type(ref.enum_value))
+        if rk == "FUNCTION_DECL":
+            return ir.Const(loc, VOID, ref.spelling)
+        if rk == "NON_TYPE_TEMPLATE_PARAMETER":  # pragma: no cover - instantiated away
+            self.refuse(cur, "a template parameter")
+        self.refuse(cur, f"a reference to {rk.lower()}")
+
+    def _member(self, cur, kids, loc) -> ir.Expr:
+        base = self.expr(kids[0])
+        if isinstance(base, ir.Special):
+            if base.name == "warpSize":
+                self.refuse(cur, "warpSize.member")
+            return ir.Special(loc, UINT, f"{base.name}.{cur.spelling}")
+        arrow = isinstance(base.type, Pointer)
+        st = base.type.to if arrow else base.type
+        if not isinstance(st, Struct):
+            self.refuse(cur, "a member of something that is not a struct")
+        name, ftype, offset = st.field(cur.spelling)
+        return ir.Member(loc, ftype, base, name, offset, arrow)
+
+    def _unary(self, cur, kids, loc) -> ir.Expr:
+        start = cur.extent.start.offset
+        first = self._tok_after(start)
+        inner = self.expr(kids[0])
+        t = self.type_of(cur)
+        if kids[0].extent.start.offset > start:  # prefix
+            op = {"++": "++pre", "--": "--pre"}.get(first, first)
+        else:
+            op = {"++": "post++", "--": "post--"}[self._tok_after(kids[0].extent.end.offset)]
+        if op == "&" and isinstance(inner, ir.Unary) and inner.op == "*":
+            return inner.expr
+        return ir.Unary(loc, t, op, inner)
+
+    def _call(self, cur, kids, loc) -> ir.Expr:
+        ref = cur.referenced
+        t = self.type_of(cur)
+        name = cur.spelling
+        if ref is None:
+            self.refuse(cur, f"the call '{name}'")
+        if ref.kind.name == "CONSTRUCTOR":  # a struct's implicit copy (or default) constructor
+            args = [self.expr(c) for c in kids]
+            if len(args) == 1 and isinstance(t, Struct):
+                return args[0]
+            if not args:
+                return ir.InitList(loc, t, [])
+            self.refuse(cur, "a constructor")
+        args = [self.expr(c) for c in kids[1:]]
+        params = [p for p in ref.get_children() if p.kind.name == "PARM_DECL"]
+        definition = ref.get_definition()
+        if name in self.functions or (definition is not None and self._user(definition)):
+            fn = self.functions.get(name)
+            if fn is None:
+                self.refuse(cur, f"a call to '{name}' before its definition")
+            filled = []
+            for i, p in enumerate(fn.params):
+                a = args[i] if i < len(args) else None
+                if a is None:
+                    a = fn.defaults[i]
+                    if a is None:
+                        self.refuse(cur, f"a call to '{name}' without argument {i + 1}")
+                filled.append(a)
+            return ir.Call(loc, t, name, filled)
+        if name == "printf":
+            fmt = args[0]
+            while isinstance(fmt, (ir.Cast, ir.Decay)):
+                fmt = fmt.expr
+            if not isinstance(fmt, ir.Const) or not isinstance(fmt.value, bytes):
+                self.refuse(cur, "printf with a format that is not a string literal")
+            return ir.Printf(loc, t, fmt.value.decode("latin-1"), args[1:])
+        if name == "__cush_assert":
+            text = args[1]
+            while isinstance(text, (ir.Cast, ir.Decay)):
+                text = text.expr
+            return ir.Call(loc, t, name, [args[0], ir.Const(loc, VOID, text.value.decode("latin-1"))])
+        for i in range(len(args), len(params)):  # defaults of built-ins (`__syncwarp()`, shfl's width)
+            dk = [c for c in params[i].get_children() if c.kind.name != "TYPE_REF"]
+            args.append(self._cast(self.expr(dk[-1]), self.type_of(params[i]), loc))
+        args = [a if a is not None else self._cast(self.expr(
+            [c for c in params[i].get_children() if c.kind.name != "TYPE_REF"][-1]), self.type_of(params[i]), loc)
+            for i, a in enumerate(args)]
+        from .builtins import known
+
+        if not known(name):
+            self.refuse(cur, f"the function '{name}'")
+        return ir.Call(loc, t, name, args)
+
+
+def _char_value(text: str) -> int:
+    body = text[text.index("'") + 1:-1]
+    if body.startswith("\\"):
+        esc = {"n": 10, "t": 9, "r": 13, "0": 0, "\\": 92, "'": 39, '"': 34, "a": 7, "b": 8, "f": 12, "v": 11}
+        if body[1] == "x":
+            return int(body[2:], 16)
+        if body[1].isdigit():
+            return int(body[1:], 8)
+        return esc[body[1]]
+    return ord(body)
+
+
+def _string_value(text: str) -> bytes:
+    body = text[text.index('"') + 1:-1]
+    return body.encode("latin-1").decode("unicode_escape").encode("latin-1")

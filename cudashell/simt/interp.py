@@ -1,0 +1,540 @@
+"""The SIMT interpreter: a launch's threads run as NumPy lanes, many blocks at once, every statement for
+every lane that is active there (a mask per branch; a loop runs until every lane has left it). Warps are 32
+consecutive lanes of a block, so shuffles and votes read their neighbours; all lanes meet at each statement,
+so a barrier only has to check that all of a block came."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ir
+from .builtins import BUILTINS, Printf as PrintfFormat
+from .ctype import BOOL, FLOAT, DOUBLE, INT, UINT, Array, Pointer, Scalar, Struct, VOID, common, promote
+from .memory import SHARED_BASE, WARP, Fault, Memory
+from .values import convert, divide, dtype_of, fma, remainder, shift, truthy
+
+ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
+         "^": np.bitwise_xor}
+COMPARE = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal, "==": np.equal,
+           "!=": np.not_equal}
+
+
+class Frame:
+    def __init__(self, n: int):
+        self.env: dict = {}
+        self.addr: dict = {}  # in-memory variables → their local (or shared) address
+        self.ret = np.zeros(n, bool)
+        self.retval = None
+        self.jumps: list = []  # [kind, mask] of the enclosing loops and switches: break / continue masks
+
+
+class Machine:
+    """Runs one kernel over a chunk of blocks: `lanes` lanes, `tpb` of them a block (whole warps)."""
+
+    def __init__(self, program, memory: Memory, lanes: int, tpb: int, threads: int, block, grid, block_ids,
+                 shared_layout: dict, report):
+        self.program = program
+        self.mem = memory
+        self.n = lanes
+        self.tpb = tpb
+        self.lane = np.arange(lanes, dtype=np.int64)
+        t = self.lane % tpb
+        self.valid = t < threads
+        bx, by, bz = block
+        tx = (t % bx).astype(np.uint32)
+        ty = ((t // bx) % by).astype(np.uint32)
+        tz = (t // (bx * by)).astype(np.uint32)
+        self.special = {"threadIdx.x": tx, "threadIdx.y": ty, "threadIdx.z": tz,
+                        "blockDim.x": np.uint32(bx), "blockDim.y": np.uint32(by), "blockDim.z": np.uint32(bz),
+                        "gridDim.x": np.uint32(grid[0]), "gridDim.y": np.uint32(grid[1]),
+                        "gridDim.z": np.uint32(grid[2]), "warpSize": np.int32(WARP)}
+        b = self.lane // tpb
+        for axis, ids in zip("xyz", block_ids):
+            self.special[f"blockIdx.{axis}"] = ids[b].astype(np.uint32)
+        self.shared_layout = shared_layout  # shared variable name → offset in the block's shared memory
+        self.report = report  # printf lines, warnings
+        self.frames: list[Frame] = []
+        self.statements = 0
+        self.discarding = None
+
+    # -------------------------------------------------------------- running
+    def run(self, fn: ir.Function, args: list) -> None:
+        f = Frame(self.n)
+        self.frames.append(f)
+        for p, a in zip(fn.params, args):
+            self._bind(f, p, a)
+        self.kernel_frame = f
+        m = self.valid.copy()
+        self.block(fn.body.stmts, m)
+        self.frames.pop()
+
+    def _bind(self, f: Frame, p: ir.Var, value) -> None:
+        if p.in_memory:
+            size = p.type.size
+            addr = self.mem.push(size)
+            f.addr[p.name] = addr
+            if isinstance(p.type, (Struct, Array)):
+                self._copy_struct(addr, value, size, self.valid)
+            else:
+                self.store(addr, p.type, value, self.valid)
+        else:
+            f.env[p.name] = value
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def off(self) -> np.ndarray:
+        f = self.frame
+        out = f.ret
+        for _, brk, cont in f.jumps:
+            out = out | brk
+            if cont is not None:
+                out = out | cont
+        return out
+
+    def live(self, m):
+        return m & ~self.off()
+
+    # -------------------------------------------------------------- statements
+    def block(self, stmts: list, m) -> None:
+        for s in stmts:
+            m = self.live(m)
+            if not m.any():
+                return
+            self.stmt(s, m)
+
+    def stmt(self, s, m) -> None:
+        self.statements += int(np.count_nonzero(m.reshape(-1, WARP).any(1)))
+        t = type(s)
+        if t is ir.ExprStmt:
+            self.discarding = s.expr  # an atomic whose old value nobody reads can skip computing it
+            self.ev(s.expr, m)
+            self.discarding = None
+        elif t is ir.Block:
+            self.block(s.stmts, m)
+        elif t is ir.Decl:
+            self.decl(s, m)
+        elif t is ir.If:
+            c = truthy(self.ev(s.cond, m))
+            if np.ndim(c) == 0:
+                if c:
+                    self.stmt(s.then, m)
+                elif s.other is not None:
+                    self.stmt(s.other, m)
+                return
+            mt = m & c
+            if mt.any():
+                self.stmt(s.then, mt)
+            if s.other is not None:
+                me = self.live(m & ~c)
+                if me.any():
+                    self.stmt(s.other, me)
+        elif t is ir.Loop:
+            self.loop(s, m)
+        elif t is ir.Return:
+            f = self.frame
+            if s.value is not None:
+                v = self.ev(s.value, m)
+                f.retval = v if f.retval is None else np.where(m, v, f.retval)
+            f.ret = f.ret | m
+        elif t is ir.Jump:
+            for entry in reversed(self.frame.jumps):
+                if s.kind == "break":
+                    entry[1] |= m
+                    return
+                if entry[2] is not None:  # continue: the innermost loop
+                    entry[2] |= m
+                    return
+        elif t is ir.Switch:
+            self.switch(s, m)
+        else:  # pragma: no cover - the front end makes no other kinds
+            raise TypeError(t)
+
+    def decl(self, s: ir.Decl, m) -> None:
+        v = s.var
+        f = self.frame
+        if s.shared:
+            f.addr[v.name] = SHARED_BASE + self.shared_layout[v.name]
+            return
+        if v.in_memory:
+            if v.name not in f.addr:
+                f.addr[v.name] = self.mem.push(max(v.type.size, 1))
+            if s.init is not None:
+                self.init_memory(f.addr[v.name], v.type, s.init, m)
+            return
+        if s.init is None:
+            value = np.zeros((), dtype_of(v.type))[()]
+        else:
+            value = self.ev(s.init, m)
+        self.set_reg(v.name, value, m)
+
+    def init_memory(self, addr, t, init, m) -> None:
+        if isinstance(init, ir.InitList):
+            if isinstance(t, Struct):
+                fields = t.fields
+                for (name, ft, off), item in zip(fields, init.items):
+                    self.init_memory(addr + off, ft, item, m)
+                for name, ft, off in fields[len(init.items):]:
+                    self.zero(addr + off, ft, m)
+            else:
+                for k, item in enumerate(init.items):
+                    self.init_memory(addr + k * t.elem.size, t.elem, item, m)
+                for k in range(len(init.items), t.n or 0):
+                    self.zero(addr + k * t.elem.size, t.elem, m)
+            return
+        if isinstance(t, (Struct, Array)):
+            self._copy_struct(addr, self.ev(init, m), t.size, m)
+            return
+        self.store(addr, t, self.ev(init, m), m)
+
+    def zero(self, addr, t, m):
+        if isinstance(t, (Struct, Array)):
+            for k in range(0, t.size, 1):
+                self.store(addr + k, Scalar("uint8"), np.uint8(0), m)
+        else:
+            self.store(addr, t, np.zeros((), dtype_of(t))[()], m)
+
+    def set_reg(self, name: str, value, m) -> None:
+        env = self.frame.env
+        if m is self.valid or (np.ndim(m) and m.all()) or name not in env:
+            env[name] = value if name not in env or m.all() else np.where(m, value, env[name])
+        else:
+            env[name] = np.where(m, value, env[name])
+
+    def loop(self, s: ir.Loop, m) -> None:
+        if s.init is not None:
+            self.stmt(s.init, m)
+        f = self.frame
+        entry = [None, np.zeros(self.n, bool), np.zeros(self.n, bool)]
+        f.jumps.append(entry)
+        cur = m.copy()
+        first = True
+        while True:
+            cur &= ~(f.ret | entry[1])
+            if s.cond is not None and (s.test_first or not first):
+                cur &= truthy(self.ev(s.cond, cur))
+            first = False
+            if not cur.any():
+                break
+            entry[2][:] = False
+            self.stmt(s.body, cur)
+            if s.step is not None:
+                stepping = cur & ~(f.ret | entry[1])
+                if stepping.any():
+                    self.ev(s.step, stepping)
+        f.jumps.pop()
+
+    def switch(self, s: ir.Switch, m) -> None:
+        value = self.ev(s.value, m)
+        f = self.frame
+        entry = [None, np.zeros(self.n, bool), None]
+        f.jumps.append(entry)
+        cases = [c for labels, _ in s.items for c in labels if c is not None]
+        matched = np.zeros(self.n, bool)
+        for c in cases:
+            matched |= np.asarray(value == c)
+        active = np.zeros(self.n, bool)
+        for labels, stmt in s.items:
+            for c in labels:
+                active |= m & (np.asarray(value == c) if c is not None else ~matched)
+            run = self.live(active)
+            if run.any():
+                self.stmt(stmt, run)
+        f.jumps.pop()
+
+    # -------------------------------------------------------------- memory and places
+    def place(self, e, m):
+        """Where an lvalue is: ("reg", name) or ("mem", address(es), type)."""
+        t = type(e)
+        if t is ir.Var:
+            if e.in_memory or e.name in self.frame.addr:
+                return ("mem", self.frame.addr[e.name], e.type)
+            return ("reg", e.name, e.type)
+        if t is ir.Unary and e.op == "*":
+            return ("mem", self.ev(e.expr, m), e.type)
+        if t is ir.Index:
+            base = self.ev(e.base, m)
+            idx = self.ev(e.index, m)
+            size = e.type.size
+            return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
+        if t is ir.Member:
+            if e.arrow:
+                base = self.ev(e.base, m)
+            else:
+                p = self.place(e.base, m)
+                base = p[1]
+            return ("mem", np.asarray(base, np.int64) + e.offset, e.type)
+        raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: not an lvalue")
+
+    def load(self, p, m, loc=None):
+        if p[0] == "reg":
+            return self.frame.env[p[1]]
+        t = p[2]
+        if isinstance(t, (Struct, Array)):
+            return p[1]  # an aggregate's value is where it is
+        return self.load_mem(p[1], t, m, loc)
+
+    def load_mem(self, addr, t, m, loc=None):
+        dt = dtype_of(t)
+        if np.ndim(addr) == 0 and m.all():
+            lanes = self.lane
+            vals = self.mem.access(addr, lanes, dt, loc, False)
+        else:
+            lanes = np.flatnonzero(m)
+            a = addr if np.ndim(addr) == 0 else np.asarray(addr)[lanes]
+            got = self.mem.access(a, lanes, dt, loc, False)
+            vals = np.zeros(self.n, dt)
+            vals[lanes] = got
+        if isinstance(t, Scalar) and t.name == "bool":
+            return vals != 0
+        return vals
+
+    def store(self, addr, t, value, m, loc=None) -> None:
+        dt = dtype_of(t)
+        lanes = np.flatnonzero(m)
+        a = addr if np.ndim(addr) == 0 else np.asarray(addr)[lanes]
+        v = np.asarray(value).astype(dt)
+        v = v[lanes] if v.ndim else v
+        self.mem.access(a, lanes, dt, loc, True, v)
+
+    def _copy_struct(self, dst, src, size, m) -> None:
+        """Aggregates are copied in 4-byte words where they can be (their size and alignment allow)."""
+        step = 4 if size % 4 == 0 else 1
+        dt = Scalar("uint32") if step == 4 else Scalar("uint8")
+        for k in range(0, size, step):
+            self.store(np.asarray(dst, np.int64) + k, dt, self.load_mem(np.asarray(src, np.int64) + k, dt, m), m)
+
+    def assign(self, p, value, m, loc) -> None:
+        if p[0] == "reg":
+            self.set_reg(p[1], value, m)
+        elif isinstance(p[2], (Struct, Array)):
+            self._copy_struct(p[1], value, p[2].size, m)
+        else:
+            self.store(p[1], p[2], value, m, loc)
+
+    # -------------------------------------------------------------- expressions
+    def ev(self, e, m):
+        t = type(e)
+        if t is ir.Const:
+            return e.value
+        if t is ir.Var:
+            return self.load(self.place(e, m), m, e.loc)
+        if t is ir.Cast:
+            v = self.ev(e.expr, m)
+            if e.type == VOID:
+                return None
+            return convert(v, e.expr.type, e.type)
+        if t is ir.Binary:
+            return self.binary(e, m)
+        if t is ir.Index or t is ir.Member or (t is ir.Unary and e.op == "*"):
+            p = self.place(e, m)
+            if isinstance(p[2], (Struct, Array)):
+                return p[1]
+            return self.load_mem(p[1], p[2], m, e.loc)
+        if t is ir.Special:
+            return self.special[e.name]
+        if t is ir.Assign:
+            return self.assign_expr(e, m)
+        if t is ir.Unary:
+            return self.unary(e, m)
+        if t is ir.Decay:
+            inner = e.expr
+            if type(inner) is ir.Var:
+                return np.int64(self.frame.addr[inner.name])
+            return self.place(inner, m)[1]
+        if t is ir.Cond:
+            c = truthy(self.ev(e.cond, m))
+            if np.ndim(c) == 0:
+                return self.ev(e.a if c else e.b, m)
+            ma, mb = m & c, m & ~c
+            a = self.ev(e.a, ma) if ma.any() else 0
+            b = self.ev(e.b, mb) if mb.any() else 0
+            if isinstance(e.type, Struct):
+                return np.where(c, a, b)
+            return np.where(c, a, b).astype(dtype_of(e.type)) if e.type != BOOL else np.where(c, a, b)
+        if t is ir.Call:
+            return self.call(e, m)
+        if t is ir.Printf:
+            self.printf(e, m)
+            return np.int32(0)
+        raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: {t.__name__} is not runnable")
+
+    def binary(self, e: ir.Binary, m):
+        op = e.op
+        if op == "&&" or op == "||":
+            a = truthy(self.ev(e.a, m))
+            rest = m & (a if op == "&&" else ~a)
+            if np.ndim(a) == 0:
+                if (op == "&&") != bool(a):
+                    return a
+                return truthy(self.ev(e.b, m))
+            b = truthy(self.ev(e.b, rest)) if rest.any() else False
+            return (a & b) if op == "&&" else (a | b)
+        if op == ",":
+            self.ev(e.a, m)
+            return self.ev(e.b, m)
+        ta, tb = e.a.type, e.b.type
+        if op in ("+", "-") and isinstance(e.type, Scalar) and e.type.is_float:
+            fused = self._fused(e, m)
+            if fused is not None:
+                return fused
+        a, b = self.ev(e.a, m), self.ev(e.b, m)
+        return self.arith(op, a, b, ta, tb, e.type)
+
+    def _fused(self, e, m):
+        """nvcc's default -fmad=true: a*b + c (and a*b - c, c - a*b) as one fused multiply-add."""
+        def is_mul(x):
+            return type(x) is ir.Binary and x.op == "*" and x.type == e.type
+        if is_mul(e.a):
+            x, y = self.ev(e.a.a, m), self.ev(e.a.b, m)
+            c = self.ev(e.b, m)
+            return fma(x, y, c if e.op == "+" else -np.asarray(c), e.type.dtype)
+        if is_mul(e.b):
+            c = self.ev(e.a, m)
+            x, y = self.ev(e.b.a, m), self.ev(e.b.b, m)
+            return fma(x if e.op == "+" else -np.asarray(x), y, c, e.type.dtype)
+        return None
+
+    def arith(self, op, a, b, ta, tb, rt):
+        if isinstance(ta, Pointer) or isinstance(tb, Pointer):
+            return self._pointer_arith(op, a, b, ta, tb)
+        if op in COMPARE:
+            return COMPARE[op](a, b)
+        if op == "/":
+            return divide(a, b, rt)
+        if op == "%":
+            return remainder(a, b, rt)
+        if op == "<<" or op == ">>":
+            return shift(a, b, rt, op == "<<")
+        r = ARITH[op](a, b)
+        if isinstance(rt, Scalar) and rt.name != "bool":
+            return r.astype(rt.dtype) if isinstance(r, np.ndarray) else rt.dtype.type(r)
+        return r
+
+    def _pointer_arith(self, op, a, b, ta, tb):
+        if op in COMPARE:
+            return COMPARE[op](np.asarray(a, np.int64), np.asarray(b, np.int64))
+        if isinstance(ta, Pointer) and isinstance(tb, Pointer):  # p - q: elements between them
+            return ((np.asarray(a, np.int64) - np.asarray(b, np.int64)) // max(ta.to.size, 1)).astype(np.int64)
+        if isinstance(tb, Pointer):
+            a, b, ta, tb = b, a, tb, ta
+        step = max(ta.to.size, 1) if ta.to != VOID else 1
+        off = np.asarray(b).astype(np.int64) * step
+        return np.asarray(a, np.int64) + off if op == "+" else np.asarray(a, np.int64) - off
+
+    def assign_expr(self, e: ir.Assign, m):
+        p = self.place(e.target, m)
+        tt = e.target.type
+        if e.op == "=":
+            v = self.ev(e.value, m)
+            self.assign(p, v, m, e.loc)
+            return v
+        op = e.op[:-1]
+        if isinstance(tt, Pointer):
+            cur = self.load(p, m, e.loc)
+            v = self._pointer_arith(op, cur, self.ev(e.value, m), tt, e.value.type)
+        else:
+            vt = e.value.type
+            ct = common(tt, vt) if op not in ("<<", ">>") else promote(tt)
+            if op in ("+", "-") and ct.is_float and type(e.value) is ir.Binary and e.value.op == "*" \
+                    and e.value.type == ct and tt == ct:
+                x, y = self.ev(e.value.a, m), self.ev(e.value.b, m)
+                cur = self.load(p, m, e.loc)
+                v = fma(x if op == "+" else -np.asarray(x), y, cur, ct.dtype)
+            else:
+                rhs = self.ev(e.value, m)
+                cur = self.load(p, m, e.loc)
+                r = self.arith(op, convert(cur, tt, ct), convert(rhs, vt, ct if op not in ("<<", ">>") else vt),
+                               ct, ct if op not in ("<<", ">>") else vt, ct)
+                v = convert(r, ct, tt)
+        self.assign(p, v, m, e.loc)
+        return v
+
+    def unary(self, e: ir.Unary, m):
+        op = e.op
+        if op == "&":
+            p = self.place(e.expr, m)
+            if p[0] == "reg":
+                raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: address of a register")
+            return np.asarray(p[1], np.int64) if np.ndim(p[1]) else np.int64(p[1])
+        if op in ("++pre", "--pre", "post++", "post--"):
+            p = self.place(e.expr, m)
+            cur = self.load(p, m, e.loc)
+            t = e.expr.type
+            one = 1 if "++" in op else -1
+            if isinstance(t, Pointer):
+                new = np.asarray(cur, np.int64) + one * max(t.to.size, 1)
+            elif t.name == "bool":
+                new = np.asarray(True) if one > 0 else ~np.asarray(cur)
+            else:
+                new = (np.asarray(cur) + t.dtype.type(1)).astype(t.dtype) if one > 0 else \
+                    (np.asarray(cur) - t.dtype.type(1)).astype(t.dtype)
+            self.assign(p, new, m, e.loc)
+            return new if op.endswith("pre") else cur
+        v = self.ev(e.expr, m)
+        if op == "-":
+            r = np.negative(v)
+        elif op == "+":
+            r = v
+        elif op == "~":
+            r = np.invert(v)
+        elif op == "!":
+            return ~truthy(v)
+        else:
+            raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: the operator {op}")
+        return r.astype(dtype_of(e.type)) if isinstance(r, np.ndarray) else dtype_of(e.type).type(r)
+
+    # -------------------------------------------------------------- calls
+    def call(self, e: ir.Call, m):
+        fn = self.program.functions.get(e.name)
+        if fn is None:
+            return BUILTINS[e.name](self, e, m)
+        if len(self.frames) > 64:
+            raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: recursion deeper than 64 calls")
+        args = [self.ev(a, m) for a in e.args]
+        caller = self.frame
+        ret_slot = None
+        if isinstance(fn.ret, Struct):  # the result is copied out of the callee's frame into a slot of the call
+            key = ("ret", id(e))
+            if key not in caller.addr:
+                caller.addr[key] = self.mem.push(fn.ret.size)
+            ret_slot = caller.addr[key]
+        sp = self.mem.sp
+        f = Frame(self.n)
+        f.ret = ~m  # lanes not calling are as if returned already
+        self.frames.append(f)
+        try:
+            for p, a in zip(fn.params, args):
+                if p.in_memory:
+                    addr = self.mem.push(p.type.size)
+                    f.addr[p.name] = addr
+                    if isinstance(p.type, (Struct, Array)):
+                        self._copy_struct(addr, a, p.type.size, m)
+                    else:
+                        self.store(addr, p.type, a, m)
+                else:
+                    f.env[p.name] = a
+            self.block(fn.body.stmts, m.copy())
+            result = f.retval
+            if ret_slot is not None and result is not None:
+                self._copy_struct(ret_slot, result, fn.ret.size, m)
+                result = np.int64(ret_slot)
+        finally:
+            self.frames.pop()
+            self.mem.sp = sp
+        return result
+
+    def printf(self, e: ir.Printf, m) -> None:
+        args = []
+        for a in e.args:
+            inner = a
+            while isinstance(inner, (ir.Cast, ir.Decay)):
+                inner = inner.expr
+            args.append(inner.value if isinstance(inner, ir.Const) and isinstance(inner.value, bytes)
+                        else self.ev(a, m))
+        types = [a.type for a in e.args]
+        fmt = PrintfFormat(e.fmt)
+        for lane in np.flatnonzero(m):
+            values = [np.asarray(v)[lane] if np.ndim(v) else v for v in args]
+            self.report.printf(fmt.render(values, types, self.mem))

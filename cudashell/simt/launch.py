@@ -1,0 +1,171 @@
+"""One launch of a user kernel on the simulator: the grid cut into chunks of whole blocks, each chunk run as
+lanes by the interpreter over the same global memory; what it counted and printed, or the fault that ended it
+(with the thread, the address and the line, as compute-sanitizer would say them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import ir
+from .ctype import Array, Pointer
+from .interp import Machine
+from .memory import LOCAL_BASE, SHARED_BASE, WARP, Fault, Memory, Region, Traffic
+from .racecheck import Watch
+
+LANES = 1 << 17  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace
+MAX_LINES = 4096  # printf lines kept from one launch (the GPU's printf buffer is finite too)
+
+
+@dataclass
+class Report:
+    traffic: Traffic = field(default_factory=Traffic)
+    lines: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    dropped: int = 0
+    access: list = field(default_factory=list)  # show-access: (lane id, thread, what, element) per access
+    open: bool = False  # the last printf left its line unfinished
+
+    def printf(self, text: str) -> None:
+        """One thread's printf: its text goes on the current line, as the GPU's buffer prints it."""
+        parts = text.split("\n")
+        if self.lines and self.open:
+            self.lines[-1] += parts[0]
+            parts = parts[1:]
+        for part in parts:
+            if len(self.lines) < MAX_LINES:
+                self.lines.append(part)
+            else:
+                self.dropped += 1
+        self.open = not text.endswith("\n")
+        if not self.open and self.lines and self.lines[-1] == "":
+            self.lines.pop()
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings and len(self.warnings) < 32:
+            self.warnings.append(text)
+
+
+def shared_layout(program, fn: ir.Function, dynamic: int) -> tuple[dict, int, int]:
+    """Offsets of the kernel's __shared__ variables in its block's shared memory; `extern` arrays all start
+    where the static ones end (they alias the launch's dynamic shared memory). Returns (layout, static bytes,
+    total bytes)."""
+    layout, extern, offset = {}, [], 0
+    seen = set()
+
+    def walk(node):
+        if isinstance(node, ir.Decl) and node.shared:
+            if node.extern or (isinstance(node.var.type, Array) and node.var.type.n is None):
+                extern.append(node.var.name)
+            else:
+                nonlocal offset
+                align = 16 if node.var.type.size >= 16 else max(1, _align(node.var.type))
+                offset = -(-offset // align) * align
+                layout[node.var.name] = offset
+                offset += node.var.type.size
+        elif isinstance(node, ir.Call) and node.name in program.functions and node.name not in seen:
+            seen.add(node.name)
+            walk(program.functions[node.name].body)
+        for child in _children(node):
+            walk(child)
+
+    walk(fn.body)
+    static = offset
+    start = -(-static // 16) * 16
+    for name in extern:
+        layout[name] = start
+    return layout, static, start + dynamic if extern or dynamic else static
+
+
+def _align(t) -> int:
+    while isinstance(t, Array):
+        t = t.elem
+    return getattr(t, "align", None) or t.size
+
+
+def _children(node):
+    if isinstance(node, list):
+        return node
+    if not hasattr(node, "__dataclass_fields__"):
+        return []
+    out = []
+    for name in node.__dataclass_fields__:
+        v = getattr(node, name)
+        if isinstance(v, (ir.Node, list)):
+            out.append(v)
+        elif isinstance(v, tuple) and v and isinstance(v[0], list):
+            out.extend(v)
+    if isinstance(node, ir.Switch):
+        out = [node.value] + [s for _, s in node.items]
+    return out
+
+
+def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic: int, regions: list[Region],
+        racecheck: bool = True) -> Report:
+    report = Report()
+    layout, _static, shared_total = shared_layout(program, fn, dynamic)
+    threads = block[0] * block[1] * block[2]
+    tpb = -(-threads // WARP) * WARP
+    blocks = grid[0] * grid[1] * grid[2]
+    per_chunk = max(1, LANES // tpb)
+    values = [_arg(p, a) for p, a in zip(fn.params, args)]
+    writers: dict = {}  # racecheck's global writers, across chunks
+    for first in range(0, blocks, per_chunk):
+        ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
+        block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
+        lanes = len(ids) * tpb
+
+        def describe(lane, addr, size, what, loc, why, _ids=block_ids):
+            return _describe(lane, addr, size, what, loc, why, _ids, tpb, block, regions)
+
+        mem = Memory(regions, shared_total, len(ids), lanes, tpb, report.traffic, describe)
+        if racecheck:
+            mem.watch = Watch(mem, report, describe)
+            mem.watch.global_writers, mem.watch.base = writers, first * tpb
+        mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report)
+        with np.errstate(all="ignore"):
+            mach.run(fn, values)
+        report.traffic.instructions += mach.statements
+    return report
+
+
+def _arg(param: ir.Var, value):
+    if isinstance(param.type, Pointer):
+        return np.int64(value)
+    return value
+
+
+def _thread(lane: int, tpb: int, block: tuple, block_ids) -> tuple:
+    b, t = divmod(lane, tpb)
+    bx, by, _ = block
+    thread = (t % bx, (t // bx) % by, t // (bx * by))
+    return thread, tuple(int(ids[b]) for ids in block_ids)
+
+
+def _describe(lane, addr, size, what, loc, why, block_ids, tpb, block, regions) -> str:
+    thread, blk = _thread(lane, tpb, block, block_ids)
+    where = f"{loc[0]}:{loc[1]}:{loc[2]}" if loc else "the kernel"
+    text = f"{what} at {where} by thread ({thread[0]},{thread[1]},{thread[2]}) in block ({blk[0]},{blk[1]},{blk[2]})"
+    if addr is None:
+        return text + (f": {why}" if why else "")
+    text += f": address 0x{addr:x}"
+    if addr >= LOCAL_BASE or addr >= SHARED_BASE:
+        return text + (f" ({why})" if why else "")
+    if why == "misaligned":
+        return text + f" is misaligned for a {size}-byte access"
+    near = min(regions, key=lambda r: 0 if r.start <= addr < r.end else min(abs(addr - r.start), abs(addr - r.end)),
+               default=None)
+    if near is None:
+        return text + " is outside every allocation"
+    if near.start <= addr < near.end:
+        if why == "read-only memory":
+            return text + f" is in {near.name}, registered read-only"
+        if why:
+            return text + f" is in {near.name}, {why}"
+        return text + f" overruns {near.name} (0x{near.start:x}, {near.size} bytes) by {addr + size - near.end} bytes"
+    if addr >= near.end:
+        return text + (f" is {addr - near.end} bytes after the nearest allocation {near.name} "
+                       f"(0x{near.start:x}, {near.size} bytes)")
+    return text + (f" is {near.start - addr} bytes before the nearest allocation {near.name} "
+                   f"(0x{near.start:x}, {near.size} bytes)")

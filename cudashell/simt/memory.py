@@ -1,0 +1,364 @@
+"""What a kernel's loads and stores reach, as a GPU's generic addresses: global memory (the allocations its
+context can reach, each copied in on first touch and written back when the launch ends), shared memory (a
+window whose bytes are the lane's block's) and local memory (a window whose bytes are the lane's own). Every
+access is checked as compute-sanitizer's memcheck does and counted as the memory system sees it: 32-byte
+sectors per warp request for global memory, bank wavefronts for shared memory."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SHARED_BASE = 1 << 56
+LOCAL_BASE = 2 << 56
+WINDOW = 1 << 32
+WARP = 32
+
+
+@dataclass(eq=False)
+class Region:
+    """One allocation a kernel may touch: its address, size, kind for the traffic model, and its bytes."""
+    name: str
+    start: int
+    size: int
+    kind: str  # device, zero-copy, managed, peer
+    reachable: bool = True  # False: pageable, or not mapped in the kernel's context (an access faults)
+    readonly: bool = False
+    read: object = None  # () -> np.ndarray of its bytes (a copy)
+    data: np.ndarray | None = None
+    dirty: bool = False
+    views: dict = field(default_factory=dict)
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    def bytes(self) -> np.ndarray:
+        if self.data is None:
+            raw = self.read()
+            pad = (-len(raw)) % 8  # typed views need whole elements; the pad is never written back
+            self.data = np.concatenate([raw, np.zeros(pad, np.uint8)]) if pad else raw
+        return self.data
+
+    def view(self, dtype) -> np.ndarray:
+        v = self.views.get(dtype)
+        if v is None:
+            v = self.views[dtype] = self.bytes().view(dtype)
+        return v
+
+
+class Fault(Exception):
+    """A kernel's access that the GPU would fault on, with what compute-sanitizer would say of it."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+@dataclass
+class Traffic:
+    """Counts of one launch, by memory kind: what the modeled time comes from."""
+    requests: dict = field(default_factory=dict)  # kind → warp requests (loads and stores)
+    sectors: dict = field(default_factory=dict)  # kind → 32-byte sectors moved
+    shared_requests: int = 0
+    shared_wavefronts: int = 0  # one per request when conflict-free; n for an n-way bank conflict
+    atomics: int = 0
+    instructions: int = 0  # warp instructions executed (statements and expressions, per active warp)
+    loads: int = 0
+    stores: int = 0
+    useful: dict = field(default_factory=dict)  # kind → bytes the threads asked for (sectors × 32 is what moved)
+
+    def add(self, kind: str, requests: int, sectors: int, useful: int) -> None:
+        self.requests[kind] = self.requests.get(kind, 0) + requests
+        self.sectors[kind] = self.sectors.get(kind, 0) + sectors
+        self.useful[kind] = self.useful.get(kind, 0) + useful
+
+    def summary(self) -> dict:
+        """The counts as a result shows them: per memory kind, sectors a request and how much of what moved
+        the threads used."""
+        kinds = {}
+        for k, req in self.requests.items():
+            sec = self.sectors[k]
+            eff = self.useful[k] / (sec * 32) if sec else 1.0
+            kinds[k] = {"requests": req, "sectors": sec, "bytes": sec * 32, "useful_bytes": self.useful[k],
+                        "sectors_per_request": sec / req if req else 0.0, "efficiency": eff,
+                        "pattern": "coalesced" if eff >= 0.8 else "strided" if eff <= 0.25 else "partly coalesced"}
+        return {"global": kinds, "loads": self.loads, "stores": self.stores,
+                "shared": {"requests": self.shared_requests, "wavefronts": self.shared_wavefronts,
+                           "conflict_ways": (self.shared_wavefronts / self.shared_requests
+                                             if self.shared_requests else 0.0)},
+                "atomics": self.atomics, "warp_instructions": self.instructions}
+
+
+def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
+    """Warp requests and distinct 32-byte sectors, for the active lanes' addresses of one instruction."""
+    warp = lanes // WARP
+    first = addr >> 5
+    last = (addr + (size - 1)) >> 5
+    keys = np.concatenate([warp, warp]) * (1 << 40) + np.concatenate([first, last]) if size > 1 and \
+        np.any(first != last) else warp * (1 << 40) + first
+    if len(keys) > 1 and not np.all(keys[1:] >= keys[:-1]):
+        keys = np.sort(keys)
+    sectors = 1 + int(np.count_nonzero(keys[1:] != keys[:-1])) if len(keys) else 0
+    requests = 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0
+    return requests, sectors
+
+
+def _wavefronts(offsets: np.ndarray, lanes: np.ndarray) -> tuple[int, int]:
+    """Shared-memory requests and wavefronts: a warp's accesses to distinct 4-byte words of one bank (of 32)
+    are served one after another; the same word is broadcast."""
+    warp = lanes // WARP
+    word = offsets >> 2
+    starts = np.r_[0, np.flatnonzero(warp[1:] != warp[:-1]) + 1]
+    requests = len(starts)
+    span = np.maximum.reduceat(word, starts) - np.minimum.reduceat(word, starts)
+    if (span < 32).all():  # distinct words within 32 consecutive words sit in distinct banks
+        return requests, requests
+    keys = np.sort(warp * (1 << 40) + word)
+    keys = keys[np.r_[True, keys[1:] != keys[:-1]]]  # distinct words per warp
+    banks = np.sort((keys >> 40) * 64 + (keys & ((1 << 40) - 1)) % 32)
+    edges = np.r_[0, np.flatnonzero(banks[1:] != banks[:-1]) + 1]
+    runs = np.diff(np.r_[edges, len(banks)])  # words per (warp, bank)
+    warps_of = banks[edges] >> 6
+    wstarts = np.r_[0, np.flatnonzero(warps_of[1:] != warps_of[:-1]) + 1]
+    return requests, int(np.maximum.reduceat(runs, wstarts).sum())
+
+
+class Memory:
+    def __init__(self, regions: list[Region], shared_bytes: int, blocks: int, lanes: int, tpb: int,
+                 traffic: Traffic, describe):
+        self.regions = sorted(regions, key=lambda r: r.start)
+        self.starts = [r.start for r in self.regions]
+        self.traffic = traffic
+        self.describe = describe  # (lane, addr, size, what) -> text naming the thread and the nearest buffer
+        self.shared = np.zeros((blocks, max(16, -(-shared_bytes // 16) * 16)), np.uint8)
+        self.shared_bytes = shared_bytes
+        self.tpb = tpb  # lanes per block (padded to whole warps)
+        self.local = np.zeros((lanes, 0), np.uint8)
+        self.sp = 0  # local memory in use, per lane (a stack: frames in call order)
+        self.watch = None  # racecheck, when on
+
+    # -------------------------------------------------------------- local frames
+    def push(self, nbytes: int) -> int:
+        addr = self.sp
+        self.sp += -(-nbytes // 16) * 16
+        if self.sp > self.local.shape[1]:
+            grown = np.zeros((self.local.shape[0], max(self.sp, 2 * self.local.shape[1])), np.uint8)
+            grown[:, :self.local.shape[1]] = self.local
+            self.local = grown
+        return LOCAL_BASE + addr
+
+    def pop(self, addr: int) -> None:
+        self.sp = addr - LOCAL_BASE
+
+    # -------------------------------------------------------------- access
+    def access(self, addr, lanes: np.ndarray, dtype: np.dtype, loc, write: bool, values=None, count=True):
+        """Load (values None) or store `values` at each active lane's address; returns the loaded values."""
+        size = dtype.itemsize
+        if np.ndim(addr) == 0:
+            addr = np.full(len(lanes), addr, np.int64)
+        if len(addr) == 0:
+            return np.zeros(0, dtype)
+        lo, hi = int(addr.min()), int(addr.max())
+        if lo >= SHARED_BASE and hi < SHARED_BASE + WINDOW:
+            return self._shared(addr - SHARED_BASE, lanes, dtype, loc, write, values, count)
+        if lo >= LOCAL_BASE and hi < LOCAL_BASE + WINDOW:
+            return self._local(addr - LOCAL_BASE, lanes, dtype, loc, write, values)
+        if hi < SHARED_BASE:
+            return self._global(addr, lanes, dtype, loc, write, values, count)
+        out = np.zeros(len(addr), dtype)  # a mix of windows: each part on its own
+        for lo_, hi_, fn in ((0, SHARED_BASE, "g"), (SHARED_BASE, SHARED_BASE + WINDOW, "s"),
+                             (LOCAL_BASE, LOCAL_BASE + WINDOW, "l")):
+            sel = (addr >= lo_) & (addr < hi_)
+            if not sel.any():
+                continue
+            vals = None if values is None else (values[sel] if np.ndim(values) else values)
+            r = self.access(addr[sel], lanes[sel], dtype, loc, write, vals, count)
+            if not write:
+                out[sel] = r
+        bad = ~((addr < SHARED_BASE) | ((addr >= SHARED_BASE) & (addr < SHARED_BASE + WINDOW))
+                | ((addr >= LOCAL_BASE) & (addr < LOCAL_BASE + WINDOW)))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global")
+        return out
+
+    def _fail(self, code, lane, addr, size, loc, write, space, why=""):
+        what = "write" if write else "read"
+        raise Fault(code, self.describe(lane, addr, size, f"Invalid __{space}__ {what} of size {size}", loc, why))
+
+    def _global(self, addr, lanes, dtype, loc, write, values, count):
+        size = dtype.itemsize
+        mis = addr % size != 0
+        if mis.any():
+            i = int(np.flatnonzero(mis)[0])
+            self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global",
+                       "misaligned")
+        lo, hi = int(addr.min()), int(addr.max())
+        k = bisect.bisect_right(self.starts, lo) - 1
+        if k >= 0 and hi + size <= self.regions[k].end:
+            groups = [(self.regions[k], None)]
+        else:
+            idx = np.searchsorted(np.array(self.starts, np.int64), addr, "right") - 1
+            ends = np.array([r.end for r in self.regions] + [0], np.int64)
+            inside = (idx >= 0) & (addr + size <= ends[idx])
+            if not inside.all():
+                i = int(np.flatnonzero(~inside)[0])
+                self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global",
+                           "out of bounds")
+            groups = [(self.regions[j], idx == j) for j in np.unique(idx)]
+        out = None if write else np.zeros(len(addr), dtype)
+        for region, sel in groups:
+            a = addr if sel is None else addr[sel]
+            ln = lanes if sel is None else lanes[sel]
+            if not region.reachable or (write and region.readonly):
+                why = "read-only memory" if region.reachable else "memory this context cannot reach"
+                self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
+            if count:
+                req, sec = _sectors(a, ln, size)
+                self.traffic.add(region.kind, req, sec, len(a) * size)
+                if write:
+                    self.traffic.stores += req
+                else:
+                    self.traffic.loads += req
+            view = region.view(dtype)
+            ix = (a - region.start) // size
+            if write:
+                v = values if sel is None or np.ndim(values) == 0 else values[sel]
+                view[ix] = v
+                region.dirty = True
+                if self.watch is not None and count:  # atomics (count=False) do not race
+                    self.watch.global_write(region, a, ln, size, loc)
+            else:
+                got = view[ix]
+                if sel is None:
+                    out = got
+                else:
+                    out[sel] = got
+        return out
+
+    def _shared(self, off, lanes, dtype, loc, write, values, count):
+        size = dtype.itemsize
+        if (off % size != 0).any():
+            i = int(np.flatnonzero(off % size != 0)[0])
+            self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
+                       "shared", "misaligned")
+        bad = off + size > self.shared_bytes
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
+                       "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
+        if count:
+            req, wav = _wavefronts(off, lanes)
+            self.traffic.shared_requests += req
+            self.traffic.shared_wavefronts += wav
+        block = lanes // self.tpb
+        view = self.shared.view(dtype)
+        if self.watch is not None and count:
+            self.watch.shared(block, off, lanes, size, loc, write)
+        if write:
+            view[block, off // size] = values
+            return None
+        return view[block, off // size]
+
+    def _local(self, off, lanes, dtype, loc, write, values):
+        size = dtype.itemsize
+        if (off % size != 0).any() or (off + size > self.sp).any():
+            bad = (off % size != 0) | (off + size > self.sp)
+            i = int(np.flatnonzero(bad)[0])
+            self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + LOCAL_BASE, size, loc, write,
+                       "local", "out of the thread's stack")
+        view = self.local.view(dtype)
+        if write:
+            view[lanes, off // size] = values
+            return None
+        return view[lanes, off // size]
+
+    # -------------------------------------------------------------- atomics
+    def atomic(self, op: str, addr, lanes, dtype, loc, operands, want_old: bool, compare=None):
+        """Apply one atomic per active lane, serialised per address in lane order; return the old values."""
+        self.traffic.atomics += len(lanes) and 1 + int(np.count_nonzero(np.diff(lanes // WARP)))
+        size = dtype.itemsize
+        if np.ndim(addr) == 0:
+            addr = np.full(len(lanes), addr, np.int64)
+        operands = np.broadcast_to(np.asarray(operands, dtype), addr.shape).copy()
+        old = self.access(addr, lanes, dtype, loc, False, count=False)  # checks bounds; the first value seen
+        uniq, inv = np.unique(addr, return_inverse=True)
+        if len(uniq) == len(addr) and op != "cas":
+            new = _combine(op, old, operands, dtype)
+            self.access(addr, lanes, dtype, loc, True, new, count=False)
+            return old
+        if op in ("add", "sub") and dtype.kind in "iu":
+            signed = operands if op == "add" else (np.zeros_like(operands) - operands)
+            order = np.argsort(inv, kind="stable")
+            s = signed[order]
+            csum = np.cumsum(s, dtype=dtype)
+            g = inv[order]
+            starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
+            base = np.repeat(csum[starts] - s[starts], np.diff(np.r_[starts, len(s)]))
+            excl = csum - s - base  # the sum of earlier lanes of the same address
+            olds = np.empty_like(old)
+            olds[order] = (old[order] + excl).astype(dtype)
+            totals = csum[np.r_[starts[1:] - 1, len(s) - 1]] - base[starts]
+            first = order[starts]
+            self.access(addr[first], lanes[first], dtype, loc, True, (old[first] + totals).astype(dtype), count=False)
+            return olds
+        if not want_old and op in ("add", "min", "max", "and", "or", "xor", "exch") and op != "exch":
+            region_vals = {}
+            cur = old.copy()
+            order = np.argsort(inv, kind="stable")
+            # apply per address in lane order with ufunc.at on a per-unique accumulator
+            acc = old[np.unique(inv, return_index=True)[1]].copy()
+            ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+                     "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+            ufunc.at(acc, inv, operands)
+            first = np.unique(inv, return_index=True)[1]
+            self.access(addr[first], lanes[first], dtype, loc, True, acc.astype(dtype), count=False)
+            return cur
+        # the general case: rounds, each taking the next lane of every address
+        olds = np.empty_like(old)
+        pending = np.ones(len(addr), bool)
+        current = old.copy()
+        first_idx = np.unique(inv, return_index=True)[1]
+        value = current[first_idx].copy()  # per unique address
+        while pending.any():
+            idx = np.flatnonzero(pending)
+            u, pick = np.unique(inv[idx], return_index=True)
+            chosen = idx[pick]
+            olds[chosen] = value[u]
+            if op == "cas":
+                cmp = np.asarray(compare, dtype)
+                cmp = cmp[chosen] if cmp.ndim else cmp
+                value[u] = np.where(value[u] == cmp, operands[chosen], value[u])
+            else:
+                value[u] = _combine(op, value[u], operands[chosen], dtype)
+            pending[chosen] = False
+        self.access(addr[first_idx], lanes[first_idx], dtype, loc, True, value, count=False)
+        return olds
+
+
+def _combine(op, old, x, dtype):
+    with np.errstate(over="ignore", invalid="ignore"):
+        if op == "add":
+            return (old + x).astype(dtype)
+        if op == "sub":
+            return (old - x).astype(dtype)
+        if op == "exch":
+            return x.astype(dtype)
+        if op == "min":
+            return np.minimum(old, x)
+        if op == "max":
+            return np.maximum(old, x)
+        if op == "and":
+            return old & x
+        if op == "or":
+            return old | x
+        if op == "xor":
+            return old ^ x
+        if op == "inc":  # ((old >= x) ? 0 : (old + 1))
+            return np.where(old >= x, 0, old + 1).astype(dtype)
+        if op == "dec":  # (((old == 0) || (old > x)) ? x : (old - 1))
+            return np.where((old == 0) | (old > x), x, old - 1).astype(dtype)
+    raise ValueError(op)
