@@ -198,7 +198,21 @@ def _launch(d):
     shape = f"{shape_text(dim3(d['grid']))}, {shape_text(dim3(d['block']))}"
     return [f"launch {d['kernel']}<<<{shape}{shared}>>>({', '.join(map(str, d['args']))}{n})"
             f"{part} on stream {d['stream']}: kernel {_gpu_time(d)}, "
-            f"{_how(d)} {_timing(d)}"] + _counts(d.get("counts"))
+            f"{_how(d)} {_timing(d)}"] + _counts(d.get("counts")) + _access(d.get("access"))
+
+
+def _access(a) -> list[str]:
+    """show-access, in the style of GPU-Puzzles: for each element touched, which threads read and wrote it
+    (threads as `x` or `x,y`, with `bN:` for their block)."""
+    if not a:
+        return []
+    out = []
+    for name, buf in a.items():
+        rows = [[f"{name}[{k}]", " ".join(c["read"]) or "-", " ".join(c["write"]) or "-"]
+                for k, c in buf["elements"].items()]
+        out += ["", f"  {name} ({buf['element_size']}-byte elements):",
+                tabulate(rows, ["element", "read by", "written by"], "simple")]
+    return out
 
 
 MEMORY_NAMES = {"device": "device memory", "managed": "managed memory", "zero-copy": "mapped host memory (over the bus)",

@@ -14,7 +14,7 @@ def raised_codes() -> set[str]:
     codes = set()
     for path in SOURCE.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        codes |= set(re.findall(r'ShellError\(\s*"([A-Z_]+)"', text))
+        codes |= set(re.findall(r'(?:ShellError|Fault|CompileError)\(\s*"([A-Z_]+)"', text))
         codes |= set(re.findall(r'self\.dead\s*(?:,\s*self\.answering)?\s*=\s*"([A-Z_]+)"', text))
     return {c for c in codes if not c.startswith("CUDA_ERROR_")}
 

@@ -61,7 +61,7 @@ class Timing:
     tag: int | None = None  # the backend's id for the work, to ask the profiler's records for its engine time later
     issued: float | None = None  # when the host issued it (seconds since the session began): start - issued is
     # how long it waited in its queue
-    counts: object = None  # a user kernel on the simulator: what it moved and issued (simt.memory.Traffic)
+    report: object = None  # a user kernel on the simulator: what it counted, and drew (simt.launch.Report)
 
 
 PLAN_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch", "event_record", "stream_wait", "stream_sync",

@@ -698,10 +698,11 @@ class SimBackend(Backend):
         return self._submit(stream, self.profile.copy_latency + nbytes / self.profile.memset, "compute", rule,
                             lambda snapshot: lambda: a.data.fill(offset, value, nbytes))
 
-    def launch(self, kernel, args, count, grid, block, shared, stream):
+    def launch(self, kernel, args, count, grid, block, shared, stream, trace=False):
+        """`trace` (the simulator's alone): record which thread touched which element, for `show-access`."""
         self._alive()
         if not kernel.builtin:
-            return self._launch_user(kernel, args, grid, block, shared, stream)
+            return self._launch_user(kernel, args, grid, block, shared, stream, trace)
         p = self.profile
         check_launch(grid, block, shared)  # what cuLaunchKernel refuses on the H100, before anything changes
         named = dict(zip((q.name for q in kernel.params), args))
@@ -772,7 +773,7 @@ class SimBackend(Backend):
                                   read=lambda a=a: a.data.read(0, a.size)))
         return regions
 
-    def _run_user(self, kernel, values, grid, block, shared, ctx, named):
+    def _run_user(self, kernel, values, grid, block, shared, ctx, named, trace=False):
         """Run a user kernel over the memory as it is now: (report, written regions) or the fault."""
         from ..simt.launch import run
         from ..simt.memory import Fault
@@ -780,12 +781,12 @@ class SimBackend(Backend):
         program, fn = kernel.handle
         regions = self._regions(ctx, named)
         try:
-            report = run(program, fn, values, grid, block, shared, regions)
+            report = run(program, fn, values, grid, block, shared, regions, trace=trace)
         except Fault as f:
             return f, []
         return report, [r for r in regions if r.dirty]
 
-    def _launch_user(self, kernel, args, grid, block, shared, stream):
+    def _launch_user(self, kernel, args, grid, block, shared, stream, trace=False):
         """A user's CUDA C kernel: run now on the memory as the host sees it, to count its traffic and model
         its time; at its modeled end its writes land — or, if anything changed memory meanwhile, it runs again
         on what is there then (so the bytes are always what the stream order gives)."""
@@ -806,7 +807,10 @@ class SimBackend(Backend):
             else:
                 values.append(v)
         version = self.version
-        first, written = self._run_user(kernel, values, grid, block, shared, ctx, named)
+        first, written = self._run_user(kernel, values, grid, block, shared, ctx, named, trace)
+        if isinstance(first, Exception) and first.code == "DIVERGENT_BARRIER":  # a GPU would hang: refuse it now
+            raise ShellError(first.code, first.message, "every thread of a block must reach each __syncthreads(); "
+                             "move it out of the branch")
         for r in written:
             self._alloc_at(r.start, ctx).data.reserve(0, r.size)
 
@@ -827,11 +831,10 @@ class SimBackend(Backend):
             return land
 
         if isinstance(first, Exception):
-            traffic, duration = None, p.launch_latency
+            report, duration = None, p.launch_latency
         else:
-            traffic = first.traffic
-            duration = self.kernel_seconds(traffic)
-        return replace(self._submit(stream, duration, "compute", R.QUEUED, effect), counts=traffic)
+            report, duration = first, self.kernel_seconds(first.traffic)
+        return replace(self._submit(stream, duration, "compute", R.QUEUED, effect), report=report)
 
     def kernel_seconds(self, traffic) -> float:
         """A user kernel's modeled time from its counts: the memory it moved at each kind's rate, or the warp

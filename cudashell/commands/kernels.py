@@ -22,13 +22,41 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
     return part
 
 
+MAX_TRACED = 1024
+
+
+def _check_traceable(backend, kernel, grid, block, col):
+    if backend.name != "sim" or kernel.builtin:
+        raise usage("show-access draws your own kernels on the simulator (it watches every access)", col,
+                    "run it with --backend sim")
+    threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+    if threads > MAX_TRACED:
+        raise usage(f"show-access draws launches of up to {MAX_TRACED} threads; this one has {threads}", col,
+                    "launch a smaller grid to see it")
+
+
+def access_map(events) -> dict:
+    """Per buffer and element, which threads read and wrote it (first 64 elements touched of each)."""
+    out: dict = {}
+    for name, elem, size, thread, write in events:
+        buf = out.setdefault(name, {"element_size": size, "elements": {}})
+        cell = buf["elements"].setdefault(str(elem), {"read": [], "write": []})
+        side = cell["write" if write else "read"]
+        if thread not in side:
+            side.append(thread)
+    for buf in out.values():
+        keys = sorted(buf["elements"], key=int)[:64]
+        buf["elements"] = {k: buf["elements"][k] for k in keys}
+    return out
+
+
 @command("launch", "kernels", "launch a kernel: built-ins sum, fill, scale, saxpy, increment, touch, spin, or "
          "a loaded one", "launch saxpy 2.0 x y stream 1",
          "kernel<<<grid, block, shared, stream>>>(args…) (cuLaunchKernel)",
          args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True)),
          opts=(Opt("n", Arg("ELEMENTS", "count")), Opt("grid", Arg("G", "dim3")), Opt("block", Arg("B", "dim3")),
                Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
-         flags=(Flag("unchecked"),),
+         flags=(Flag("unchecked"), Flag("show-access")),
          details="Buffer names become device pointers (the host pointer itself for pinned memory under UVA); "
                  "a part of a buffer (`d0[1MB:]`) passes the pointer plus the offset, as C's `d0 + offset`; "
                  "a buffer the GPU cannot reach is refused before launch. Scalars follow the kernel's "
@@ -38,7 +66,10 @@ def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
                  "device refuses (over 1024 threads a block or 1024×1024×64, a grid over (2^31-1)×65535×65535) is "
                  "the driver's CUDA_ERROR_INVALID_VALUE. "
                  "`spin US` busy-waits. Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
-                 "the GPU cannot reach: the kernel gets the host pointer, as C would pass it, and the GPU faults.")
+                 "the GPU cannot reach: the kernel gets the host pointer, as C would pass it, and the GPU faults. "
+                 "On the simulator a kernel of yours reports what it moved (32-byte sectors a warp request, shared-"
+                 "memory bank wavefronts, atomics); `show-access` (a launch of up to 1024 threads) draws which "
+                 "thread read and wrote which element.")
 def launch(session, backend, args):
     name = args.get("KERNEL")
     kernel: Kernel | None = session.kernels.get(name)
@@ -69,7 +100,12 @@ def launch(session, backend, args):
             check_within(r, count * 4, args.col("ELEMENTS"), f"{count} float32 elements")
     grid = args.get("G") or default_grid(count, block)
     stream = session.stream(args.get("S"), args.col("S"))
-    t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
+    trace = "show-access" in args.flags
+    if trace:
+        _check_traceable(backend, kernel, grid, block, args.col("show-access"))
+        t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle, trace=True)
+    else:
+        t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
     moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
     session.track(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t,
                   *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
@@ -82,7 +118,8 @@ def launch(session, backend, args):
                              "computed": computed(count, grid, block),
                              "builtin": kernel.builtin, "stream": stream.name,
                              "call": "cudaLaunchKernel", **timing_data(t),
-                             "counts": t.counts.summary() if t.counts is not None else None})
+                             "counts": t.report.traffic.summary() if t.report is not None else None,
+                             "access": access_map(t.report.access) if t.report is not None and trace else None})
 
 
 def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int) -> list[str]:

@@ -269,6 +269,9 @@ BUILTINS = {
 }
 for _name, _fn in MATH.items():
     BUILTINS[_name] = BUILTINS[_name + "f"] = _exact(_fn)
+for _name in ("exp", "log", "sin", "cos", "pow", "log2", "tan"):  # the GPU's fast approximations: exact here
+    BUILTINS[f"__{_name}f"] = BUILTINS[_name + "f"]
+BUILTINS["__exp10f"] = _exact(lambda x: np.power(10.0, x))
 BUILTINS["sqrt"] = BUILTINS["sqrtf"] = _sqrt
 for _op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "And", "Or", "Xor", "CAS"):
     BUILTINS["atomic" + _op] = _atomic(_op.lower())

@@ -113,7 +113,7 @@ def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | N
     if "cooperative_groups" in text:
         i = text.index("cooperative_groups")
         line = text.count("\n", 0, i)
-        raise CompileError("NOT_SUPPORTED_ON_SIM", "cooperative groups are not in the simulator's subset",
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "not in the simulator's subset: cooperative groups",
                            (where[line][0], where[line][1], 1))
     text = instantiate(text, lambda t: _tu(t), lambda tu, off: _where(where, tu, off))
     tu = _tu(text)
@@ -165,7 +165,7 @@ class Program:
         return self.loc_of(cur.location)
 
     def refuse(self, cur, what: str):
-        raise CompileError("NOT_SUPPORTED_ON_SIM", f"{what} is not in the simulator's subset", self.loc(cur))
+        raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", self.loc(cur))
 
     def _tok_after(self, offset: int) -> str:
         i = bisect.bisect_left(self.tok_offsets, offset)
@@ -219,7 +219,7 @@ class Program:
                                for f in decl.get_children() if f.kind.name == "FIELD_DECL")
                 self.structs[name] = Struct(name, fields, t.get_size(), t.get_align())
             return self.structs[name]
-        raise CompileError("NOT_SUPPORTED_ON_SIM", f"the type '{t.spelling}' is not in the simulator's subset", None)
+        raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: the type '{t.spelling}'", None)
 
     def type_of(self, cur):
         try:

@@ -102,7 +102,7 @@ def _children(node):
 
 
 def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic: int, regions: list[Region],
-        racecheck: bool = True) -> Report:
+        racecheck: bool = True, trace: bool = False) -> Report:
     report = Report()
     layout, _static, shared_total = shared_layout(program, fn, dynamic)
     threads = block[0] * block[1] * block[2]
@@ -123,11 +123,30 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
         if racecheck:
             mem.watch = Watch(mem, report, describe)
             mem.watch.global_writers, mem.watch.base = writers, first * tpb
+        if trace:
+            mem.trace = []
         mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report)
         with np.errstate(all="ignore"):
             mach.run(fn, values)
+        if trace:
+            report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
+                              for name, elem, size, lane, write in mem.trace]
         report.traffic.instructions += mach.statements
     return report
+
+
+def _label(lane, tpb, block, block_ids, grid) -> str:
+    """A thread as the drawing names it: `3` (x), `3,1` (x,y) where the block has a y, prefixed `b2:` by its
+    block (`b2,1:` in a 2-D grid) where the grid has more than one."""
+    thread, blk = _thread(lane, tpb, block, block_ids)
+    t = ",".join(str(v) for v in thread[:_dims(block)])
+    if grid[0] * grid[1] * grid[2] == 1:
+        return t
+    return "b" + ",".join(str(v) for v in blk[:_dims(grid)]) + ":" + t
+
+
+def _dims(shape) -> int:
+    return 3 if shape[2] > 1 else 2 if shape[1] > 1 else 1
 
 
 def _arg(param: ir.Var, value):

@@ -139,6 +139,7 @@ class Memory:
         self.local = np.zeros((lanes, 0), np.uint8)
         self.sp = 0  # local memory in use, per lane (a stack: frames in call order)
         self.watch = None  # racecheck, when on
+        self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -225,6 +226,8 @@ class Memory:
                     self.traffic.loads += req
             view = region.view(dtype)
             ix = (a - region.start) // size
+            if self.trace is not None and count:
+                self.trace.extend((region.name, int(i), size, int(l), write) for i, l in zip(ix, ln))
             if write:
                 v = values if sel is None or np.ndim(values) == 0 else values[sel]
                 view[ix] = v
@@ -256,6 +259,8 @@ class Memory:
             self.traffic.shared_wavefronts += wav
         block = lanes // self.tpb
         view = self.shared.view(dtype)
+        if self.trace is not None and count:
+            self.trace.extend(("__shared__", int(o) // size, size, int(l), write) for o, l in zip(off, lanes))
         if self.watch is not None and count:
             self.watch.shared(block, off, lanes, size, loc, write)
         if write:

@@ -53,6 +53,9 @@ def _decls() -> str:
         "__device__ float __fmaf_rn(float, float, float); __device__ double __fma_rn(double, double, double);",
         "__device__ float fmaf(float, float, float); __device__ double fma(double, double, double);",
         "__device__ float __fdividef(float, float); __device__ float __saturatef(float);",
+        "__device__ float __expf(float); __device__ float __logf(float); __device__ float __sinf(float); "
+        "__device__ float __cosf(float); __device__ float __powf(float, float); __device__ float __log2f(float); "
+        "__device__ float __exp10f(float); __device__ float __tanf(float);",
         "__device__ unsigned __ballot_sync(unsigned, int); __device__ int __any_sync(unsigned, int); "
         "__device__ int __all_sync(unsigned, int); __device__ unsigned __activemask();",
     ]

@@ -117,4 +117,4 @@ def _copy(template, params: list, args: list, mangled: str, toks, base: int) -> 
 def _unsupported(cur, what):
     from .frontend import CompileError
 
-    return CompileError("NOT_SUPPORTED_ON_SIM", f"{what} is not in the simulator's subset", None)
+    return CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", None)
