@@ -247,11 +247,14 @@ class Session:
         self.stream_counter = max(self.stream_counter, stream.number)
 
     # -------------------------------------------------------------- GPU work in flight
-    def track(self, op: str, stream: Stream, nbytes: int, timing, *bufs: Buffer) -> None:
-        """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream."""
+    def track(self, op: str, stream: Stream, nbytes: int, timing, *bufs: Buffer, counts: dict | None = None) -> None:
+        """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream. `counts`:
+        what a user kernel moved, as the simulator counted it (for `profile`)."""
         entry = {"op": op, "engine": engine_of(op), "stream": stream.name, "bytes": nbytes,
                  "seconds": timing.seconds, "start": timing.start, "end": timing.end, "timing": timing.label,
                  "token": timing.token, "issued": timing.issued, "tag": timing.tag}
+        if counts is not None:
+            entry["counts"] = counts
         self.add_trace(entry)
         if timing.token is not None:
             self.unresolved.append(entry)

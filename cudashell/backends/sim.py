@@ -844,7 +844,7 @@ class SimBackend(Backend):
                 "peer": p.peer_rate}
         memory = sum(n * 32 / rate[k] for k, n in traffic.sectors.items()) + traffic.atomics * 32 / p.kernel_device_read
         issue = traffic.instructions / p.kernel_warp_instructions + traffic.shared_wavefronts / p.kernel_shared_wavefronts
-        return p.launch_latency + max(memory, issue)
+        return p.launch_latency + p.kernel_floor + max(memory, issue)
 
     def _alloc_at(self, addr: int, ctx):
         for a in self.live:

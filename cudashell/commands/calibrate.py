@@ -74,6 +74,13 @@ def kernel_read_rate(backend, a, b, c, n: int, latency: float, write_rate: float
     return (2 if write_rate else 3) * n * 4 / max(t, 1e-9)
 
 
+def kernel_floor(backend, a, b, latency: float, rate: float) -> float:
+    """What a small streaming kernel (2^20 floats) takes beyond its launch and its bytes at the streaming rate:
+    the ramp of a grid that never fills the GPU for long. The simulator adds it to users' kernels."""
+    n = 1 << 20
+    return max(kernel_seconds(backend, a, b, a, n) - latency - 3 * n * 4 / rate, 0.0)
+
+
 CURVE_SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
 
 
@@ -190,6 +197,7 @@ def measure(backend) -> dict:
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
             "kernel_device_read": (device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
             "kernel_zero_copy_read": kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
+            "kernel_floor": kernel_floor(backend, dev, dev2, latency, device_read),
             "copy_curves": curves,
             **peer_figures(backend),
         }

@@ -106,9 +106,11 @@ def launch(session, backend, args):
         t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle, trace=True)
     else:
         t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
-    moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer)
-    session.track(f"kernel {kernel.name}", stream, moved if kernel.builtin else 0, t,
-                  *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes])
+    counts = t.report.traffic.summary() if t.report is not None else None
+    moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer) \
+        if kernel.builtin else sum(g["bytes"] for g in counts["global"].values()) if counts else 0
+    session.track(f"kernel {kernel.name}", stream, moved, t,
+                  *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes], counts=counts)
     for p, v in zip(kernel.params, values):
         if p.is_buffer and p.writes:
             v.buf.view = p.dtype  # what the kernel wrote it as: `show` reads it so
@@ -118,7 +120,7 @@ def launch(session, backend, args):
                              "computed": computed(count, grid, block),
                              "builtin": kernel.builtin, "stream": stream.name,
                              "call": "cudaLaunchKernel", **timing_data(t),
-                             "counts": t.report.traffic.summary() if t.report is not None else None,
+                             "counts": counts,
                              "access": access_map(t.report.access) if t.report is not None and trace else None})
 
 

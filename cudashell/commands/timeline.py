@@ -152,4 +152,34 @@ def profile(session, backend, args):
     for call, seconds in session.api:
         api[call].append(seconds)
     return Result("profile", {"gpu": _stats(gpu), "api": _stats(api), "pending": pending,
-                              "timing": backend.timing_label, "source": source_of(backend)})
+                              "timing": backend.timing_label, "source": source_of(backend),
+                              "metrics": _metrics(done)})
+
+
+def _metrics(done: list) -> list[dict]:
+    """What users' kernels moved (the simulator counts it), summed per kernel and memory kind: nvprof's
+    gld_transactions_per_request and gld_efficiency, in the shell's words."""
+    rows: dict = {}
+    for e in done:
+        c = e.get("counts")
+        if not c:
+            continue
+        kernel = e["op"].removeprefix("kernel ")
+        for kind, g in c["global"].items():
+            r = rows.setdefault((kernel, kind), {"kernel": kernel, "memory": kind, "launches": 0, "requests": 0,
+                                                 "sectors": 0, "useful_bytes": 0})
+            r["requests"] += g["requests"]
+            r["sectors"] += g["sectors"]
+            r["useful_bytes"] += g["useful_bytes"]
+        if c["shared"]["requests"]:
+            r = rows.setdefault((kernel, "shared"), {"kernel": kernel, "memory": "shared", "launches": 0,
+                                                     "requests": 0, "wavefronts": 0})
+            r["requests"] += c["shared"]["requests"]
+            r["wavefronts"] += c["shared"]["wavefronts"]
+    for e in done:
+        if e.get("counts"):
+            kernel = e["op"].removeprefix("kernel ")
+            for (k, _), r in rows.items():
+                if k == kernel:
+                    r["launches"] += 1
+    return list(rows.values())
