@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .grammar import parse_part, split_commands
-from .kernels import BUILTIN_SOURCE, BUILTINS
+from .kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
 from .launchdims import c_dims, default_grid, dim3, is_1d
 from .registry import parse_segment
 
@@ -85,6 +85,8 @@ class Writer:
         self.gpu_of: dict[str, int] = dict(gpus or {})  # buffers on another GPU than 0
         self.device = device  # the current GPU (`device use N`: cudaSetDevice)
         self.notes: list[str] = []
+        self.sources: list[str] = []  # users' kernels, written before main
+        self.user: dict = {}  # the name a launch uses → its Kernel (symbol, parameters)
 
     def emit(self, line: str, indent: int = 1, driver: str | None = None, replay: bool = False) -> None:
         self.body.append("    " * indent + line)
@@ -315,10 +317,40 @@ class Writer:
             self.emit(f'printf("%s\\n", {_cstr(a.get("TEXT"))});', i)
 
     # ------------------------------------------------------------------ kernels
+    def _user_source(self, source: str, names: dict) -> None:
+        if source not in self.sources:
+            self.sources.append(source)
+        self.user.update(names)
+
+    def c_kernel_define(self, a, i, text):
+        source = a.get("SOURCE")
+        found = parse_kernels(source)
+        names = {k.name: k for k in found}
+        if a.get("NAME") not in names and len(found) == 1:
+            names[a.get("NAME")] = found[0]
+        self._user_source(source, names)
+        self.emit(f"// kernel define {a.get('NAME')}: its source is above main", i)
+
+    def c_kernel_load(self, a, i, text):
+        path = a.get("FILE")
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        except OSError:
+            self.emit(f"// not exported (cannot read {path} from here): {text}", i)
+            self.notes.append(text)
+            return
+        prefix = f"{a.get('MOD')}." if a.get("MOD") else ""
+        self._user_source(f'#include "{path}"', {prefix + k.name: k for k in parse_kernels(source)})
+        self.emit(f"// kernel load {path}: included above main", i)
+
     def c_launch(self, a, i, text):
         kernel = BUILTINS.get(a.get("KERNEL"))
+        if kernel is None and a.get("KERNEL") in self.user:
+            self._launch_user(self.user[a.get("KERNEL")], a, i, text)
+            return
         if kernel is None:
-            self.emit(f"// not exported (a user kernel: add its source): {text}", i)
+            self.emit(f"// not exported (a user kernel whose source this program lacks): {text}", i)
             self.notes.append(text)
             return
         words = a.get("ARG") or []
@@ -342,13 +374,31 @@ class Writer:
                 args.append(re.sub(r"[a-zA-Z]+$", "", w) + ("f" if "." in w else ""))
         if kernel.name != "spin":
             args.append(str(n))
+        self._emit_launch(kernel.symbol, grid, block, a, i, args)
+
+    def _launch_user(self, kernel, a, i, text):
+        words = a.get("ARG") or []
+        args = []
+        for p, w in zip(kernel.params, words):
+            if p.is_buffer:
+                part = parse_part(w)
+                if part.name not in self.buffers:
+                    self.emit(f"// not exported: {text}", i)
+                    self.notes.append(text)
+                    return
+                args.append(f"({CTYPES.get(p.dtype) or 'unsigned char'} *)({self.ptr(part)})")
+            else:
+                args.append(_c_scalar(w, p.dtype))
+        self._emit_launch(kernel.symbol, a.get("G") or dim3(1), a.get("B") or dim3(256), a, i, args)
+
+    def _emit_launch(self, symbol, grid, block, a, i, args):
         rest = f"{a.get('BYTES', 0)}, {self.stream(a.get('S'))}>>>({', '.join(args)});"
         if is_1d(grid) and is_1d(block):
-            self.emit(f"{kernel.symbol}<<<{grid[0]}, {block[0]}, {rest}", i, "cuLaunchKernel")
+            self.emit(f"{symbol}<<<{grid[0]}, {block[0]}, {rest}", i, "cuLaunchKernel")
         else:  # C's dim3, in a scope of its own: the next launch declares its own
             self.emit("{", i)
             self.emit(f"    dim3 grid({c_dims(grid)}); dim3 block({c_dims(block)});", i)
-            self.emit(f"    {kernel.symbol}<<<grid, block, {rest}", i, "cuLaunchKernel")
+            self.emit(f"    {symbol}<<<grid, block, {rest}", i, "cuLaunchKernel")
             self.emit("}", i)
         self.emit("CHECK(cudaGetLastError());", i, replay=True)
 
@@ -382,8 +432,15 @@ class Writer:
                            f'printf("checksum {name} %llu\\n", (unsigned long long)checksum(t, {size})); free(t); }}')
             else:
                 end.append(f'    printf("checksum {name} %llu\\n", (unsigned long long)checksum({var}, {size}));')
-        return (PRELUDE + "\nint main() {\n" + "".join(f"    {d}\n" for d in self.decls) + "".join(
+        return (PRELUDE + "".join("\n" + s.strip() + "\n" for s in self.sources) + "\nint main() {\n" + "".join(f"    {d}\n" for d in self.decls) + "".join(
             line + "\n" for line in self.setup) + "\n".join(self.body) + "\n" + "\n".join(end) + "\n    return 0;\n}\n")
+
+
+def _c_scalar(word: str, dtype: str) -> str:
+    """A scalar argument as C writes it: the shell's suffix (`7i`, `2.5f`) gives way to a cast to the parameter's
+    type."""
+    number = re.sub(r"(ul|[fdilu])$", "", word, flags=re.I)
+    return f"({CTYPES.get(dtype, 'int')}){number}"
 
 
 def explain(text: str, buffers: dict, events, gpus: dict, device: int) -> tuple[str, str] | None:

@@ -209,6 +209,12 @@ def _syncthreads(mach, e, m):
     return None
 
 
+def _ldg(mach, e, m):
+    """A load through the read-only cache: the same bytes."""
+    (ptr,) = _args(mach, e, m)
+    return mach.load_mem(ptr, e.type, m, e.loc)
+
+
 def _nothing(mach, e, m):
     _args(mach, e, m)
     return None
@@ -253,7 +259,7 @@ BUILTINS = {
     "__syncthreads": _syncthreads, "__syncthreads_count": _syncthreads, "__syncthreads_and": _syncthreads,
     "__syncthreads_or": _syncthreads,
     "__syncwarp": _nothing, "__threadfence": _nothing, "__threadfence_block": _nothing,
-    "__cush_assert": _assert,
+    "__cush_assert": _assert, "__ldg": _ldg,
     "__popc": _popc, "__popcll": _popc, "__clz": _clz(32), "__clzll": _clz(64), "__ffs": _ffs(32),
     "__ffsll": _ffs(64), "__brev": _brev,
     "__fmaf_rn": _fma, "__fma_rn": _fma, "fmaf": _fma, "fma": _fma, "__fdividef": _fdividef,

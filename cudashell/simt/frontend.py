@@ -257,6 +257,7 @@ class Program:
 
     def _function(self, cur, body, kernel: bool) -> ir.Function:
         self.scope: dict[str, ir.Var] = {}
+        self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
         self.addressed = self._addressed(body)
         params, defaults = [], []
@@ -271,22 +272,32 @@ class Program:
         return ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
 
     def _addressed(self, body) -> set:
-        """Variables whose address is taken (`&x`): they live in memory, not in registers."""
+        """Variables whose address is taken (`&x`, or passed to a reference parameter): they live in memory,
+        not in registers."""
         found = set()
+
+        def mark(c):
+            inner = c
+            while True:
+                if inner.kind.name == "DECL_REF_EXPR":
+                    if inner.referenced is not None:
+                        found.add(inner.referenced.hash)
+                    return
+                if inner.kind.name not in ("UNEXPOSED_EXPR", "PAREN_EXPR"):
+                    return  # `&p[i]`, `&s.x`: the address of an element, not of the variable p
+                kids = list(inner.get_children())
+                if not kids:
+                    return
+                inner = kids[0]
 
         def walk(c):
             if c.kind.name == "UNARY_OPERATOR" and self._tok_after(c.extent.start.offset) == "&":
-                inner = c
-                while True:
-                    kids = list(inner.get_children())
-                    if not kids:
-                        break
-                    inner = kids[0]
-                    if inner.kind.name == "DECL_REF_EXPR":
-                        found.add(inner.referenced.hash)
-                        break
-                    if inner.kind.name not in ("UNEXPOSED_EXPR", "PAREN_EXPR"):
-                        break  # `&p[i]`, `&s.x`: the address of an element, not of the variable p
+                mark(list(c.get_children())[0])
+            if c.kind.name == "CALL_EXPR" and c.referenced is not None:
+                params = [p for p in c.referenced.get_children() if p.kind.name == "PARM_DECL"]
+                for p, a in zip(params, list(c.get_children())[1:]):
+                    if p.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+                        mark(a)
             for k in c.get_children():
                 walk(k)
         walk(body)
@@ -304,6 +315,8 @@ class Program:
         mem = isinstance(t, (Array, Struct)) or decl.hash in self.addressed
         v = ir.Var(self.loc(decl), t, unique, mem)
         self.scope[decl.hash] = v
+        if decl.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+            self.refs.add(decl.hash)
         return v
 
     # -------------------------------------------------------------- statements
@@ -544,7 +557,10 @@ class Program:
         if rk in ("VAR_DECL", "PARM_DECL"):
             if ref.hash in self.scope:
                 v = self.scope[ref.hash]
-                return ir.Var(loc, v.type, v.name, v.in_memory)
+                var = ir.Var(loc, v.type, v.name, v.in_memory)
+                if ref.hash in self.refs:
+                    return ir.Unary(loc, v.type.to, "*", var)
+                return var
             if ref.spelling == "warpSize":
                 return ir.Special(loc, INT, "warpSize")
             if ref.spelling in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
@@ -606,12 +622,15 @@ class Program:
             if fn is None:
                 self.refuse(cur, f"a call to '{name}' before its definition")
             filled = []
+            decls = [p for p in (definition or ref).get_children() if p.kind.name == "PARM_DECL"]
             for i, p in enumerate(fn.params):
                 a = args[i] if i < len(args) else None
                 if a is None:
                     a = fn.defaults[i]
                     if a is None:
                         self.refuse(cur, f"a call to '{name}' without argument {i + 1}")
+                elif i < len(decls) and decls[i].type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+                    a = ir.Unary(loc, p.type, "&", a)  # a reference parameter gets the argument's address
                 filled.append(a)
             return ir.Call(loc, t, name, filled)
         if name == "printf":

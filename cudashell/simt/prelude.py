@@ -74,6 +74,9 @@ def _decls() -> str:
                      "__shfl_down_sync(unsigned, {t}, unsigned, int w = 32)",
                      "__shfl_xor_sync(unsigned, {t}, int, int w = 32)"):
             out.append(f"__device__ {t} " + shfl.format(t=t) + ";")
+    for t in ["int", "unsigned int", "float", "double", "long long", "unsigned long long", "char", "unsigned char",
+              "short", "unsigned short"]:
+        out.append(f"__device__ {t} __ldg(const {t} *);")
     for t in _ATOMIC_TYPES:
         for op in ("Add", "Exch"):
             out.append(f"__device__ {t} atomic{op}({t} *, {t});")
