@@ -38,19 +38,19 @@ class Machine:
         self.n = lanes
         self.tpb = tpb
         self.lane = np.arange(lanes, dtype=np.int64)
-        t = self.lane % tpb
-        self.valid = t < threads
+        blocks = lanes // tpb
+        t = np.arange(tpb, dtype=np.int64)  # one block's pattern, repeated for every block of the chunk
+        self.valid = np.tile(t < threads, blocks)
         bx, by, bz = block
-        tx = (t % bx).astype(np.uint32)
-        ty = ((t // bx) % by).astype(np.uint32)
-        tz = (t // (bx * by)).astype(np.uint32)
+        tx = np.tile((t % bx).astype(np.uint32), blocks)
+        ty = np.tile(((t // bx) % by).astype(np.uint32), blocks)
+        tz = np.tile((t // (bx * by)).astype(np.uint32), blocks)
         self.special = {"threadIdx.x": tx, "threadIdx.y": ty, "threadIdx.z": tz,
                         "blockDim.x": np.uint32(bx), "blockDim.y": np.uint32(by), "blockDim.z": np.uint32(bz),
                         "gridDim.x": np.uint32(grid[0]), "gridDim.y": np.uint32(grid[1]),
                         "gridDim.z": np.uint32(grid[2]), "warpSize": np.int32(WARP)}
-        b = self.lane // tpb
         for axis, ids in zip("xyz", block_ids):
-            self.special[f"blockIdx.{axis}"] = ids[b].astype(np.uint32)
+            self.special[f"blockIdx.{axis}"] = np.repeat(ids.astype(np.uint32), tpb)
         self.shared_layout = shared_layout  # shared variable name → offset in the block's shared memory
         self.report = report  # printf lines, warnings
         self.frames: list[Frame] = []
@@ -277,9 +277,8 @@ class Machine:
 
     def load_mem(self, addr, t, m, loc=None):
         dt = dtype_of(t)
-        if np.ndim(addr) == 0 and m.all():
-            lanes = self.lane
-            vals = self.mem.access(addr, lanes, dt, loc, False)
+        if m.all():  # every lane: no gathering of addresses, no scattering of values
+            vals = self.mem.access(addr, self.lane, dt, loc, False)
         else:
             lanes = np.flatnonzero(m)
             a = addr if np.ndim(addr) == 0 else np.asarray(addr)[lanes]
@@ -292,11 +291,13 @@ class Machine:
 
     def store(self, addr, t, value, m, loc=None) -> None:
         dt = dtype_of(t)
+        v = np.asarray(value).astype(dt, copy=False)
+        if m.all():
+            self.mem.access(addr, self.lane, dt, loc, True, v)
+            return
         lanes = np.flatnonzero(m)
         a = addr if np.ndim(addr) == 0 else np.asarray(addr)[lanes]
-        v = np.asarray(value).astype(dt)
-        v = v[lanes] if v.ndim else v
-        self.mem.access(a, lanes, dt, loc, True, v)
+        self.mem.access(a, lanes, dt, loc, True, v[lanes] if v.ndim else v)
 
     def _copy_struct(self, dst, src, size, m) -> None:
         """Aggregates are copied in 4-byte words where they can be (their size and alignment allow)."""

@@ -39,7 +39,10 @@ class Region:
         if self.data is None:
             raw = self.read()
             pad = (-len(raw)) % 8  # typed views need whole elements; the pad is never written back
-            self.data = np.concatenate([raw, np.zeros(pad, np.uint8)]) if pad else raw
+            if pad:
+                raw = np.resize(raw, len(raw) + pad)
+                raw[-pad:] = 0
+            self.data = raw
         return self.data
 
     def view(self, dtype) -> np.ndarray:
@@ -94,14 +97,17 @@ class Traffic:
 
 def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
     """Warp requests and distinct 32-byte sectors, for the active lanes' addresses of one instruction."""
-    warp = lanes // WARP
-    first = addr >> 5
-    last = (addr + (size - 1)) >> 5
-    keys = np.concatenate([warp, warp]) * (1 << 40) + np.concatenate([first, last]) if size > 1 and \
-        np.any(first != last) else warp * (1 << 40) + first
-    if len(keys) > 1 and not np.all(keys[1:] >= keys[:-1]):
+    warp = lanes >> 5
+    keys = (warp << 40) | (addr >> 5)  # an aligned access of up to 32 bytes lies in one sector
+    if size > 32:
+        keys = np.concatenate([keys, (warp << 40) | ((addr + (size - 1)) >> 5)])
+    step = keys[1:] - keys[:-1]
+    if (step < 0).any():
         keys = np.sort(keys)
-    sectors = 1 + int(np.count_nonzero(keys[1:] != keys[:-1])) if len(keys) else 0
+        step = keys[1:] - keys[:-1]
+    sectors = 1 + int(np.count_nonzero(step)) if len(keys) else 0
+    if len(lanes) and lanes[-1] - lanes[0] + 1 == len(lanes):  # contiguous lanes: every warp between is there
+        return int(warp[-1] - warp[0] + 1), sectors
     requests = 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0
     return requests, sectors
 
@@ -192,11 +198,13 @@ class Memory:
 
     def _global(self, addr, lanes, dtype, loc, write, values, count):
         size = dtype.itemsize
-        mis = addr % size != 0
-        if mis.any():
-            i = int(np.flatnonzero(mis)[0])
-            self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global",
-                       "misaligned")
+        shift = size.bit_length() - 1
+        if size > 1:
+            mis = addr & (size - 1)
+            if mis.any():
+                i = int(np.flatnonzero(mis)[0])
+                self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global",
+                           "misaligned")
         lo, hi = int(addr.min()), int(addr.max())
         k = bisect.bisect_right(self.starts, lo) - 1
         if k >= 0 and hi + size <= self.regions[k].end:
@@ -225,7 +233,7 @@ class Memory:
                 else:
                     self.traffic.loads += req
             view = region.view(dtype)
-            ix = (a - region.start) // size
+            ix = (a - region.start) >> shift
             if self.trace is not None and count:
                 self.trace.extend((region.name, int(i), size, int(l), write) for i, l in zip(ix, ln))
             if write:

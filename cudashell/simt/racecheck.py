@@ -96,17 +96,17 @@ class Watch:
 
     def global_write(self, region, addr, lanes, size, loc) -> None:
         gran, table = self.global_writers.get(region, (None, None))
-        if table is None:
+        if table is None:  # one uint32 per element written: as many bytes as the buffer, for 4-byte elements
             gran = size
-            table = np.zeros(-(-region.size // gran), np.int64)
+            table = np.zeros(-(-region.size // gran), np.uint32)
             self.global_writers[region] = (gran, table)
         unit = (addr - region.start) // gran
-        gid = self.gid(lanes) + 1
+        gid = (self.gid(lanes) + 1).astype(np.uint32)
         prior = table[unit]
         clash = (prior != 0) & (prior != gid)
-        order = np.argsort(unit, kind="stable")
         dup = np.zeros(len(unit), bool)
-        if len(unit) > 1:
+        if len(unit) > 1 and not (unit[1:] > unit[:-1]).all():  # not one lane an element: look for two on one
+            order = np.argsort(unit, kind="stable")
             dup[order[1:]] = (unit[order[1:]] == unit[order[:-1]]) & (gid[order[1:]] != gid[order[:-1]])
         if clash.any() or dup.any():
             i = int(np.flatnonzero(clash | dup)[0])
