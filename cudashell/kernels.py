@@ -4,6 +4,7 @@ and the signatures of user kernels, parsed from their CUDA C. Pure: no CUDA here
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -44,29 +45,33 @@ class Kernel:
 
 
 BUILTIN_SOURCE = r"""
+/* a thread's number across all three dimensions, x first: a 2-D or 3-D launch computes every element once */
+#define GID ((((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) \
+             * (blockDim.x * blockDim.y * blockDim.z) + (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x)
+#define NTHREADS ((long long)blockDim.x * blockDim.y * blockDim.z * gridDim.x * gridDim.y * gridDim.z)
 extern "C" {
 __global__ void k_sum(const float *A, const float *B, float *C, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) C[i] = A[i] + B[i]; }
+{ long long i = GID; if (i < n) C[i] = A[i] + B[i]; }
 
 __global__ void k_copy(const float *X, float *Y, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) Y[i] = X[i]; }
+{ long long i = GID; if (i < n) Y[i] = X[i]; }
 
 __global__ void k_fill(float *A, float value, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] = value; }
+{ long long i = GID; if (i < n) A[i] = value; }
 
 __global__ void k_scale(float *A, float factor, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] *= factor; }
+{ long long i = GID; if (i < n) A[i] *= factor; }
 
 __global__ void k_saxpy(float a, const float *X, float *Y, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) Y[i] = a * X[i] + Y[i]; }
+{ long long i = GID; if (i < n) Y[i] = a * X[i] + Y[i]; }
 
 __global__ void k_increment(float *A, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) A[i] += 1.0f; }
+{ long long i = GID; if (i < n) A[i] += 1.0f; }
 
 __global__ void k_touch(float *A, int n)
 {   /* reads every element; the impossible test keeps the reads from being optimised away */
     float acc = 0.0f;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) acc += A[i];
+    for (long long i = GID; i < n; i += NTHREADS) acc += A[i];
     if (acc == -1.2345e-38f) A[0] = acc;
 }
 
@@ -112,7 +117,10 @@ def parse_kernels(source: str) -> list[Kernel]:
     """The __global__ functions of a CUDA C source with their parameters: pointers become buffer
     parameters (written unless const), scalars take the dtype of their C type."""
     found = []
-    for name, params in _GLOBAL.findall(source):
+    for m in _GLOBAL.finditer(source):
+        name, params = m.groups()
+        if source[:m.start()].rstrip().endswith(">"):
+            continue  # a template: launched only through the kernels that instantiate it
         out = []
         for raw in filter(None, (p.strip() for p in params.split(","))):
             words = raw.replace("*", " * ").replace("__restrict__", "").split()
@@ -133,6 +141,59 @@ def parse_kernels(source: str) -> list[Kernel]:
     if not found:
         raise ShellError("USAGE", "no __global__ function found", "e.g. __global__ void k(float *a, int n) {…}")
     return found
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def with_includes(source: str, path: str | None, seen: frozenset = frozenset()) -> str:
+    """The source with the files it #includes from beside it written in (once each), so the kernels a wrapper
+    `.cu` pulls in from a `.cuh` are found by name. A file that is not there stays an #include."""
+    if not path:
+        return source
+    folder = Path(path).resolve().parent
+
+    def inline(m):
+        target = (folder / m.group(1)).resolve()
+        if target in seen or not target.is_file():
+            return m.group(0)
+        try:
+            text = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return m.group(0)
+        return with_includes(text, str(target), seen | {target})
+    return _INCLUDE.sub(inline, source)
+
+
+_KERNEL_HEAD = re.compile(r'(?<![\w>"])(\s*)(__global__\s+void\s+\w+\s*\()')
+
+
+def c_linkage(source: str) -> str:
+    """The source with each plain __global__ function given C linkage, so the shell finds it by its own name;
+    a template (`template <…> __global__ …`) or a kernel already in `extern "C"` keeps its own. (Wrapping the
+    whole source in extern "C", as pycuda does, breaks templates: nvcc refuses C linkage for them.)"""
+    out, pos = [], 0
+    extern_blocks = [(m.end(), _block_end(source, m.end())) for m in re.finditer(r'extern\s+"C"\s*\{', source)]
+    for m in _KERNEL_HEAD.finditer(source):
+        start = m.start(2)
+        before = source[:start].rstrip()
+        if before.endswith('"C"') or before.endswith(">") or any(a <= start < b for a, b in extern_blocks):
+            continue
+        out.append(source[pos:start] + 'extern "C" ')
+        pos = start
+    return "".join(out) + source[pos:]
+
+
+def _block_end(source: str, start: int) -> int:
+    depth = 1
+    for i in range(start, len(source)):
+        if source[i] == "{":
+            depth += 1
+        elif source[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(source)
 
 
 _SUFFIX = {"f": "float32", "d": "float64", "i": "int32", "u": "uint32", "l": "int64", "ul": "uint64"}

@@ -23,7 +23,7 @@ import threading
 
 from .. import syncrules as R
 from ..errors import ShellError, held_error
-from ..kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels
+from ..kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
 from . import driver as D, topology
 from .activity import Activity, unavailable_reason
 from .base import WORK_CALLS, Allocation, DeviceInfo, Timing, round_stats
@@ -696,7 +696,8 @@ class GpuSide:
 
             dirs = [str(Path(path).resolve().parent)] if path else []
             with self._pycuda_errors():
-                cubin = nvcc_compile(source, no_extern_c=not extern_c, include_dirs=dirs)
+                text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
+                cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs)
             mod = self.drv.load_module(cubin)
             self.cur.modules.append(mod)
             fns = self.cur.functions[source] = {name: self.drv.function(mod, name) for name in names}
@@ -739,7 +740,7 @@ class GpuSide:
     def load_kernels(self, source, path=None):
         if self.held:
             raise held_error("loading a module, which may wait for the device,")
-        kernels = parse_kernels(source)
+        kernels = parse_kernels(with_includes(source, path))
         fns = self._functions(source, [k.symbol for k in kernels], extern_c=True, path=path)
         return [replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels]
 

@@ -31,7 +31,6 @@ ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
 CALLBACK_COST = 5e-6  # a host function holds its stream this long
 CONTEXT_CREATE = 0.11  # cuCtxCreate took 109 ms on the H100 (CUDA 13)
 STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
-SHARED_DEFAULT, GRID_X_MAX = 48 << 10, (1 << 31) - 1
 
 
 @dataclass(eq=False)

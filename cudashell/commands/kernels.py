@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_part
-from ..kernels import Kernel, parse_kernels, scalar
+from ..kernels import Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
 from ..registry import command
 from ..results import Result, timing_data
@@ -150,7 +150,7 @@ def kernel_load(session, backend, args):
         raise ShellError("NO_SUCH_FILE", f"cannot read {path}: {e.strerror}", None, args.col("FILE")) from None
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
-    parse_kernels(source)  # a bad signature is a usage error before any compiler runs
+    parse_kernels(with_includes(source, str(path)))  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source, str(path))
     return Result("kernels", {"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
                               "from": str(path)})

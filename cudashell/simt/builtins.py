@@ -328,7 +328,10 @@ class Printf:
                 out.append((spec + conv) % iv)
             elif conv == "c":
                 out.append((spec + "c") % chr(int(v) & 0xFF))
+            elif conv == "a":  # C's %a: no trailing zeros in the fraction
+                mant, exp = float(v).hex().split("p")
+                out.append(mant.rstrip("0").rstrip(".") + "p" + exp)
             else:
-                out.append((spec + (conv if conv != "a" else "e")) % float(v))
+                out.append((spec + conv) % float(v))
         out.append(self.fmt[pos:])
         return "".join(out)

@@ -42,6 +42,10 @@ def _clang():
 
 # ------------------------------------------------------------------ preprocessing
 _LINE = re.compile(r'#line (\d+) "(.*)"')
+CUDA_HEADERS = {"cuda_runtime.h", "cuda.h", "stdio.h", "assert.h", "math.h", "stdint.h", "stdlib.h",
+                "device_launch_parameters.h", "cuda_runtime_api.h", "cstdio", "cmath", "cstdint", "cassert",
+                "math_constants.h", "cooperative_groups.h", "cuda_texture_types.h", "texture_fetch_functions.h",
+                "device_functions.h", "sm_20_atomic_functions.h", "helper_cuda.h", "helper_math.h"}
 
 
 def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[str, list]:
@@ -53,6 +57,8 @@ def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[st
 
     class Pre(pcpp.Preprocessor):
         def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+            if Path(includepath).name in CUDA_HEADERS:  # what they declare is built in
+                raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
             raise CompileError("USAGE", f"cannot open include file '{includepath}' (only files beside the source "
                                "are found; CUDA's own headers are built in)")
 
@@ -70,9 +76,6 @@ def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[st
         pre.add_path(str(d))
     for name, value in MACROS.items():
         pre.define(f"{name} {value}")
-    for system in ("cuda_runtime.h", "cuda.h", "stdio.h", "assert.h", "math.h", "stdint.h", "device_launch_parameters.h",
-                   "cuda_runtime_api.h", "cstdio", "cmath", "cstdint", "math_constants.h"):
-        pre.include_once[system] = True  # nvcc's headers: what they declare is built in
     try:
         pre.parse(source, filename)
         out = io.StringIO()
@@ -108,13 +111,22 @@ REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
 }
 
 
+OUTSIDE = [
+    (r"\bcooperative_groups\b", "cooperative groups"),
+    (r"\b(cudaTextureObject_t|cudaSurfaceObject_t|tex[123]D\w*|texture\s*<|surf[123]D\w*)", "textures and surfaces"),
+    (r"<<<", "dynamic parallelism (a launch from a kernel)"),
+]
+
+
 def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | None = None) -> "Program":
     text, where = preprocess(source, filename, include_dirs or [])
-    if "cooperative_groups" in text:
-        i = text.index("cooperative_groups")
-        line = text.count("\n", 0, i)
-        raise CompileError("NOT_SUPPORTED_ON_SIM", "not in the simulator's subset: cooperative groups",
-                           (where[line][0], where[line][1], 1))
+    for pattern, what in OUTSIDE:  # what clang would only call an unknown name: say what it is
+        m = re.search(pattern, text)
+        if m:
+            line = text.count("\n", 0, m.start())
+            col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}",
+                               (where[line][0], where[line][1], col))
     text = instantiate(text, lambda t: _tu(t), lambda tu, off: _where(where, tu, off))
     tu = _tu(text)
     return Program(tu, text, where)
@@ -513,12 +525,22 @@ class Program:
         self.refuse(cur, f"the expression '{' '.join(self._tokens(cur))[:40]}' ({k.lower()})")
 
     def _sizeof(self, cur, kids) -> int:
-        ci = self.ci
-        ev = ci.conf.lib.clang_Cursor_Evaluate(cur)
+        """clang's own value of `sizeof(…)` (its python bindings leave these functions undeclared: declare them,
+        or ctypes cuts the result pointer to an int)."""
+        import ctypes
+
+        lib = self.ci.conf.lib
+        lib.clang_Cursor_Evaluate.restype, lib.clang_Cursor_Evaluate.argtypes = ctypes.c_void_p, [self.ci.Cursor]
+        lib.clang_EvalResult_getAsUnsigned.restype = ctypes.c_ulonglong
+        lib.clang_EvalResult_getAsUnsigned.argtypes = [ctypes.c_void_p]
+        lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+        ev = lib.clang_Cursor_Evaluate(cur)
+        if not ev:
+            self.refuse(cur, "a sizeof clang cannot evaluate")
         try:
-            return ci.conf.lib.clang_EvalResult_getAsUnsigned(ev)
+            return int(lib.clang_EvalResult_getAsUnsigned(ev))
         finally:
-            ci.conf.lib.clang_EvalResult_dispose(ev)
+            lib.clang_EvalResult_dispose(ev)
 
     def _int_literal(self, cur, loc) -> ir.Const:
         t = self.type_of(cur)
@@ -607,6 +629,8 @@ class Program:
         name = cur.spelling
         if ref is None:
             self.refuse(cur, f"the call '{name}'")
+        if ref.kind.name == "CXX_METHOD" and name == "operator=" and len(kids) == 3:  # a struct's implicit copy
+            return ir.Assign(loc, t, "=", self.expr(kids[0]), self.expr(kids[2]))
         if ref.kind.name == "CONSTRUCTOR":  # a struct's implicit copy (or default) constructor
             args = [self.expr(c) for c in kids]
             if len(args) == 1 and isinstance(t, Struct):

@@ -87,7 +87,8 @@ class Traffic:
             eff = self.useful[k] / (sec * 32) if sec else 1.0
             kinds[k] = {"requests": req, "sectors": sec, "bytes": sec * 32, "useful_bytes": self.useful[k],
                         "sectors_per_request": sec / req if req else 0.0, "efficiency": eff,
-                        "pattern": "coalesced" if eff >= 0.8 else "strided" if eff <= 0.25 else "partly coalesced"}
+                        "pattern": "coalesced" if eff >= 0.8 or sec <= req else "strided" if eff <= 0.25
+                        else "partly coalesced"}
         return {"global": kinds, "loads": self.loads, "stores": self.stores,
                 "shared": {"requests": self.shared_requests, "wavefronts": self.shared_wavefronts,
                            "conflict_ways": (self.shared_wavefronts / self.shared_requests

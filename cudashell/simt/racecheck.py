@@ -48,7 +48,7 @@ class Watch:
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
         then_thread = first.split(" by ", 1)[1]
         now_thread = self.describe(int(lane_now), None, 0, "", None, "").split(" by ", 1)[1]
-        self.report.warn(f"racecheck: shared-memory {kind} hazard at 0x{SHARED_BASE + int(off):x}: "
+        self.report.warn(f"racecheck: shared-memory {kind} hazard at byte {int(off)} of the block's shared memory: "
                          f"{then_thread} at {_at(self.locs[int(loc_then)])}, then {now_thread} at {_at(loc_now)}, "
                          "with no __syncthreads() between")
 

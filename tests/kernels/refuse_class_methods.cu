@@ -1,0 +1,18 @@
+/* Out of the simulator's subset: a class with member functions. `kernel load` must refuse it on the
+ * simulator. (nvcc compiles it.) */
+
+class Counter {
+public:
+    __device__ void add(int v) { total += v; }
+    __device__ int value() const { return total; }
+    int total;
+};
+
+extern "C" __global__ void countUp(int *out, int n)
+{
+    Counter c;
+    c.total = 0;
+    for (int k = 0; k < n; ++k)
+        c.add(k);
+    out[threadIdx.x] = c.value();
+}
