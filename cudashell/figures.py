@@ -99,8 +99,39 @@ def profile_figure(data: dict):
     return fig
 
 
+def access_figure(data: dict):
+    """show-access as GPU-Puzzles draws it: a row of cells per buffer, each cell an element, coloured by the thread
+    that wrote it (grey where it was only read), labelled with the threads that wrote (w) and read (r) it."""
+    plt = _pyplot()
+    access = data["access"]
+    threads = sorted({t for buf in access.values() for c in buf["elements"].values() for t in c["read"] + c["write"]})
+    colour = {t: plt.cm.tab20(i % 20) for i, t in enumerate(threads)}
+    width = max(len(buf["elements"]) for buf in access.values())
+    fig, axes = plt.subplots(len(access), 1, figsize=(min(0.55 * width + 1.5, 30), 1.1 * len(access) + 0.6),
+                             squeeze=False)
+    for ax, (name, buf) in zip(axes[:, 0], access.items()):
+        for x, (elem, cell) in enumerate(buf["elements"].items()):
+            writer = cell["write"][-1] if cell["write"] else None
+            ax.add_patch(plt.Rectangle((x, 0), 0.95, 0.95, facecolor=colour[writer] if writer else "0.92",
+                                       edgecolor="black"))
+            ax.text(x + 0.47, 0.72, f"[{elem}]", ha="center", fontsize=7)
+            for y, side in ((0.45, "write"), (0.18, "read")):
+                if cell[side]:
+                    ax.text(x + 0.47, y, side[0] + " " + " ".join(cell[side][:2]) + ("…" if len(cell[side]) > 2 else ""),
+                            ha="center", fontsize=6)
+        ax.set_xlim(0, width)
+        ax.set_ylim(0, 1)
+        ax.axis("off")
+        ax.set_title(name, fontsize=9, loc="left")
+    fig.suptitle(f"launch {data['kernel']}: which thread wrote (w, colour) and read (r) each element", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def figure(kind: str, data: dict):
     """The picture of a result, or None where a table says it all."""
+    if kind == "launch" and data.get("access"):
+        return access_figure(data)
     if kind == "bench" and data.get("rows"):
         return bench_figure(data)
     if kind == "timeline" and data.get("spans"):

@@ -109,6 +109,8 @@ BUILTINS = {k.name: k for k in (
 C_TYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32",
            "unsigned int": "uint32", "long": "int64", "long long": "int64", "unsigned long long": "uint64",
            "size_t": "uint64", "char": "int8", "unsigned char": "uint8", "short": "int16", "bool": "uint8",
+           "signed char": "int8", "unsigned short": "uint16", "unsigned long": "uint64", "long int": "int64",
+           "unsigned long int": "uint64", "int8_t": "int8", "uint8_t": "uint8", "int16_t": "int16", "uint16_t": "uint16",
            "int32_t": "int32", "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64"}
 _GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)", re.S)
 
@@ -200,15 +202,25 @@ _SUFFIX = {"f": "float32", "d": "float64", "i": "int32", "u": "uint32", "l": "in
 _NUMBER = re.compile(r"([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:e[-+]?\d+)?)(ul|f|d|i|u|l)?", re.I)
 
 
+_INTEGER = re.compile(r"[-+]?(0x[0-9a-f]+|[1-9][0-9]*|0)", re.I)
+
+
 def scalar(text: str, dtype: str, col: int | None = None):
-    """A scalar argument: `2.5`, `3`, or with a suffix that names its type (`2.5f`, `7i`, `9ul`)."""
+    """A scalar argument: `2.5`, `3`, `0xff`, or with a suffix that names its type (`2.5f`, `7i`, `9ul`). Integers
+    are read exactly (a 64-bit value past 2^53 keeps every bit)."""
+    dt = np.dtype(dtype)
+    if dt.kind in "iu" and _INTEGER.fullmatch(text):
+        value = int(text, 0)
+        info = np.iinfo(dt)
+        if not info.min <= value <= info.max:
+            raise ShellError("USAGE", f"{text} is not a {dtype} ({info.min}..{info.max})", None, col)
+        return dt.type(value)
     m = _NUMBER.fullmatch(text)
     if not m:
         raise ShellError("USAGE", f"expected a number for a {dtype} parameter, got '{text}'", None, col)
     number, suffix = m.group(1), (m.group(2) or "").lower()
     if suffix and _SUFFIX[suffix] != dtype:
         raise ShellError("USAGE", f"'{text}' is {_SUFFIX[suffix]} but the parameter is {dtype}", None, col)
-    dt = np.dtype(dtype)
     try:
         value = float(number)
     except ValueError:  # `1__0`: the pattern lets runs of _ through, Python does not

@@ -225,6 +225,14 @@ def test_the_gpu_and_the_simulator_give_the_same_bytes(sim, case, capfd):
     assert on_gpu.error is None and on_sim.error is None, (on_gpu.error, on_sim.error)
     for buf in case.outputs:
         keep = compared(case, buf)
+        if buf.name in case.ulps:  # the transcendentals the guide says may differ in the last bits: say by how much
+            g = np.frombuffer(on_gpu.outputs[buf.name], buf.dtype)
+            s = np.frombuffer(on_sim.outputs[buf.name], buf.dtype)
+            off = np.abs(ordered_bits(g) - ordered_bits(s))[keep]
+            print(f"{case.name}: {buf.name}: worst GPU vs simulator difference {off.max()} ulp, "
+                  f"{np.count_nonzero(off)} of {off.size} elements differ")
+            assert off.max() <= case.ulps[buf.name]
+            continue
         g, s = sha256(buf, on_gpu.outputs[buf.name], keep), sha256(buf, on_sim.outputs[buf.name], keep)
         assert g == s, f"{buf.name}: GPU sha256 {g} != simulator sha256 {s}"
     if case.printf:

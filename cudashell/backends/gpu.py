@@ -716,8 +716,9 @@ class GpuSide:
         return self.cur.functions[BUILTIN_SOURCE][kernel.symbol]
 
     def _launch_call(self, kernel, args, count, grid, block, shared, stream):
-        fn = self._builtin(kernel) if kernel.builtin else \
-            self._functions(kernel.source, [k.symbol for k in parse_kernels(kernel.source)], True)[kernel.symbol]
+        fn = self._builtin(kernel) if kernel.builtin else self._functions(
+            kernel.source, [k.symbol for k in parse_kernels(with_includes(kernel.source, kernel.path))], True,
+            kernel.path)[kernel.symbol]
         values = []
         for param, arg in zip(kernel.params, args):
             if param.is_buffer:  # `unchecked`: a pointer the GPU cannot reach goes as C would pass it

@@ -1,0 +1,153 @@
+"""Users' kernels on the simulator as a person meets them: what memcheck and racecheck say, what is counted,
+when printf appears, when bytes land, what is refused — and, where a GPU is present, that it agrees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+COPY = ("kernel define strided <<< __global__ void strided(const float *in, float *out, int n, int stride) "
+        "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = in[(i * stride) % n]; } >>>")
+
+
+def floats(c, name, count):
+    return c.ok(f"show {name} dtype float32 count {count}")["values"]
+
+
+def test_an_out_of_bounds_write_faults_at_the_next_sync_naming_thread_address_buffer_and_line(sim):
+    sim.ok("kernel define over <<< __global__ void over(int *a) {\n a[threadIdx.x + 1000] = 7;\n} >>>")
+    sim.ok("alloc device 4000B as d; alloc pinned 4KB as h; fill h 5 dtype uint8")
+    sim.ok("launch over d grid 1 block 32")  # asynchronous: the fault is not known to the host yet
+    err = sim.fails("sync")
+    assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    msg = err["message"]
+    assert "Invalid __global__ write of size 4" in msg and "kernel.cu:2:" in msg
+    assert "thread (0,0,0) in block (0,0,0)" in msg and "0 bytes after the nearest allocation d" in msg
+    assert sim.fails("alloc device 4KB as e")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"  # sticky
+    sim.ok("reset")
+    assert set(sim.ok("show h count 16")["values"]) == {5}  # host memory kept
+
+
+def test_a_write_to_readonly_registered_memory_faults(sim):
+    sim.ok("kernel define put <<< __global__ void put(int *a) { a[threadIdx.x] = 1; } >>>")
+    sim.ok("alloc pageable 4KB as r; register r readonly; launch put r grid 1 block 32 unchecked")
+    err = sim.fails("sync")
+    assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and "registered read-only" in err["message"]
+
+
+def test_a_misaligned_access_faults_with_the_drivers_name(sim):
+    sim.ok("kernel define mis <<< __global__ void mis(char *a) { *(int *)(a + 1) = 3; } >>>")
+    sim.ok("alloc device 64B as d; launch mis d grid 1 block 1")
+    assert sim.fails("sync")["code"] == "CUDA_ERROR_MISALIGNED_ADDRESS"
+
+
+def test_a_shared_memory_race_is_a_warning_and_the_kernel_still_runs(sim):
+    sim.ok("kernel define racy <<< __global__ void racy(int *out) { __shared__ int s[64]; s[threadIdx.x] = "
+           "threadIdx.x; out[threadIdx.x] = s[(threadIdx.x + 1) % 64]; } >>>")
+    sim.ok("alloc managed 256B as o; launch racy o grid 1 block 64")
+    objs = sim.run("sync")
+    warnings = [o for o in objs if o["cmd"] == "(kernel output)"]
+    assert warnings and "read-after-write" in warnings[0]["result"]["warnings"][0]
+    assert "byte 4 of the block's shared memory" in warnings[0]["result"]["warnings"][0]
+    assert sim.ok("show o dtype int32 count 4")["values"] == [1, 2, 3, 4]
+
+
+def test_a_barrier_some_threads_skip_is_refused_naming_the_line(sim):
+    sim.ok("kernel define half <<< __global__ void half(int *a) { if (threadIdx.x < 16) { __syncthreads(); } "
+           "a[threadIdx.x] = 1; } >>>")
+    sim.ok("alloc device 256B as d")
+    err = sim.fails("launch half d grid 1 block 64")
+    assert err["code"] == "DIVERGENT_BARRIER" and "kernel.cu:1:" in err["message"]
+    sim.ok("sync")  # refused before anything was queued: the context lives
+
+
+def test_printf_lines_appear_when_the_kernel_completes(sim):
+    sim.ok('kernel define hello <<< __global__ void hello() { if (threadIdx.x < 2) printf("hi from %d\\n", '
+           'threadIdx.x); } >>>')
+    launched = sim.run("launch hello grid 1 block 32")
+    assert all(o["cmd"] != "(kernel output)" for o in launched)
+    flushed = [o for o in sim.run("sync") if o["cmd"] == "(kernel output)"]
+    assert flushed[0]["result"]["lines"] == ["hi from 0", "hi from 1"]
+
+
+def test_unit_and_large_strides_count_4_and_32_sectors_a_request_and_take_longer(sim):
+    sim.ok(COPY)
+    sim.ok("alloc device 4MB as a; alloc device 4MB as b")
+    unit = sim.ok("launch strided a b 1048576 1i grid 4096 block 256")
+    far = sim.ok("launch strided a b 1048576 32i grid 4096 block 256")
+    assert unit["counts"]["global"]["device"]["sectors_per_request"] == 4.0
+    assert unit["counts"]["global"]["device"]["pattern"] == "coalesced"
+    warps = 1048576 // 32
+    far_device = far["counts"]["global"]["device"]
+    assert far_device["requests"] == 2 * warps  # a load and a store a warp
+    assert far_device["sectors"] == warps * 32 + warps * 4  # each thread's load a sector of its own; stores 4
+    sim.ok("sync")
+    (kernel,) = [r for r in sim.ok("profile")["gpu"] if r["name"].startswith("strided")]
+    assert kernel["max"] > 1.5 * kernel["min"]  # 9× the sectors, after the same launch latency and floor
+
+
+def test_bytes_land_in_stream_order_after_an_async_copy(sim):
+    """The launch runs once at issue (to count) and again at its end when an earlier copy changed its input."""
+    sim.ok("kernel define twice <<< __global__ void twice(float *a) { a[threadIdx.x] *= 2; } >>>")
+    sim.ok("alloc pinned 128B as h; alloc device 128B as d; fill h 3 dtype float32; launch fill d 1; sync")
+    sim.ok("launch spin 2000")  # the modeled GPU is busy for 2 ms: what follows waits in the stream
+    sim.ok("memcpy h2d h d async; launch twice d grid 1 block 32; memcpy d2h d h async")
+    assert floats(sim, "h", 2) == [3.0, 3.0]  # nothing has finished on the modeled GPU yet
+    sim.ok("sync")
+    assert floats(sim, "h", 32) == [6.0] * 32
+
+
+def test_the_same_kernel_on_mapped_host_memory_is_slower_by_the_h100s_ratio(sim):
+    sim.ok("kernel define add <<< __global__ void add(const float *a, const float *b, float *c, int n) "
+           "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; } >>>")
+    sim.ok("alloc pinned 4MB mapped as za; alloc pinned 4MB mapped as zb; alloc device 4MB as a; "
+           "alloc device 4MB as b; alloc device 4MB as c")
+    sim.ok("launch add a b c 1048576i grid 4096 block 256; launch add za zb c 1048576i grid 4096 block 256; sync")
+    dev, zc = (r for r in sim.ok("profile")["metrics"] if r["kernel"] == "add")
+    assert {dev["memory"], zc["memory"]} == {"device", "zero-copy"}
+    times = sorted(e["end"] - e["start"] for e in sim.shell.session.trace if e["op"] == "kernel add")
+    assert 8 < times[1] / times[0] < 16  # the H100: 171 vs 15 µs for 2^20 floats
+
+
+def test_float_kernels_give_the_fused_multiply_adds_bits(sim):
+    sim.ok("kernel define ax <<< __global__ void ax(float a, const float *x, float *y) "
+           "{ int i = threadIdx.x; y[i] = a * x[i] + y[i]; } >>>")
+    sim.ok("alloc managed 4KB as x; alloc managed 4KB as y; fill x random dtype float32 seed 3; "
+           "fill y random dtype float32 seed 4")
+    x = np.frombuffer(bytes(sim.ok("show x dtype uint8 count 4096")["values"]), np.float32)
+    y = np.frombuffer(bytes(sim.ok("show y dtype uint8 count 4096")["values"]), np.float32)
+    sim.ok("launch ax 1.1f x y grid 1 block 1024; sync")
+    got = np.frombuffer(bytes(sim.ok("show y dtype uint8 count 4096")["values"]), np.float32)
+    fused = (np.float64(np.float32(1.1)) * x.astype(np.float64) + y).astype(np.float32)
+    assert (got == fused).all()
+    assert (got != (np.float32(1.1) * x + y)).any()  # separate multiply and add differ: the test can fail
+
+
+def test_show_access_draws_which_thread_touched_which_element(sim):
+    sim.ok("kernel define shift <<< __global__ void shift(const float *a, float *b, int n) { int i = blockIdx.x "
+           "* blockDim.x + threadIdx.x; if (i + 1 < n) b[i] = a[i] + a[i + 1]; } >>>")
+    sim.ok("alloc device 64B as a; alloc device 64B as b")
+    access = sim.ok("launch shift a b 16i grid 2 block 8 show-access")["access"]
+    assert access["a"]["elements"]["8"] == {"read": ["b1:0", "b0:7"], "write": []}
+    assert access["b"]["elements"]["14"] == {"read": [], "write": ["b1:6"]}
+    assert "15" not in access["b"]["elements"]
+    assert sim.fails("launch shift a b 16i grid 64 block 32 show-access")["code"] == "USAGE"
+
+
+def test_constructs_outside_the_subset_are_refused_with_their_line(sim):
+    err = sim.fails('kernel define k <<< __global__ void k(int *a) {\n  asm("mov.u32 %0, 1;" : "=r"(a[0]));\n} >>>')
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM" and "kernel.cu:2:3" in err["message"] and "asm" in err["message"]
+    err = sim.fails("kernel define k <<< __global__ void k(int *a) { int x = a[0] a[1] = x; } >>>")
+    assert err["code"] == "USAGE" and "expected ';'" in err["message"]
+    assert "k" not in [k["name"] for k in sim.ok("kernels")["kernels"]]
+
+
+def test_the_front_end_is_imported_only_when_a_kernel_is_defined():
+    code = ("import sys, io; from cudashell.shell import Shell; from cudashell.backends.sim import SimBackend; "
+            "s = Shell(SimBackend(), 't', out=io.StringIO(), err=io.StringIO()); s.execute('alloc device 1MB'); "
+            "print('clang.cindex' in sys.modules, 'cudashell.simt.frontend' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
