@@ -42,15 +42,15 @@ class Machine:
         t = np.arange(tpb, dtype=np.int64)  # one block's pattern, repeated for every block of the chunk
         self.valid = np.tile(t < threads, blocks)
         bx, by, bz = block
-        tx = np.tile((t % bx).astype(np.uint32), blocks)
-        ty = np.tile(((t // bx) % by).astype(np.uint32), blocks)
-        tz = np.tile((t // (bx * by)).astype(np.uint32), blocks)
+        def per_lane(values, extent):  # a dimension of extent 1 is 0 for every lane: a scalar, no array
+            return np.tile(values.astype(np.uint32), blocks) if extent > 1 else np.uint32(0)
+        tx, ty, tz = per_lane(t % bx, bx), per_lane((t // bx) % by, by), per_lane(t // (bx * by), bz)
         self.special = {"threadIdx.x": tx, "threadIdx.y": ty, "threadIdx.z": tz,
                         "blockDim.x": np.uint32(bx), "blockDim.y": np.uint32(by), "blockDim.z": np.uint32(bz),
                         "gridDim.x": np.uint32(grid[0]), "gridDim.y": np.uint32(grid[1]),
                         "gridDim.z": np.uint32(grid[2]), "warpSize": np.int32(WARP)}
-        for axis, ids in zip("xyz", block_ids):
-            self.special[f"blockIdx.{axis}"] = np.repeat(ids.astype(np.uint32), tpb)
+        for axis, ids, extent in zip("xyz", block_ids, grid):
+            self.special[f"blockIdx.{axis}"] = np.repeat(ids.astype(np.uint32), tpb) if extent > 1 else np.uint32(0)
         self.shared_layout = shared_layout  # shared variable name → offset in the block's shared memory
         self.report = report  # printf lines, warnings
         self.frames: list[Frame] = []

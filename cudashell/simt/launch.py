@@ -14,7 +14,7 @@ from .interp import Machine
 from .memory import LOCAL_BASE, SHARED_BASE, WARP, Fault, Memory, Region, Traffic
 from .racecheck import Watch
 
-LANES = 1 << 17  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace
+LANES = 1 << 15  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace
 MAX_LINES = 4096  # printf lines kept from one launch (the GPU's printf buffer is finite too)
 
 
@@ -110,7 +110,7 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     blocks = grid[0] * grid[1] * grid[2]
     per_chunk = max(1, LANES // tpb)
     values = [_arg(p, a) for p, a in zip(fn.params, args)]
-    writers: dict = {}  # racecheck's global writers, across chunks
+    watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
     for first in range(0, blocks, per_chunk):
         ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
         block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
@@ -120,9 +120,9 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
             return _describe(lane, addr, size, what, loc, why, _ids, tpb, block, regions)
 
         mem = Memory(regions, shared_total, len(ids), lanes, tpb, report.traffic, describe)
-        if racecheck:
-            mem.watch = Watch(mem, report, describe)
-            mem.watch.global_writers, mem.watch.base = writers, first * tpb
+        if watch is not None:
+            watch.chunk(describe, first * tpb)
+            mem.watch = watch
         if trace:
             mem.trace = []
         mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report)

@@ -7,6 +7,7 @@ sectors per warp request for global memory, bank wavefronts for shared memory.""
 from __future__ import annotations
 
 import bisect
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,6 +114,33 @@ def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
     return requests, sectors
 
 
+def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
+    """The step between neighbouring lanes' addresses when every lane of whole warps is here and the addresses are
+    one arithmetic progression (`a[i]` with i a thread's number: the usual case), else None."""
+    n = len(addr)
+    if n < 2 or n % WARP or lanes[0] % WARP or lanes[-1] - lanes[0] + 1 != n:
+        return None
+    step = int(addr[1]) - int(addr[0])
+    if int(addr[-1]) - int(addr[0]) != step * (n - 1):
+        return None
+    d = addr[1:] - addr[:-1]
+    return step if (d == step).all() else None
+
+
+def _strided_sectors(addr: np.ndarray, stride: int, size: int) -> tuple[int, int]:
+    """Requests and sectors of whole warps reading an arithmetic progression: per warp, the sectors from its first
+    lane's to its last lane's when lanes are less than a sector apart, else one a lane."""
+    warps = len(addr) // WARP
+    if size > 32:
+        return warps, int(_sectors(addr, np.arange(len(addr)), size)[1])
+    if stride == 0:
+        return warps, warps
+    if abs(stride) >= 32:
+        return warps, warps * WARP
+    first, last = addr[::WARP] >> 5, addr[WARP - 1::WARP] >> 5
+    return warps, int(np.abs(last - first).sum()) + warps
+
+
 def _wavefronts(offsets: np.ndarray, lanes: np.ndarray) -> tuple[int, int]:
     """Shared-memory requests and wavefronts: a warp's accesses to distinct 4-byte words of one bank (of 32)
     are served one after another; the same word is broadcast."""
@@ -123,6 +151,19 @@ def _wavefronts(offsets: np.ndarray, lanes: np.ndarray) -> tuple[int, int]:
     span = np.maximum.reduceat(word, starts) - np.minimum.reduceat(word, starts)
     if (span < 32).all():  # distinct words within 32 consecutive words sit in distinct banks
         return requests, requests
+    if len(word) == 32 * requests and len(lanes) and lanes[-1] - lanes[0] + 1 == len(lanes) and lanes[0] % 32 == 0:
+        rows = word.reshape(-1, 32)
+        step = rows[:, 1:] - rows[:, :-1]
+        s = int(step[0, 0])
+        if (step == s).all():  # every warp a stride s apart (a column of a tile): gcd(s, 32) words share a bank
+            ways = 1 if s == 0 else 32 if s % 32 == 0 else math.gcd(s % 32, 32)
+            return requests, requests * ways
+        rows = np.sort(rows, axis=1)  # whole warps: per row, its distinct words and their banks
+        first = np.ones(rows.shape, bool)
+        first[:, 1:] = rows[:, 1:] != rows[:, :-1]
+        r, c = np.nonzero(first)
+        per_bank = np.bincount(r * 32 + rows[r, c] % 32, minlength=rows.shape[0] * 32).reshape(-1, 32)
+        return requests, int(per_bank.max(1).sum())
     keys = np.sort(warp * (1 << 40) + word)
     keys = keys[np.r_[True, keys[1:] != keys[:-1]]]  # distinct words per warp
     banks = np.sort((keys >> 40) * 64 + (keys & ((1 << 40) - 1)) % 32)
@@ -200,13 +241,18 @@ class Memory:
     def _global(self, addr, lanes, dtype, loc, write, values, count):
         size = dtype.itemsize
         shift = size.bit_length() - 1
-        if size > 1:
-            mis = addr & (size - 1)
-            if mis.any():
-                i = int(np.flatnonzero(mis)[0])
-                self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global",
-                           "misaligned")
-        lo, hi = int(addr.min()), int(addr.max())
+        stride = _stride(addr, lanes)
+        if stride is not None and not (int(addr[0]) | stride) & (size - 1):
+            lo, hi = sorted((int(addr[0]), int(addr[-1])))  # an arithmetic progression: its ends bound it
+        else:
+            if size > 1:
+                mis = addr & (size - 1)
+                if mis.any():
+                    i = int(np.flatnonzero(mis)[0])
+                    self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write,
+                               "global", "misaligned")
+            lo, hi = int(addr.min()), int(addr.max())
+            stride = None
         k = bisect.bisect_right(self.starts, lo) - 1
         if k >= 0 and hi + size <= self.regions[k].end:
             groups = [(self.regions[k], None)]
@@ -227,7 +273,8 @@ class Memory:
                 why = "read-only memory" if region.reachable else "memory this context cannot reach"
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
             if count:
-                req, sec = _sectors(a, ln, size)
+                req, sec = _sectors(a, ln, size) if stride is None or sel is not None else \
+                    _strided_sectors(a, stride, size)
                 self.traffic.add(region.kind, req, sec, len(a) * size)
                 if write:
                     self.traffic.stores += req
@@ -242,7 +289,8 @@ class Memory:
                 view[ix] = v
                 region.dirty = True
                 if self.watch is not None and count:  # atomics (count=False) do not race
-                    self.watch.global_write(region, a, ln, size, loc)
+                    self.watch.global_write(region, a, ln, size, loc, distinct=stride is not None and
+                                            abs(stride) >= size and sel is None)
             else:
                 got = view[ix]
                 if sel is None:

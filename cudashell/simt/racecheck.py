@@ -17,16 +17,33 @@ def _at(loc) -> str:
 
 
 class Watch:
-    def __init__(self, mem, report, describe):
-        self.mem, self.report, self.describe = mem, report, describe
-        shape = mem.shared.shape
-        self.writer = np.full(shape, NONE, np.int32)  # the thread (in its block) that last wrote each byte
-        self.reader = np.full(shape, NONE, np.int32)  # the thread that read it, or MANY
-        self.wloc = np.zeros(shape, np.int32)
-        self.rloc = np.zeros(shape, np.int32)
+    """One launch's race detector. Shared memory is watched per 4-byte word (per byte for narrower accesses), in
+    int16 tables made at the first shared access and cleared at each chunk and barrier; global writes per
+    element, in one uint32 per element of a buffer written."""
+
+    def __init__(self, report, tpb: int, blocks: int, shared_bytes: int):
+        self.report, self.tpb = report, tpb
+        self.shape = {4: (blocks, max(1, -(-shared_bytes // 4))), 1: (blocks, max(1, shared_bytes))}
+        self.tables: dict = {}  # granularity → (writer, reader, writer's line, reader's line)
         self.locs: list = [None]
-        self.global_writers: dict = {}  # region → (granularity, first writer per unit: thread id + 1)
+        self.global_writers: dict = {}  # region → (granularity, the writer of each element: thread id + 1)
+        self.describe = None
+        self.base = 0
         self.dirty = False
+
+    def chunk(self, describe, base: int) -> None:
+        """A new chunk of blocks: its own shared memory, its own thread numbers from `base` on."""
+        self.describe, self.base = describe, base
+        self.dirty = True
+        self.barrier()
+
+    def _tables(self, gran: int):
+        t = self.tables.get(gran)
+        if t is None:
+            shape = self.shape[gran]
+            t = self.tables[gran] = (np.full(shape, NONE, np.int16), np.full(shape, NONE, np.int16),
+                                     np.zeros(shape, np.int16), np.zeros(shape, np.int16))
+        return t
 
     def _loc_id(self, loc) -> int:
         try:
@@ -37,13 +54,13 @@ class Watch:
 
     def barrier(self) -> None:
         if self.dirty:
-            self.writer.fill(NONE)
-            self.reader.fill(NONE)
+            for writer, reader, _, _ in self.tables.values():
+                writer.fill(NONE)
+                reader.fill(NONE)
             self.dirty = False
 
     def _hazard(self, kind, block, off, t_then, loc_then, t_now, loc_now, lane_now):
-        tpb = self.mem.tpb
-        blk_lane = int(block) * tpb
+        blk_lane = int(block) * self.tpb
         first = self.describe(blk_lane + int(t_then), None, 0, "", None, "")
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
         then_thread = first.split(" by ", 1)[1]
@@ -54,47 +71,41 @@ class Watch:
 
     def shared(self, block, off, lanes, size, loc, write) -> None:
         self.dirty = True
-        t = (lanes % self.mem.tpb).astype(np.int32)
+        gran = 4 if size >= 4 else 1
+        writer, reader, wloc, rloc = (t.reshape(-1) for t in self._tables(gran))
+        cell = block * self.shape[gran][1] + off // gran  # the flat index of each lane's location
+        t = (lanes % self.tpb).astype(np.int16)
         lid = self._loc_id(loc)
+        prior_w = writer[cell]
         if write:
-            prior_w = self.writer[block, off]
-            prior_r = self.reader[block, off]
+            prior_r = reader[cell]
             waw = (prior_w >= 0) & (prior_w != t)
             war = ((prior_r >= 0) & (prior_r != t)) | (prior_r == MANY)
-            # two lanes of this very store on one location
-            key = block.astype(np.int64) * (1 << 32) + off
-            order = np.argsort(key, kind="stable")
-            same = np.zeros(len(key), bool)
-            if len(key) > 1:
-                same[order[1:]] = key[order[1:]] == key[order[:-1]]
+            writer[cell] = t
+            same = writer[cell] != t  # two lanes of this very store on one location: one of them lost
             if waw.any():
                 i = int(np.flatnonzero(waw)[0])
-                self._hazard("write-after-write", block[i], off[i], prior_w[i], self.wloc[block[i], off[i]], t[i],
-                             loc, lanes[i])
+                self._hazard("write-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             elif war.any():
                 i = int(np.flatnonzero(war)[0])
-                then = prior_r[i] if prior_r[i] >= 0 else (t[i] + 1) % self.mem.tpb
-                self._hazard("write-after-read", block[i], off[i], then, self.rloc[block[i], off[i]], t[i], loc,
-                             lanes[i])
+                then = prior_r[i] if prior_r[i] >= 0 else (t[i] + 1) % self.tpb
+                self._hazard("write-after-read", block[i], off[i], then, rloc[cell[i]], t[i], loc, lanes[i])
             elif same.any():
                 i = int(np.flatnonzero(same)[0])
-                j = order[np.searchsorted(key[order], key[i])]
-                self._hazard("write-after-write", block[i], off[i], t[j], lid, t[i], loc, lanes[i])
-            self.writer[block, off] = t
-            self.wloc[block, off] = lid
-            self.reader[block, off] = NONE
+                self._hazard("write-after-write", block[i], off[i], writer[cell[i]], lid, t[i], loc, lanes[i])
+            wloc[cell] = lid
+            reader[cell] = NONE
         else:
-            prior_w = self.writer[block, off]
             raw = (prior_w >= 0) & (prior_w != t)
             if raw.any():
                 i = int(np.flatnonzero(raw)[0])
-                self._hazard("read-after-write", block[i], off[i], prior_w[i], self.wloc[block[i], off[i]], t[i],
-                             loc, lanes[i])
-            prior_r = self.reader[block, off]
-            self.reader[block, off] = np.where(prior_r == NONE, t, np.where(prior_r == t, t, MANY))
-            self.rloc[block, off] = lid
+                self._hazard("read-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
+            prior_r = reader[cell]
+            reader[cell] = np.where((prior_r == NONE) | (prior_r == t), t, MANY)
+            rloc[cell] = lid
 
-    def global_write(self, region, addr, lanes, size, loc) -> None:
+    def global_write(self, region, addr, lanes, size, loc, distinct: bool = False) -> None:
+        """`distinct`: the lanes' elements are known to differ (no two lanes of this store on one)."""
         gran, table = self.global_writers.get(region, (None, None))
         if table is None:  # one uint32 per element written: as many bytes as the buffer, for 4-byte elements
             gran = size
@@ -104,16 +115,13 @@ class Watch:
         gid = (self.gid(lanes) + 1).astype(np.uint32)
         prior = table[unit]
         clash = (prior != 0) & (prior != gid)
-        dup = np.zeros(len(unit), bool)
-        if len(unit) > 1 and not (unit[1:] > unit[:-1]).all():  # not one lane an element: look for two on one
-            order = np.argsort(unit, kind="stable")
-            dup[order[1:]] = (unit[order[1:]] == unit[order[:-1]]) & (gid[order[1:]] != gid[order[:-1]])
-        if clash.any() or dup.any():
+        table[unit] = gid
+        dup = False if distinct else table[unit] != gid  # two lanes of this store on one element: all but one lost
+        if clash.any() or np.any(dup):
             i = int(np.flatnonzero(clash | dup)[0])
             now = self.describe(int(lanes[i]), None, 0, "", None, "").split(" by ", 1)[1]
             self.report.warn(f"racecheck: two threads wrote 0x{int(addr[i]):x} in {region.name} without an atomic "
                              f"(the last at {_at(loc)}, {now}): which value stays is up to the GPU")
-        table[unit] = gid
 
     def gid(self, lanes):
         """A thread's number in the whole launch (its chunk's first block is folded in by the caller)."""
