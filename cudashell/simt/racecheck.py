@@ -19,7 +19,8 @@ def _at(loc) -> str:
 class Watch:
     """One launch's race detector. Shared memory is watched per 4-byte word (per byte for narrower accesses), in
     int16 tables made at the first shared access and cleared at each chunk and barrier; global writes per
-    element, in one uint32 per element of a buffer written."""
+    element, in a 16-bit tag of the writer per element of a buffer written (compute-sanitizer checks shared memory
+    only; this check of global writes is the simulator's extra)."""
 
     def __init__(self, report, tpb: int, blocks: int, shared_bytes: int):
         self.report, self.tpb = report, tpb
@@ -107,12 +108,12 @@ class Watch:
     def global_write(self, region, addr, lanes, size, loc, distinct: bool = False) -> None:
         """`distinct`: the lanes' elements are known to differ (no two lanes of this store on one)."""
         gran, table = self.global_writers.get(region, (None, None))
-        if table is None:  # one uint32 per element written: as many bytes as the buffer, for 4-byte elements
+        if table is None:  # a 16-bit tag of the writer per element: half the bytes of a buffer of 4-byte elements
             gran = size
-            table = np.zeros(-(-region.size // gran), np.uint32)
+            table = np.zeros(-(-region.size // gran), np.uint16)
             self.global_writers[region] = (gran, table)
         unit = (addr - region.start) // gran
-        gid = (self.gid(lanes) + 1).astype(np.uint32)
+        gid = (self.gid(lanes) % 65535 + 1).astype(np.uint16)  # two writers 65535 threads apart look alike: a miss
         prior = table[unit]
         clash = (prior != 0) & (prior != gid)
         table[unit] = gid
