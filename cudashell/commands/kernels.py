@@ -164,13 +164,15 @@ def kernel_load(session, backend, args):
                  "kernel has another name, it is registered as NAME.")
 def kernel_define(session, backend, args):
     name, source = args.get("NAME"), args.get("SOURCE")
-    parse_kernels(source)  # a bad signature is a usage error before any compiler runs
-    kernels = backend.load_kernels(source)
+    # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
+    where = str(session.script_dir / f"{name} (kernel define)")
+    parse_kernels(with_includes(source, where))  # a bad signature is a usage error before any compiler runs
+    kernels = backend.load_kernels(source, where)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
         kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
-                          kernels[0].source)]
+                          kernels[0].source, kernels[0].path)]
     return Result("kernels", {"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
 
 

@@ -115,6 +115,7 @@ OUTSIDE = [
     (r"\bcooperative_groups\b", "cooperative groups"),
     (r"\b(cudaTextureObject_t|cudaSurfaceObject_t|tex[123]D\w*|texture\s*<|surf[123]D\w*)", "textures and surfaces"),
     (r"<<<", "dynamic parallelism (a launch from a kernel)"),
+    (r"__launch_bounds__", "__launch_bounds__ (the limits it sets on a launch are not modeled)"),
 ]
 
 

@@ -29,7 +29,6 @@ def _decls() -> str:
         "#define __shared__ __attribute__((shared))",
         "#define __constant__ __attribute__((constant))",
         "#define __forceinline__ __attribute__((always_inline))",
-        "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))",
         "typedef unsigned long size_t;",
         "typedef long ptrdiff_t;",
         "typedef signed char int8_t; typedef unsigned char uint8_t; typedef short int16_t; "
