@@ -109,7 +109,7 @@ def test_the_same_kernel_on_mapped_host_memory_is_slower_by_the_h100s_ratio(sim)
     dev, zc = (r for r in sim.ok("profile")["metrics"] if r["kernel"] == "add")
     assert {dev["memory"], zc["memory"]} == {"device", "zero-copy"}
     times = sorted(e["end"] - e["start"] for e in sim.shell.session.trace if e["op"] == "kernel add")
-    assert 8 < times[1] / times[0] < 16  # the H100: 171 vs 15 µs for 2^20 floats
+    assert 15 < times[1] / times[0] < 25  # the H100, events around back-to-back launches: 170 vs 8 µs for 2^20 floats
 
 
 def test_float_kernels_give_the_fused_multiply_adds_bits(sim):

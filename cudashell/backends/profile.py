@@ -47,7 +47,7 @@ class Profile:
     kernel_zero_copy_read: float = 49 * GB  # what it gets from pinned host memory over PCIe
     # users' kernels: statements the interpreter counts per active warp, and shared-memory wavefronts, per second
     # (132 SMs × 4 schedulers × 1.755 GHz, about four instructions a statement; one wavefront per SM per clock)
-    kernel_floor: float = 6.2e-6  # a small streaming kernel beyond launch and bytes (H100: 15 µs for 2^20 floats)
+    kernel_floor: float = 0.0  # a small streaming kernel beyond launch and bytes, as calibrate measures it (H100: 0)
     kernel_warp_instructions: float = 2.3e11
     kernel_shared_wavefronts: float = 2.3e11
     # latencies and costs in seconds
