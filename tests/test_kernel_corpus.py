@@ -234,6 +234,7 @@ def test_the_gpu_and_the_simulator_give_the_same_bytes(sim, case, capfd):
             assert off.max() <= case.ulps[buf.name]
             continue
         g, s = sha256(buf, on_gpu.outputs[buf.name], keep), sha256(buf, on_sim.outputs[buf.name], keep)
+        print(f"checksum {case.name} {buf.name}: GPU {g[:16]} simulator {s[:16]} {'same' if g == s else 'DIFFERENT'}")
         assert g == s, f"{buf.name}: GPU sha256 {g} != simulator sha256 {s}"
     if case.printf:
         check_printf(case, on_gpu.said + "\n" + printed, "GPU")
