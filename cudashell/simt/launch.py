@@ -14,7 +14,10 @@ from .interp import Machine
 from .memory import LOCAL_BASE, SHARED_BASE, WARP, Fault, Memory, Region, Traffic
 from .racecheck import Watch
 
-LANES = 1 << 15  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace
+LANES = 1 << 15  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace …
+MIN_LANES = 1 << 13
+LANE_BYTES = 256  # … but no more than one lane for each 256 bytes of the kernel's buffers: a chunk's own arrays
+# (values, addresses, racecheck's tables: about that much a lane) stay within what the buffers hold
 MAX_LINES = 4096  # printf lines kept from one launch (the GPU's printf buffer is finite too)
 
 
@@ -108,7 +111,9 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     threads = block[0] * block[1] * block[2]
     tpb = -(-threads // WARP) * WARP
     blocks = grid[0] * grid[1] * grid[2]
-    per_chunk = max(1, LANES // tpb)
+    held = sum(r.size for r in regions if any(r.start <= a < r.end for a in _pointers(fn, args)))
+    lanes = max(MIN_LANES, min(LANES, 1 << max(0, (held // LANE_BYTES).bit_length() - 1)))
+    per_chunk = max(1, lanes // tpb)
     values = [_arg(p, a) for p, a in zip(fn.params, args)]
     watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
     for first in range(0, blocks, per_chunk):
@@ -147,6 +152,10 @@ def _label(lane, tpb, block, block_ids, grid) -> str:
 
 def _dims(shape) -> int:
     return 3 if shape[2] > 1 else 2 if shape[1] > 1 else 1
+
+
+def _pointers(fn: ir.Function, args: list) -> list[int]:
+    return [int(a) for p, a in zip(fn.params, args) if isinstance(p.type, Pointer)]
 
 
 def _arg(param: ir.Var, value):

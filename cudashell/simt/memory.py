@@ -301,13 +301,13 @@ class Memory:
 
     def _shared(self, off, lanes, dtype, loc, write, values, count):
         size = dtype.itemsize
-        if (off % size != 0).any():
-            i = int(np.flatnonzero(off % size != 0)[0])
+        shift = size.bit_length() - 1
+        if size > 1 and (off & (size - 1)).any():
+            i = int(np.flatnonzero(off & (size - 1))[0])
             self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
                        "shared", "misaligned")
-        bad = off + size > self.shared_bytes
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
+        if int(off.max()) + size > self.shared_bytes:
+            i = int(np.flatnonzero(off + size > self.shared_bytes)[0])
             self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
                        "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
         if count:
@@ -315,15 +315,16 @@ class Memory:
             self.traffic.shared_requests += req
             self.traffic.shared_wavefronts += wav
         block = lanes // self.tpb
+        cell = off >> shift
         view = self.shared.view(dtype)
         if self.trace is not None and count:
             self.trace.extend(("__shared__", int(o) // size, size, int(l), write) for o, l in zip(off, lanes))
         if self.watch is not None and count:
             self.watch.shared(block, off, lanes, size, loc, write)
         if write:
-            view[block, off // size] = values
+            view[block, cell] = values
             return None
-        return view[block, off // size]
+        return view[block, cell]
 
     def _local(self, off, lanes, dtype, loc, write, values):
         size = dtype.itemsize

@@ -74,8 +74,8 @@ class Watch:
         self.dirty = True
         gran = 4 if size >= 4 else 1
         writer, reader, wloc, rloc = (t.reshape(-1) for t in self._tables(gran))
-        cell = block * self.shape[gran][1] + off // gran  # the flat index of each lane's location
-        t = (lanes % self.tpb).astype(np.int16)
+        cell = block * self.shape[gran][1] + (off >> 2 if gran == 4 else off)  # each lane's location, flat
+        t = (lanes - block * self.tpb).astype(np.int16)
         lid = self._loc_id(loc)
         prior_w = writer[cell]
         if write:
