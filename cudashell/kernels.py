@@ -121,7 +121,7 @@ def parse_kernels(source: str) -> list[Kernel]:
     found = []
     for m in _GLOBAL.finditer(source):
         name, params = m.groups()
-        if source[:m.start()].rstrip().endswith(">"):
+        if _TEMPLATE_BEFORE.search(source[:m.start()]):
             continue  # a template: launched only through the kernels that instantiate it
         out = []
         for raw in filter(None, (p.strip() for p in params.split(","))):
@@ -167,6 +167,7 @@ def with_includes(source: str, path: str | None, seen: frozenset = frozenset()) 
     return _INCLUDE.sub(inline, source)
 
 
+_TEMPLATE_BEFORE = re.compile(r"template\s*<[^;{}]*>\s*$")  # what precedes a template's head (not `#include <…>`)
 _KERNEL_HEAD = re.compile(r'(?<![\w>"])(\s*)(__global__\s+void\s+\w+\s*\()')
 
 
@@ -179,7 +180,8 @@ def c_linkage(source: str) -> str:
     for m in _KERNEL_HEAD.finditer(source):
         start = m.start(2)
         before = source[:start].rstrip()
-        if before.endswith('"C"') or before.endswith(">") or any(a <= start < b for a, b in extern_blocks):
+        if before.endswith('"C"') or _TEMPLATE_BEFORE.search(source[:start]) or \
+                any(a <= start < b for a, b in extern_blocks):
             continue
         out.append(source[pos:start] + 'extern "C" ')
         pos = start

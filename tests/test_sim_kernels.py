@@ -167,3 +167,53 @@ def test_show_access_is_a_picture_in_a_notebook(sim):
     finally:
         figures.close(fig)
     assert figures.figure("launch", sim.ok("launch copy2 a b grid 1 block 8")) is None
+
+
+def test_shared_atomics_are_each_blocks_own(sim):
+    sim.ok("kernel define count <<< __global__ void count(int *olds, int *out) { __shared__ int c; "
+           "int g = blockIdx.x * blockDim.x + threadIdx.x; if (threadIdx.x == 0) c = 100 * blockIdx.x; "
+           "__syncthreads(); olds[g] = atomicAdd(&c, 1); __syncthreads(); if (threadIdx.x == 0) out[blockIdx.x] = c; } >>>")
+    sim.ok("alloc managed 512B as olds; alloc managed 16B as out; launch count olds out grid 4 block 32; sync")
+    assert sim.ok("show out dtype int32 count 4")["values"] == [32, 132, 232, 332]
+    olds = sim.ok("show olds dtype int32 count 128")["values"]
+    assert sorted(olds[32:64]) == list(range(100, 132))
+
+
+def test_each_function_has_its_own_shared_variables_and_file_scope_ones_are_every_kernels(sim):
+    sim.ok("kernel define two <<< __device__ int f(int i) { __shared__ int s[32]; s[threadIdx.x] = 100; "
+           "__syncthreads(); return s[threadIdx.x] + i; }\n__global__ void two(int *o) { __shared__ int s[32]; "
+           "s[threadIdx.x] = threadIdx.x * 1000; __syncthreads(); o[threadIdx.x] = f(s[threadIdx.x]); } >>>")
+    sim.ok("alloc managed 128B as o; launch two o grid 1 block 32; sync")
+    assert sim.ok("show o dtype int32 count 3")["values"] == [100, 1100, 2100]
+    sim.ok("kernel define rev <<< extern __shared__ float dyn[];\n__global__ void rev(float *o) { "
+           "dyn[threadIdx.x] = threadIdx.x; __syncthreads(); o[threadIdx.x] = dyn[31 - threadIdx.x]; } >>>")
+    sim.ok("launch rev o grid 1 block 32 shared 128; sync")
+    assert sim.ok("show o dtype float32 count 2")["values"] == [31.0, 30.0]
+
+
+def test_a_kernel_after_an_include_is_found(sim, tmp_path):
+    (tmp_path / "k.cu").write_text("#include <cuda_runtime.h>\n__global__ void k(int *o) { o[threadIdx.x] = 7; }\n")
+    assert sim.ok(f"kernel load {tmp_path / 'k.cu'}")["loaded"] == ["k(o)"]
+
+
+@pytest.mark.parametrize("source, construct", [
+    ("struct B { int a:3; }; __global__ void k(int *o) { B b; b.a = 5; o[0] = b.a; }", "bit-field"),
+    ("__global__ void k(int *o) { int x = 1; int &r = x; r = 5; o[0] = x; }", "reference variable"),
+    ('__global__ void k(char *o) { const char *s = "abc"; o[0] = s[1]; }', "string outside printf"),
+    ("__global__ void k(int *o) { uint3 t = threadIdx; o[0] = t.x; }", "threadIdx as a whole"),
+    ("__global__ void k(float *o) { o[0] = copysignf(1.0f, o[1]); }", "copysignf"),
+])
+def test_what_the_interpreter_cannot_run_is_refused_at_define(sim, source, construct):
+    err = sim.fails(f"kernel define k <<< {source} >>>")
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM" and construct in err["message"]
+
+
+def test_a_kernel_that_never_ends_is_refused_and_the_context_lives(sim, monkeypatch):
+    from cudashell.simt import interp
+
+    monkeypatch.setattr(interp, "RUNAWAY_ROUNDS", 1000)
+    monkeypatch.setattr(interp, "RUNAWAY_SECONDS", 0.0)
+    sim.ok("kernel define forever <<< __global__ void forever(int *o) { while (o[0] == 0) { } } >>>")
+    sim.ok("alloc device 4B as o")
+    assert sim.fails("launch forever o grid 1 block 1")["code"] == "RUNAWAY_KERNEL"
+    sim.ok("launch fill o 1; sync")

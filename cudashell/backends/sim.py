@@ -29,6 +29,12 @@ INVALID = "CUDA_ERROR_INVALID_VALUE"
 INVALID_DEVICE = "CUDA_ERROR_INVALID_DEVICE"
 ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"
 CALLBACK_COST = 5e-6  # a host function holds its stream this long
+REFUSED_AT_LAUNCH = {  # what the interpreter finds that is no GPU fault: refused before the launch is queued
+    "DIVERGENT_BARRIER": "every thread of a block must reach each __syncthreads(); move it out of the branch",
+    "RUNAWAY_KERNEL": "a GPU would run it until `gpu-timeout` or Ctrl-C; look at the loop's condition",
+    "NOT_SUPPORTED_ON_SIM": "the simulator runs the CUDA C subset in the guide's chapter \"Your own kernels\"",
+}
+MAX_THREADS = 1 << 28  # the simulator's own limit on one launch (a GPU takes far more: it would run for hours here)
 CONTEXT_CREATE = 0.11  # cuCtxCreate took 109 ms on the H100 (CUDA 13)
 STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
 
@@ -795,6 +801,10 @@ class SimBackend(Backend):
         program, fn = kernel.handle
         _layout, static, _total = shared_layout(program, fn, shared)
         check_launch(grid, block, shared, static_shared=static)
+        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+        if threads > MAX_THREADS:
+            raise ShellError("NOT_SUPPORTED_ON_SIM", f"{threads} threads in one launch: the simulator runs up to 2^28",
+                             "launch fewer blocks (a grid-stride loop covers the same elements)")
         ctx = self._ctx_of(stream)
         values, named = [], {}
         for q, v in zip(kernel.params, args):
@@ -807,9 +817,8 @@ class SimBackend(Backend):
                 values.append(v)
         version = self.version
         first, written = self._run_user(kernel, values, grid, block, shared, ctx, named, trace)
-        if isinstance(first, Exception) and first.code == "DIVERGENT_BARRIER":  # a GPU would hang: refuse it now
-            raise ShellError(first.code, first.message, "every thread of a block must reach each __syncthreads(); "
-                             "move it out of the branch")
+        if isinstance(first, Exception) and first.code in REFUSED_AT_LAUNCH:  # nothing is queued: the context lives
+            raise ShellError(first.code, first.message, REFUSED_AT_LAUNCH[first.code])
         for r in written:
             self._alloc_at(r.start, ctx).data.reserve(0, r.size)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ShellError
-from ..kernels import C_TYPES, Kernel, Param
+from ..kernels import Kernel, Param
 
 
 def compile_source(source: str, path: str | None = None) -> list[Kernel]:
@@ -32,7 +32,8 @@ def compile_source(source: str, path: str | None = None) -> list[Kernel]:
             if isinstance(p.type, Pointer):
                 to = p.type.to
                 dtype = to.dtype.name if isinstance(to, Scalar) and to.name != "bool" else "uint8"
-                params.append(Param(p.name, "in" if _const_pointee(source, kname, p.name) else "inout", dtype))
+                const = fn.const_params[len(params)] if len(params) < len(fn.const_params) else False
+                params.append(Param(p.name, "in" if const else "inout", dtype))
             elif isinstance(p.type, Scalar):
                 params.append(Param(p.name, "scalar", "uint8" if p.type.name == "bool" else p.type.dtype.name))
             else:
@@ -43,17 +44,4 @@ def compile_source(source: str, path: str | None = None) -> list[Kernel]:
     return kernels
 
 
-def _const_pointee(source: str, kernel: str, param: str) -> bool:
-    import re
-
-    m = re.search(rf"\b{re.escape(kernel)}\s*\(([^)]*)\)", source, re.S)
-    if not m:
-        return False
-    for part in m.group(1).split(","):
-        words = part.replace("*", " * ").split()
-        if words and words[-1] == param:
-            return "const" in words[:words.index("*")] if "*" in words else False
-    return False
-
-
-__all__ = ["compile_source", "C_TYPES"]
+__all__ = ["compile_source"]

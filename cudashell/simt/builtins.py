@@ -53,8 +53,7 @@ def _sqrt(mach, e, m):  # correctly rounded on the GPU, and in numpy at the argu
 def _minmax(fn):
     def run(mach, e, m):
         a, b = _args(mach, e, m)
-        return fn(a, b).astype(dtype_of(e.type)) if isinstance(fn(a, b), np.ndarray) else \
-            dtype_of(e.type).type(fn(a, b))
+        return np.asarray(fn(a, b)).astype(dtype_of(e.type))[()]
     return run
 
 
@@ -150,9 +149,9 @@ def _shfl(kind):
         elif kind == "down":
             src = lane + which
             src = np.where(src >= seg + width, lane, src)
-        else:
+        else:  # PTX's shfl.bfly: a lane past the last of its segment reads its own value
             src = lane ^ which
-            src = np.where((src < seg) | (src >= seg + width), lane, src)
+            src = np.where(src >= seg + width, lane, src)
         base = mach.lane - lane
         return v[base + src]
     return run
@@ -299,35 +298,40 @@ class Printf:
 
     def render(self, values: list, types: list, mem) -> str:
         out, k, pos = [], 0, 0
+        values = list(values)
         for mt in _SPEC.finditer(self.fmt):
             out.append(self.fmt[pos:mt.start()])
             pos = mt.end()
-            flags, width, prec, _length, conv = mt.groups()
+            flags, width, prec, length, conv = mt.groups()
             if conv == "%":
                 out.append("%")
                 continue
+            if width == "*" or prec == "*":  # the width or precision is an argument before the value
+                taken = []
+                for _ in range((width == "*") + (prec == "*")):
+                    taken.append(int(values[k]) if k < len(values) else 0)
+                    k += 1
+                width = str(taken.pop(0)) if width == "*" else width
+                prec = str(taken.pop(0)) if prec == "*" else prec
             if k >= len(values):
                 out.append(mt.group(0))
                 continue
-            v, t = values[k], types[k]
+            v = values[k]
             k += 1
             spec = "%" + flags + (width or "") + (f".{prec}" if prec is not None else "")
             if conv == "s":
-                out.append((spec + "s") % (v.decode("latin-1") if isinstance(v, bytes) else "(string)"))
+                out.append((spec + "s") % (v.decode("utf-8", "replace") if isinstance(v, bytes) else "(string)"))
             elif conv == "p":
                 out.append("0x%x" % int(np.int64(v).view(np.uint64)))
-            elif conv in "diu":
-                iv = int(v)
-                if conv == "u" and iv < 0:
-                    iv += 1 << (8 * np.asarray(v).dtype.itemsize)
-                out.append((spec + "d") % iv)
-            elif conv in "oxX":
-                iv = int(v)
-                if iv < 0:
-                    iv += 1 << (8 * np.asarray(v).dtype.itemsize)
-                out.append((spec + conv) % iv)
             elif conv == "c":
                 out.append((spec + "c") % chr(int(v) & 0xFF))
+            elif conv in "diuoxX":
+                bits = {"hh": 8, "h": 16, "l": 64, "ll": 64, "z": 64, "j": 64, "t": 64}.get(length or "",
+                                                                                      8 * np.asarray(v).dtype.itemsize)
+                iv = int(v) & ((1 << bits) - 1)  # C reads the argument at the length the format names
+                if conv in "di" and iv >= 1 << (bits - 1):
+                    iv -= 1 << bits
+                out.append((spec + ("d" if conv in "diu" else conv)) % iv)
             elif conv == "a":  # C's %a: no trailing zeros in the fraction
                 mant, exp = float(v).hex().split("p")
                 out.append(mant.rstrip("0").rstrip(".") + "p" + exp)

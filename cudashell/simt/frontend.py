@@ -65,6 +65,14 @@ def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[st
         def on_error(self, file, line, msg):
             raise CompileError("USAGE", f"{file}:{line}: {msg}")
 
+        def on_directive_handle(self, directive, toks, ifpassthru, precedingtoks):
+            text = "".join(tok.value for tok in toks).strip()
+            if directive.value == "error":  # nvcc stops here: so does the shell, in its own error line
+                raise CompileError("USAGE", f"#error {text}", (directive.source, directive.lineno, 2))
+            if directive.value == "warning":
+                return True  # nvcc goes on
+            return super().on_directive_handle(directive, toks, ifpassthru, precedingtoks)
+
         def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
             if directive.value == "pragma":
                 return None  # passed through: `#pragma unroll` changes nothing the interpreter computes
@@ -153,14 +161,21 @@ class Program:
         self.text = DECLS + text
         self.structs: dict = {}
         self.functions: dict[str, ir.Function] = {}
-        errors = [d for d in tu.diagnostics if d.severity >= 3]
-        if errors:
-            d = errors[0]
-            raise CompileError("USAGE", f"error: {d.spelling}", self.loc_of(d.location))
         toks = list(tu.get_tokens(extent=tu.cursor.extent))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
+        errors = [d for d in tu.diagnostics if d.severity >= 3]
+        if errors:
+            d = errors[0]
+            called = re.fullmatch(r"use of undeclared identifier '(\w+)'", d.spelling)
+            if called and self._tok_after(d.location.offset + len(called.group(1))) == "(":
+                # nvcc knows more device functions than the simulator declares: say which one it lacks
+                raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset (or not declared): the "
+                                   f"function '{called.group(1)}'", self.loc_of(d.location))
+            raise CompileError("USAGE", f"error: {d.spelling}", self.loc_of(d.location))
         self.kernel_names: list[str] = []
+        self.shared_globals: list[ir.Decl] = []  # file-scope __shared__ variables
+        self.global_shared: dict = {}  # their cursors' hashes → Var
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
         if not self.kernel_names:
@@ -220,6 +235,8 @@ class Program:
             return Array(self.ctype(t.element_type), t.element_count)
         if k == K.INCOMPLETEARRAY:
             return Array(self.ctype(t.element_type), None)
+        if k == K.NULLPTR:
+            return Pointer(VOID)
         if k == K.ENUM:
             return self.ctype(t.get_declaration().enum_type)
         if k == K.RECORD:
@@ -228,8 +245,14 @@ class Program:
             if name not in self.structs:
                 if any(c.kind.name in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") for c in decl.get_children()):
                     self.refuse(decl, "a class with methods")
-                fields = tuple((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8)
-                               for f in decl.get_children() if f.kind.name == "FIELD_DECL")
+                fields = []
+                for f in decl.get_children():
+                    if f.kind.name != "FIELD_DECL":
+                        continue
+                    if f.is_bitfield():
+                        self.refuse(f, "a bit-field")
+                    fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
+                fields = tuple(fields)
                 self.structs[name] = Struct(name, fields, t.get_size(), t.get_align())
             return self.structs[name]
         raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: the type '{t.spelling}'", None)
@@ -251,8 +274,7 @@ class Program:
             if not body:
                 return  # a declaration; its definition comes elsewhere
             if "CUDAGLOBAL_ATTR" not in attrs and "CUDADEVICE_ATTR" not in attrs:
-                if "CUDAHOST_ATTR" in attrs or True:
-                    return  # host code: not the simulator's to run
+                return  # host code: not the simulator's to run
             self.functions[cur.spelling] = self._function(cur, body[0], "CUDAGLOBAL_ATTR" in attrs)
             if "CUDAGLOBAL_ATTR" in attrs:
                 self.kernel_names.append(cur.spelling)
@@ -264,11 +286,18 @@ class Program:
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
-            self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
+            if "CUDASHARED_ATTR" not in {c.kind.name for c in cur.get_children()}:
+                self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
+            t = self.type_of(cur)
+            v = ir.Var(self.loc(cur), t, f"::{cur.spelling}", True)
+            self.global_shared[cur.hash] = v
+            extern = cur.storage_class.name == "EXTERN" or (isinstance(t, Array) and t.n is None)
+            self.shared_globals.append(ir.Decl(self.loc(cur), v, None, True, extern))
         else:
             self.refuse(cur, kind.lower().replace("_", " "))
 
     def _function(self, cur, body, kernel: bool) -> ir.Function:
+        self.fn = cur.spelling
         self.scope: dict[str, ir.Var] = {}
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
@@ -282,7 +311,11 @@ class Program:
             init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF")]
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
-        return ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        fn = ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
+                           for p in cur.get_children() if p.kind.name == "PARM_DECL"]
+        _check(fn.body)
+        return fn
 
     def _addressed(self, body) -> set:
         """Variables whose address is taken (`&x`, or passed to a reference parameter): they live in memory,
@@ -371,7 +404,7 @@ class Program:
 
     def _decl(self, cur) -> ir.Node:
         if cur.kind.name != "VAR_DECL":
-            if cur.kind.name in ("TYPEDEF_DECL", "STRUCT_DECL", "TYPE_ALIAS_DECL"):
+            if cur.kind.name in ("TYPEDEF_DECL", "STRUCT_DECL", "TYPE_ALIAS_DECL", "ENUM_DECL", "STATIC_ASSERT"):
                 return ir.Block(self.loc(cur), [])
             self.refuse(cur, cur.kind.name.lower().replace("_", " "))
         kids = list(cur.get_children())
@@ -382,7 +415,11 @@ class Program:
         storage = cur.storage_class.name if hasattr(cur, "storage_class") else ""
         if storage == "STATIC" and not shared:
             self.refuse(cur, "a static local variable")
+        if cur.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+            self.refuse(cur, "a reference variable (references are passed as parameters only)")
         v = self._var(cur)
+        if shared:
+            v.name = f"{self.fn}:{v.name}"  # one per function: two functions' `s` are two arrays
         exprs = [c for c in kids if not c.kind.name.endswith("_ATTR") and c.kind.name not in ("TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF")]
         toks = self._tokens(cur)
         has_init = any(t in ("=", "{", "(") for t in toks[toks.index(cur.spelling) + 1:] if cur.spelling in toks) \
@@ -433,16 +470,13 @@ class Program:
                 else:
                     labels.append(None)
                     c = inner[0]
-            stmt = self.stmt(c)
-            if labels:
-                items.append((labels, stmt))
-            elif items:
-                items.append(([], stmt))
-            else:
-                items.append(([], stmt))  # unreachable code before the first label
+            items.append((labels, self.stmt(c)))  # no labels: it runs for the lanes already inside
         return ir.Switch(loc, value, items)
 
     def _int_const(self, cur) -> int:
+        value = self._evaluate(cur)
+        if isinstance(value, int):
+            return value
         e = self.expr(cur)
         while isinstance(e, ir.Cast):
             e = e.expr
@@ -471,23 +505,22 @@ class Program:
         if k in ("CSTYLE_CAST_EXPR", "CXX_FUNCTIONAL_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR",
                  "CXX_CONST_CAST_EXPR"):
             inner = [c for c in kids if c.kind.name not in ("TYPE_REF",)]
-            return self._cast(self.expr(inner[-1]), self.type_of(cur), loc, explicit=True)
-        if k == "INTEGER_LITERAL":
-            return self._int_literal(cur, loc)
-        if k == "FLOATING_LITERAL":
-            text = self._tok_after(cur.extent.start.offset).rstrip("fFlL")
+            return self._cast(self.expr(inner[-1]), self.type_of(cur), loc)
+        if k in ("INTEGER_LITERAL", "FLOATING_LITERAL", "CHARACTER_LITERAL"):  # clang reads every spelling
             t = self.type_of(cur)
-            return ir.Const(loc, t, t.dtype.type(float.fromhex(text) if "p" in text.lower() else float(text)))
-        if k == "CHARACTER_LITERAL":
-            t = self.type_of(cur)
-            text = self._tok_after(cur.extent.start.offset)
-            return ir.Const(loc, t, t.dtype.type(_char_value(text)))
+            value = self._evaluate(cur)
+            if value is None:
+                self.refuse(cur, f"the literal {self._tok_after(cur.extent.start.offset)}")
+            if t.is_float:
+                return ir.Const(loc, t, t.dtype.type(value))
+            return ir.Const(loc, t, np.array(value).astype(t.dtype)[()] if value >= 0 else t.dtype.type(value))
         if k == "CXX_BOOL_LITERAL_EXPR":
             return ir.Const(loc, BOOL, np.bool_(self._tok_after(cur.extent.start.offset) == "true"))
         if k == "CXX_NULL_PTR_LITERAL_EXPR":
             return ir.Const(loc, self.type_of(cur) if self.type_of(cur) != VOID else Pointer(VOID), 0)
         if k == "STRING_LITERAL":
-            return ir.Const(loc, Pointer(Scalar("int8")), _string_value(self._tok_after(cur.extent.start.offset)))
+            pieces = [t for t in self._tokens(cur) if t.endswith('"')]  # "ab" "cd" is one literal
+            return ir.Const(loc, Pointer(Scalar("int8")), b"".join(_string_value(t) for t in pieces))
         if k == "DECL_REF_EXPR":
             return self._ref(cur, loc)
         if k == "MEMBER_REF_EXPR":
@@ -512,11 +545,14 @@ class Program:
         if k == "CALL_EXPR":
             return self._call(cur, kids, loc)
         if k == "INIT_LIST_EXPR":
-            return ir.InitList(loc, self.type_of(cur), [self.expr(c) for c in kids])
+            t = self.type_of(cur)
+            items = [self.expr(c) for c in kids]
+            if isinstance(t, (Scalar, Pointer)):  # `int a{5}`, `int b = {}`: the one value, or zero
+                return self._cast(items[0], t, loc) if items else ir.Const(loc, t, np.zeros((), t.dtype)[()]
+                                                                              if isinstance(t, Scalar) else 0)
+            return ir.InitList(loc, t, items)
         if k == "CXX_UNARY_EXPR":  # sizeof / alignof
             toks = self._tokens(cur)
-            t = cur.type
-            arg = kids[0].type if kids else None
             if toks and toks[0] == "sizeof":
                 size = self._sizeof(cur, kids)
                 return ir.Const(loc, self.type_of(cur), np.uint64(size))
@@ -525,29 +561,41 @@ class Program:
             self.refuse(cur, k.lower())
         self.refuse(cur, f"the expression '{' '.join(self._tokens(cur))[:40]}' ({k.lower()})")
 
-    def _sizeof(self, cur, kids) -> int:
-        """clang's own value of `sizeof(…)` (its python bindings leave these functions undeclared: declare them,
-        or ctypes cuts the result pointer to an int)."""
+    def _evaluate(self, cur):
+        """clang's own value of a constant expression (a literal in any spelling, `sizeof`, `case N*2:`), or None.
+        Its python bindings leave these functions undeclared: declared here, or ctypes cuts the pointer to an int."""
         import ctypes
 
         lib = self.ci.conf.lib
-        lib.clang_Cursor_Evaluate.restype, lib.clang_Cursor_Evaluate.argtypes = ctypes.c_void_p, [self.ci.Cursor]
-        lib.clang_EvalResult_getAsUnsigned.restype = ctypes.c_ulonglong
-        lib.clang_EvalResult_getAsUnsigned.argtypes = [ctypes.c_void_p]
-        lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+        if not getattr(lib, "_cush_declared", False):
+            lib.clang_Cursor_Evaluate.restype, lib.clang_Cursor_Evaluate.argtypes = ctypes.c_void_p, [self.ci.Cursor]
+            for name, res in (("clang_EvalResult_getKind", ctypes.c_int), ("clang_EvalResult_isUnsignedInt", ctypes.c_uint),
+                              ("clang_EvalResult_getAsUnsigned", ctypes.c_ulonglong),
+                              ("clang_EvalResult_getAsLongLong", ctypes.c_longlong),
+                              ("clang_EvalResult_getAsDouble", ctypes.c_double)):
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = res, [ctypes.c_void_p]
+            lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+            lib._cush_declared = True
         ev = lib.clang_Cursor_Evaluate(cur)
         if not ev:
-            self.refuse(cur, "a sizeof clang cannot evaluate")
+            return None
         try:
-            return int(lib.clang_EvalResult_getAsUnsigned(ev))
+            kind = lib.clang_EvalResult_getKind(ev)
+            if kind == 1:  # CXEval_Int
+                return int(lib.clang_EvalResult_getAsUnsigned(ev) if lib.clang_EvalResult_isUnsignedInt(ev)
+                           else lib.clang_EvalResult_getAsLongLong(ev))
+            if kind == 2:  # CXEval_Float
+                return float(lib.clang_EvalResult_getAsDouble(ev))
+            return None
         finally:
             lib.clang_EvalResult_dispose(ev)
 
-    def _int_literal(self, cur, loc) -> ir.Const:
-        t = self.type_of(cur)
-        text = self._tok_after(cur.extent.start.offset).rstrip("uUlL")
-        value = int(text, 0) if not (len(text) > 1 and text[0] == "0" and text[1] in "01234567") else int(text, 8)
-        return ir.Const(loc, t, t.dtype.type(value))
+    def _sizeof(self, cur, kids) -> int:
+        size = self._evaluate(cur)
+        if size is None:
+            self.refuse(cur, "a sizeof clang cannot evaluate")
+        return size
 
     def _implicit(self, cur, child, loc) -> ir.Expr:
         inner = self.expr(child)
@@ -561,16 +609,14 @@ class Program:
             return inner  # a function's name before a call
         return self._cast(inner, t, loc)
 
-    def _cast(self, inner, t, loc, explicit=False) -> ir.Expr:
+    def _cast(self, inner, t, loc) -> ir.Expr:
         if inner.type == t:
             return inner
         if isinstance(t, Struct) or isinstance(inner.type, Struct):
             return inner  # a struct copied (a constructor clang made implicit)
         if isinstance(inner.type, Array) and isinstance(t, Pointer):
             return ir.Decay(loc, t, inner)
-        if t == VOID:
-            return ir.Cast(loc, t, inner, explicit)
-        return ir.Cast(loc, t, inner, explicit)
+        return ir.Cast(loc, t, inner)
 
     def _ref(self, cur, loc) -> ir.Expr:
         ref = cur.referenced
@@ -584,6 +630,9 @@ class Program:
                 if ref.hash in self.refs:
                     return ir.Unary(loc, v.type.to, "*", var)
                 return var
+            if ref.hash in self.global_shared:
+                v = self.global_shared[ref.hash]
+                return ir.Var(loc, v.type, v.name, True)
             if ref.spelling == "warpSize":
                 return ir.Special(loc, INT, "warpSize")
             if ref.spelling in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
@@ -645,7 +694,7 @@ class Program:
         if name in self.functions or (definition is not None and self._user(definition)):
             fn = self.functions.get(name)
             if fn is None:
-                self.refuse(cur, f"a call to '{name}' before its definition")
+                self.refuse(cur, f"recursion, or a call to '{name}' before its definition")
             filled = []
             decls = [p for p in (definition or ref).get_children() if p.kind.name == "PARM_DECL"]
             for i, p in enumerate(fn.params):
@@ -664,12 +713,12 @@ class Program:
                 fmt = fmt.expr
             if not isinstance(fmt, ir.Const) or not isinstance(fmt.value, bytes):
                 self.refuse(cur, "printf with a format that is not a string literal")
-            return ir.Printf(loc, t, fmt.value.decode("latin-1"), args[1:])
+            return ir.Printf(loc, t, fmt.value.decode("utf-8", "replace"), args[1:])
         if name == "__cush_assert":
             text = args[1]
             while isinstance(text, (ir.Cast, ir.Decay)):
                 text = text.expr
-            return ir.Call(loc, t, name, [args[0], ir.Const(loc, VOID, text.value.decode("latin-1"))])
+            return ir.Call(loc, t, name, [args[0], ir.Const(loc, VOID, text.value.decode("utf-8", "replace"))])
         for i in range(len(args), len(params)):  # defaults of built-ins (`__syncwarp()`, shfl's width)
             dk = [c for c in params[i].get_children() if c.kind.name != "TYPE_REF"]
             args.append(self._cast(self.expr(dk[-1]), self.type_of(params[i]), loc))
@@ -683,18 +732,27 @@ class Program:
         return ir.Call(loc, t, name, args)
 
 
-def _char_value(text: str) -> int:
-    body = text[text.index("'") + 1:-1]
-    if body.startswith("\\"):
-        esc = {"n": 10, "t": 9, "r": 13, "0": 0, "\\": 92, "'": 39, '"': 34, "a": 7, "b": 8, "f": 12, "v": 11}
-        if body[1] == "x":
-            return int(body[2:], 16)
-        if body[1].isdigit():
-            return int(body[1:], 8)
-        return esc[body[1]]
-    return ord(body)
+def _check(node, inside_printf: bool = False) -> None:
+    """What clang accepts but the interpreter has no value for is refused here, at define, not at a launch: a
+    string outside printf and assert, `threadIdx` (or another index) used whole."""
+    if isinstance(node, ir.Const) and isinstance(node.value, bytes) and not inside_printf:
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "not in the simulator's subset: a string outside printf", node.loc)
+    if isinstance(node, ir.Special) and "." not in node.name and node.name != "warpSize":
+        raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {node.name} as a whole (use "
+                           f"{node.name}.x, .y, .z)", node.loc)
+    printing = isinstance(node, ir.Printf) or (isinstance(node, ir.Call) and node.name == "__cush_assert")
+    for name in getattr(node, "__dataclass_fields__", ()):
+        value = getattr(node, name)
+        for child in value if isinstance(value, list) else [value]:
+            if isinstance(child, tuple):  # a switch's (labels, statement)
+                child = child[1]
+            if isinstance(child, ir.Node):
+                _check(child, inside_printf or printing)
 
 
 def _string_value(text: str) -> bytes:
+    """A string literal's bytes: its escapes read as C reads them, other characters as UTF-8."""
+    import codecs
+
     body = text[text.index('"') + 1:-1]
-    return body.encode("latin-1").decode("unicode_escape").encode("latin-1")
+    return codecs.escape_decode(body.encode("utf-8"))[0]

@@ -5,6 +5,8 @@ so a barrier only has to check that all of a block came."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from . import ir
@@ -17,6 +19,9 @@ ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "
          "^": np.bitwise_xor}
 COMPARE = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal, "==": np.equal,
            "!=": np.not_equal}
+
+
+RUNAWAY_ROUNDS, RUNAWAY_SECONDS = 100_000, 10.0  # a loop past both is taken for one that never ends
 
 
 class Frame:
@@ -56,6 +61,7 @@ class Machine:
         self.frames: list[Frame] = []
         self.statements = 0
         self.discarding = None
+        self.started = time.perf_counter()
 
     # -------------------------------------------------------------- running
     def run(self, fn: ir.Function, args: list) -> None:
@@ -197,10 +203,7 @@ class Machine:
 
     def set_reg(self, name: str, value, m) -> None:
         env = self.frame.env
-        if m is self.valid or (np.ndim(m) and m.all()) or name not in env:
-            env[name] = value if name not in env or m.all() else np.where(m, value, env[name])
-        else:
-            env[name] = np.where(m, value, env[name])
+        env[name] = value if name not in env or m.all() else np.where(m, value, env[name])
 
     def loop(self, s: ir.Loop, m) -> None:
         if s.init is not None:
@@ -210,7 +213,12 @@ class Machine:
         f.jumps.append(entry)
         cur = m.copy()
         first = True
+        rounds = 0
         while True:
+            rounds += 1
+            if rounds % RUNAWAY_ROUNDS == 0 and time.perf_counter() - self.started > RUNAWAY_SECONDS:
+                raise Fault("RUNAWAY_KERNEL", f"a loop at {s.loc[0]}:{s.loc[1]}:{s.loc[2]} ran {rounds} rounds "
+                            f"({RUNAWAY_SECONDS:g} s on the simulator) without every thread leaving it")
             cur &= ~(f.ret | entry[1])
             if s.cond is not None and (s.test_first or not first):
                 cur &= truthy(self.ev(s.cond, cur))
@@ -249,7 +257,7 @@ class Machine:
         t = type(e)
         if t is ir.Var:
             if e.in_memory or e.name in self.frame.addr:
-                return ("mem", self.frame.addr[e.name], e.type)
+                return ("mem", self.addr_of(e.name), e.type)
             return ("reg", e.name, e.type)
         if t is ir.Unary and e.op == "*":
             return ("mem", self.ev(e.expr, m), e.type)
@@ -259,13 +267,17 @@ class Machine:
             size = e.type.size
             return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
         if t is ir.Member:
-            if e.arrow:
-                base = self.ev(e.base, m)
+            if e.arrow or type(e.base) not in (ir.Var, ir.Index, ir.Member, ir.Unary):
+                base = self.ev(e.base, m)  # a pointer, or a struct that is a value (a call's): its address
             else:
-                p = self.place(e.base, m)
-                base = p[1]
+                base = self.place(e.base, m)[1]
             return ("mem", np.asarray(base, np.int64) + e.offset, e.type)
         raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: not an lvalue")
+
+    def addr_of(self, name: str) -> int:
+        """Where an in-memory variable is: in its frame, or (file-scope __shared__) in the block's shared memory."""
+        addr = self.frame.addr.get(name)
+        return SHARED_BASE + self.shared_layout[name] if addr is None else addr
 
     def load(self, p, m, loc=None):
         if p[0] == "reg":
@@ -342,7 +354,7 @@ class Machine:
         if t is ir.Decay:
             inner = e.expr
             if type(inner) is ir.Var:
-                return np.int64(self.frame.addr[inner.name])
+                return np.int64(self.addr_of(inner.name))
             return self.place(inner, m)[1]
         if t is ir.Cond:
             c = truthy(self.ev(e.cond, m))
@@ -351,6 +363,8 @@ class Machine:
             ma, mb = m & c, m & ~c
             a = self.ev(e.a, ma) if ma.any() else 0
             b = self.ev(e.b, mb) if mb.any() else 0
+            if e.type == VOID:  # `c ? f() : g()` for their effects
+                return None
             if isinstance(e.type, Struct):
                 return np.where(c, a, b)
             return np.where(c, a, b).astype(dtype_of(e.type)) if e.type != BOOL else np.where(c, a, b)

@@ -36,7 +36,6 @@ class Special(Expr):
 @dataclass(eq=False)
 class Cast(Expr):
     expr: Expr
-    explicit: bool = False
 
 
 @dataclass(eq=False)
@@ -164,3 +163,4 @@ class Function:
     kernel: bool
     loc: tuple
     defaults: list = field(default_factory=list)  # a default Expr (or None) per parameter
+    const_params: list = field(default_factory=list)  # per parameter: a pointer to const (the kernel reads it only)

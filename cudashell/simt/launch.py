@@ -73,6 +73,8 @@ def shared_layout(program, fn: ir.Function, dynamic: int) -> tuple[dict, int, in
         for child in _children(node):
             walk(child)
 
+    for decl in program.shared_globals:  # file-scope __shared__: every kernel's
+        walk(decl)
     walk(fn.body)
     static = offset
     start = -(-static // 16) * 16
@@ -107,7 +109,7 @@ def _children(node):
 def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic: int, regions: list[Region],
         racecheck: bool = True, trace: bool = False) -> Report:
     report = Report()
-    layout, _static, shared_total = shared_layout(program, fn, dynamic)
+    layout, _, shared_total = shared_layout(program, fn, dynamic)
     threads = block[0] * block[1] * block[2]
     tpb = -(-threads // WARP) * WARP
     blocks = grid[0] * grid[1] * grid[2]

@@ -199,9 +199,6 @@ class Memory:
             self.local = grown
         return LOCAL_BASE + addr
 
-    def pop(self, addr: int) -> None:
-        self.sp = addr - LOCAL_BASE
-
     # -------------------------------------------------------------- access
     def access(self, addr, lanes: np.ndarray, dtype: np.dtype, loc, write: bool, values=None, count=True):
         """Load (values None) or store `values` at each active lane's address; returns the loaded values."""
@@ -211,6 +208,11 @@ class Memory:
         if len(addr) == 0:
             return np.zeros(0, dtype)
         lo, hi = int(addr.min()), int(addr.max())
+        for base, space in ((SHARED_BASE, "shared"), (LOCAL_BASE, "local")):  # below a window: an array's -1
+            if base - WINDOW <= lo < base:
+                i = int(np.argmin(addr))
+                self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), lo, dtype.itemsize, loc, write, space,
+                           f"{base - lo} bytes before the start of the {space} memory")
         if lo >= SHARED_BASE and hi < SHARED_BASE + WINDOW:
             return self._shared(addr - SHARED_BASE, lanes, dtype, loc, write, values, count)
         if lo >= LOCAL_BASE and hi < LOCAL_BASE + WINDOW:
@@ -348,7 +350,11 @@ class Memory:
             addr = np.full(len(lanes), addr, np.int64)
         operands = np.broadcast_to(np.asarray(operands, dtype), addr.shape).copy()
         old = self.access(addr, lanes, dtype, loc, False, count=False)  # checks bounds; the first value seen
-        uniq, inv = np.unique(addr, return_inverse=True)
+        # one location is one address in global memory, but an address and a block in shared memory (each block
+        # its own), an address and a thread in local memory
+        where = np.where(addr >= LOCAL_BASE, addr + lanes * WINDOW,
+                         np.where(addr >= SHARED_BASE, addr + (lanes // self.tpb) * WINDOW, addr))
+        uniq, inv = np.unique(where, return_inverse=True)
         if len(uniq) == len(addr) and op != "cas":
             new = _combine(op, old, operands, dtype)
             self.access(addr, lanes, dtype, loc, True, new, count=False)
@@ -368,18 +374,14 @@ class Memory:
             first = order[starts]
             self.access(addr[first], lanes[first], dtype, loc, True, (old[first] + totals).astype(dtype), count=False)
             return olds
-        if not want_old and op in ("add", "min", "max", "and", "or", "xor", "exch") and op != "exch":
-            region_vals = {}
-            cur = old.copy()
-            order = np.argsort(inv, kind="stable")
-            # apply per address in lane order with ufunc.at on a per-unique accumulator
-            acc = old[np.unique(inv, return_index=True)[1]].copy()
+        if not want_old and op in ("add", "min", "max", "and", "or", "xor"):
+            first = np.unique(inv, return_index=True)[1]  # one accumulator a location, applied in lane order
+            acc = old[first].copy()
             ufunc = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
                      "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
             ufunc.at(acc, inv, operands)
-            first = np.unique(inv, return_index=True)[1]
             self.access(addr[first], lanes[first], dtype, loc, True, acc.astype(dtype), count=False)
-            return cur
+            return old
         # the general case: rounds, each taking the next lane of every address
         olds = np.empty_like(old)
         pending = np.ones(len(addr), bool)

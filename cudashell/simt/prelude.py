@@ -29,6 +29,7 @@ def _decls() -> str:
         "#define __shared__ __attribute__((shared))",
         "#define __constant__ __attribute__((constant))",
         "#define __forceinline__ __attribute__((always_inline))",
+        "#define __align__(n) __attribute__((aligned(n)))",
         "typedef unsigned long size_t;",
         "typedef long ptrdiff_t;",
         "typedef signed char int8_t; typedef unsigned char uint8_t; typedef short int16_t; "
@@ -66,8 +67,12 @@ def _decls() -> str:
                    f"__device__ float {name}(float, float);")
     for t in ["int", "unsigned int", "long long", "unsigned long long", "float", "double"]:
         out.append(f"__device__ {t} min({t}, {t}); __device__ {t} max({t}, {t});")
+    for a, b, r in (("int", "unsigned int", "unsigned int"), ("long long", "unsigned long long", "unsigned long long"),
+                    ("float", "double", "double")):  # CUDA's mixed overloads: the wider or unsigned type wins
+        out.append(f"__device__ {r} min({a}, {b}); __device__ {r} min({b}, {a}); "
+                   f"__device__ {r} max({a}, {b}); __device__ {r} max({b}, {a});")
     out.append("__device__ int abs(int); __device__ long long llabs(long long); __device__ float abs(float);"
-               " __device__ double abs(double);")
+               " __device__ double abs(double); __device__ long long abs(long long);")
     for t in ["int", "unsigned int", "long long", "unsigned long long", "float", "double"]:
         for shfl in ("__shfl_sync(unsigned, {t}, int, int w = 32)", "__shfl_up_sync(unsigned, {t}, unsigned, int w = 32)",
                      "__shfl_down_sync(unsigned, {t}, unsigned, int w = 32)",

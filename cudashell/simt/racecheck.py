@@ -125,7 +125,5 @@ class Watch:
                              f"(the last at {_at(loc)}, {now}): which value stays is up to the GPU")
 
     def gid(self, lanes):
-        """A thread's number in the whole launch (its chunk's first block is folded in by the caller)."""
+        """A thread's number in the whole launch: the chunk's first lane's, `base`, plus the lane's."""
         return self.base + lanes
-
-    base = 0
