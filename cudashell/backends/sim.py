@@ -775,7 +775,7 @@ class SimBackend(Backend):
                 ok = a.dptr is not None and (uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx) \
                     or (a.kind == "pageable" and not a.registered and self.profile.pageable_memory_access)
             regions.append(Region(named.get(id(a), f"a {a.kind} allocation"), addr, a.size, kind, ok, a.readonly,
-                                  read=lambda a=a: a.data.read(0, a.size)))
+                                  read=lambda a=a: a.data.read(0, a.size), owner=a))
         return regions
 
     def _run_user(self, kernel, values, grid, block, shared, ctx, named, trace=False):
@@ -820,7 +820,7 @@ class SimBackend(Backend):
         if isinstance(first, Exception) and first.code in REFUSED_AT_LAUNCH:  # nothing is queued: the context lives
             raise ShellError(first.code, first.message, REFUSED_AT_LAUNCH[first.code])
         for r in written:
-            self._alloc_at(r.start, ctx).data.reserve(0, r.size)
+            r.owner.data.reserve(0, r.size)
 
         def effect(snapshot):
             def land():
@@ -831,7 +831,7 @@ class SimBackend(Backend):
                 if isinstance(report, Exception):
                     return report.code, report.message
                 for r in regions:
-                    self._alloc_at(r.start, ctx).data.write(0, r.data[:r.size])
+                    r.owner.data.write(0, r.data[:r.size])
                 if report.lines or report.warnings or report.dropped:
                     self.fired.append({"result": "kernel_output", "kernel": kernel.name, "lines": report.lines,
                                        "warnings": report.warnings, "dropped": report.dropped})
@@ -846,20 +846,13 @@ class SimBackend(Backend):
 
     def kernel_seconds(self, traffic) -> float:
         """A user kernel's modeled time from its counts: the memory it moved at each kind's rate, or the warp
-        instructions it issued, whichever takes longer, after the launch latency."""
+        instructions it issued, whichever takes longer, after the launch latency and the calibrated floor."""
         p = self.profile
         rate = {"device": p.kernel_device_read, "managed": p.kernel_device_read, "zero-copy": p.kernel_zero_copy_read,
                 "peer": p.peer_rate}
         memory = sum(n * 32 / rate[k] for k, n in traffic.sectors.items()) + traffic.atomics * 32 / p.kernel_device_read
         issue = traffic.instructions / p.kernel_warp_instructions + traffic.shared_wavefronts / p.kernel_shared_wavefronts
         return p.launch_latency + p.kernel_floor + max(memory, issue)
-
-    def _alloc_at(self, addr: int, ctx):
-        for a in self.live:
-            start = a.dptr if a.kind in ("pinned", "pageable") and a.dptr is not None else a.addr
-            if start == addr:
-                return a
-        raise KeyError(addr)  # pragma: no cover - regions come from `live`
 
     # ------------------------------------------------------------------ events and callbacks
     def event_create(self):

@@ -28,6 +28,7 @@ class Region:
     reachable: bool = True  # False: pageable, or not mapped in the kernel's context (an access faults)
     readonly: bool = False
     read: object = None  # () -> np.ndarray of its bytes (a copy)
+    owner: object = None  # the backend's allocation, where the written bytes go back
     data: np.ndarray | None = None
     dirty: bool = False
     views: dict = field(default_factory=dict)
