@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import sys
 from pathlib import Path
 
 TEMPLATE = """\
@@ -46,8 +47,13 @@ def state_dir() -> Path:
     return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "cudashell"
 
 
-def load(create: bool = False) -> dict:
-    """The settings, defaults filled in. `create` writes the commented template when there is none."""
+def _warn_stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def load(create: bool = False, warn=_warn_stderr) -> dict:
+    """The settings, defaults filled in. `create` writes the commented template when there is none. A file that
+    cannot be read or parsed is a warning naming file:line (its settings are then the defaults), never fatal."""
     path = config_dir() / "config"
     if create and not path.exists():
         try:
@@ -55,12 +61,32 @@ def load(create: bool = False) -> dict:
             path.write_text(TEMPLATE)
         except OSError:
             pass
-    parser = configparser.ConfigParser()
-    try:
-        parser.read(path)
-    except configparser.Error:
-        return dict(DEFAULTS)
     out = dict(DEFAULTS)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return out
+    except OSError as e:
+        warn(f"config: cannot read {path}: {e.strerror}; using the defaults")
+        return out
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        warn(f"config: {path}:{line}: not UTF-8 text (byte {e.start}); using the defaults")
+        return out
+    parser = configparser.ConfigParser(interpolation=None)  # a `%` in a value is just a character
+    try:
+        parser.read_string(text, source=str(path))
+    except configparser.DuplicateOptionError as e:
+        warn(f"config: {path}:{e.lineno}: '{e.option}' is given twice in [{e.section}]; the last one is used")
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.read_string(text, source=str(path))
+    except configparser.Error as e:
+        line = getattr(e, "lineno", None)
+        first = str(e).splitlines()[0]
+        warn(f"config: {path}{f':{line}' if line else ''}: {first}; using the defaults")
+        return out
     for section in ("shell", "pinning"):
         if parser.has_section(section):
             out.update({k: v.strip() for k, v in parser.items(section) if k in DEFAULTS})

@@ -107,9 +107,11 @@ def resolve(segment: Segment) -> tuple[Spec, int]:
         got = f"'{toks[1].text}'" if len(toks) > 1 else "nothing"
         raise usage(f"'{first}' takes {' | '.join(subs)}, got {got}", where,
                     f"e.g. {lookup(first + ' ' + subs[0]).example}")
-    close = difflib.get_close_matches(first, command_words(), n=1, cutoff=0.6)
+    word = toks[0].text
+    close = difflib.get_close_matches(first, command_words(), n=1, cutoff=0.6) if len(word) < 64 else []
     hint = f"did you mean `{close[0]}`?" if close else "type `help` for the list of commands"
-    raise ShellError("UNKNOWN_COMMAND", f"unknown command '{toks[0].text}'", hint, toks[0].col)
+    shown = word if len(word) <= 60 else f"{word[:40]}… ({len(word)} characters)"  # an error line stays a line
+    raise ShellError("UNKNOWN_COMMAND", f"unknown command '{shown}'", hint, toks[0].col)
 
 
 _PARSED: dict[tuple[str, int, int], Command] = {}

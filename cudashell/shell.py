@@ -3,6 +3,8 @@ REPL and the CLI are thin layers over this; output goes to injected streams."""
 
 from __future__ import annotations
 
+import re
+
 import io
 import sys
 import time
@@ -19,6 +21,8 @@ from .results import Result
 from .session import Session
 
 MAX_DEPTH = 16
+
+NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space, a tab or a Unicode space too
 
 
 class Shell:
@@ -56,14 +60,15 @@ class Shell:
         try:
             return self._run_segment(seg, file, lineno)
         except KeyboardInterrupt:  # between the handler and the report: the command ran; say so, briefly
-            self._report(seg.text, None, ShellError("INTERRUPTED", "interrupted while reporting", None), file, lineno)
+            self.last_error = ShellError("INTERRUPTED", "interrupted while reporting", None)
+            self._report(seg.text, None, self.last_error, file, lineno)
             return False
         except Exception as e:
             if self.debug:
                 raise
-            self._report(seg.text, None, ShellError("INTERNAL_ERROR", f"the command's result could not be shown: "
-                                                    f"{type(e).__name__}: {e}", "run with --debug for the traceback"),
-                         file, lineno)
+            self.last_error = ShellError("INTERNAL_ERROR", f"the command's result could not be shown: "
+                                         f"{type(e).__name__}: {e}", "run with --debug for the traceback")
+            self._report(seg.text, None, self.last_error, file, lineno)
             return False
 
     def _run_segment(self, seg: Segment, file: str | None, lineno: int | None) -> bool:
@@ -102,7 +107,10 @@ class Shell:
         wall = time.perf_counter() - t0
         self.last_error = error
         recorded = self._as_recorded(seg.text, result)
-        explained = cemit.explain(recorded, *before) if error is None and before else None
+        try:
+            explained = cemit.explain(recorded, *before) if error is None and before else None
+        except ShellError:  # the command ran: a C rendering that cannot be written is left out, not an error
+            explained = None
         if self.recording:
             self.session.record(recorded, error is None, error.code if error else None)
         if result is not None and "call" in result.data and "host_seconds" in result.data:
@@ -116,7 +124,7 @@ class Shell:
     def _as_recorded(text: str, result: Result | None) -> str:
         """History names what the shell named (`alloc pinned 1MB as p0`), so saving or exporting it
         replays to the same names."""
-        if result is None or result.named is None or " as " in f" {text.lower()} ":
+        if result is None or result.named is None or NAMED.search(f" {text} "):
             return text
         return f"{text} as {result.named}"
 

@@ -1,0 +1,51 @@
+"""Issue 22's findings, each reproduced as a person met it: what was typed or configured, and what must follow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cudashell import config
+
+
+@pytest.mark.parametrize("space", ["\t", "\u00a0", "\u2003"])
+def test_a_name_after_any_white_space_is_recorded_once(sim, space, tmp_path):
+    sim.ok(f"alloc pinned 4KB as{space}buf; fill buf 7")
+    assert sim.shell.session.history[0].text == f"alloc pinned 4KB as{space}buf"
+    sim.ok(f"save {tmp_path / 's.cush'}; export c {tmp_path / 's.cu'}")
+
+
+def test_explain_that_cannot_be_written_does_not_fail_the_command(sim):
+    sim.ok("explain on")
+    sim.ok("alloc device 4KB as\td")
+    assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["d"]
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"[shell]\npager = less %s -R\n", None),
+    (b"[shell]\ntime = on\ntime = off\n", ":3: 'time' is given twice in [shell]; the last one is used"),
+    (b"[shell]\nbackend = sim\n\xff\n", ":3: not UTF-8 text (byte 22)"),
+    (b"[shell\nbroken", ":1: File contains no section headers."),
+])
+def test_a_bad_config_file_is_a_warning_naming_its_line(tmp_path, monkeypatch, content, said):
+    (tmp_path / "cudashell").mkdir()
+    (tmp_path / "cudashell" / "config").write_bytes(content)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    warnings = []
+    settings = config.load(warn=warnings.append)
+    if said is None:
+        assert warnings == [] and settings["pager"] == "less %s -R"
+    else:
+        assert len(warnings) == 1 and said in warnings[0] and str(tmp_path) in warnings[0]
+    if content.startswith(b"[shell]\ntime"):
+        assert settings["time"] == "off"
+    run = subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", "-c", "echo hi"], capture_output=True,
+                         text=True, env={"XDG_CONFIG_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert run.returncode == 0 and run.stdout.strip() == "hi" and "Traceback" not in run.stderr
+
+
+def test_an_unknown_huge_word_is_cut_in_its_error(sim):
+    err = sim.fails("x" * 100_000)
+    assert err["code"] == "UNKNOWN_COMMAND" and "(100000 characters)" in err["message"] and len(err["message"]) < 200
