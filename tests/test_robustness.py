@@ -49,3 +49,13 @@ def test_a_bad_config_file_is_a_warning_naming_its_line(tmp_path, monkeypatch, c
 def test_an_unknown_huge_word_is_cut_in_its_error(sim):
     err = sim.fails("x" * 100_000)
     assert err["code"] == "UNKNOWN_COMMAND" and "(100000 characters)" in err["message"] and len(err["message"]) < 200
+
+
+@pytest.mark.parametrize("failing", ["timeline width 401", "trace export /nonexistent/folder/x.json"])
+def test_a_refused_command_leaves_work_in_flight_as_it_was(sim, failing):
+    sim.ok("alloc pinned 4KB as h; alloc device 4KB as d")
+    sim.ok("memcpy h2d h d async")  # finished on the modeled GPU by the next command, but not yet looked at
+    pending = dict(sim.shell.session.buffers["d"].pending)
+    assert pending
+    sim.fails(failing)
+    assert sim.shell.session.buffers["d"].pending == pending

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -64,12 +65,12 @@ def explain_(session, backend, args):
                  "queue for the engine. On a GPU the engine times are CUPTI's (when the engine really started "
                  "and ended); without CUPTI they come from events, which count a wait in the queue as running.", exported=False)
 def timeline(session, backend, args):
+    width = args.get("W", 64)
+    if not 16 <= width <= 400:  # checked before anything settles: a refused command changes nothing
+        raise usage("width must be 16..400", args.col("W"))
     done, pending = finished(session, backend)
     if "OPS" in args.values:
         done = done[-args.get("OPS"):]
-    width = args.get("W", 64)
-    if not 16 <= width <= 400:
-        raise usage("width must be 16..400", args.col("W"))
     if not done:
         return Result("timeline", {"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label})
     t0, t1 = min(e["start"] for e in done), max(e["end"] for e in done)
@@ -106,6 +107,11 @@ def timeline(session, backend, args):
                  "that has it); the time it waited in its queue, from issue to start, on a `stream N (waiting)` "
                  "track beside its stream.", exported=False)
 def trace_export(session, backend, args):
+    path = Path(args.get("FILE"))
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):  # before anything settles
+        raise ShellError("IO_ERROR", f"cannot write {path}: {'no such folder' if not folder.is_dir() else 'no permission'}",
+                         None, args.col("FILE"))
     done, pending = finished(session, backend)
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}
               for pid, label in ((1, "streams"), (2, "engines"))]
@@ -118,7 +124,6 @@ def trace_export(session, backend, args):
             events.append({"name": f"waiting: {e['op']}", "cat": "queue", "ph": "X", "ts": e["issued"] * 1e6,
                            "dur": (e["start"] - e["issued"]) * 1e6, "pid": 1, "tid": f"stream {e['stream']} (waiting)",
                            "args": {"timing": e["timing"]}})
-    path = Path(args.get("FILE"))
     try:
         path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
                                     "otherData": {"timing": backend.timing_label, "device": backend.info.name}}))
