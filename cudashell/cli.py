@@ -108,17 +108,19 @@ def apply_settings(shell: Shell, settings: dict) -> None:
 
 
 def run_batch(shell: Shell, args) -> int:
-    ok = True
-    try:
-        if args.commands is not None:
-            ok = shell.run_items(shell.script_items(args.commands), "-c") and ok
-        for path in args.scripts:
-            if shell.quitting or (not ok and not args.keep_going):
-                break
+    ok, unreadable = True, False
+    if args.commands is not None:
+        ok = shell.run_items(shell.script_items(args.commands), "-c") and ok
+    for path in args.scripts:
+        if shell.quitting or (not (ok and not unreadable) and not args.keep_going):
+            break
+        try:
             ok = shell.run_script(path) and ok
-        if args.commands is None and not args.scripts:
-            ok = shell.run_items(shell.script_items(sys.stdin.read()), "<stdin>")
-    except ShellError as e:  # a script file that cannot be read
-        print(render.error_line(e), file=sys.stderr)
+        except ShellError as e:  # a script file that cannot be read: with --keep-going, the next one still runs
+            print(render.error_line(e), file=sys.stderr)
+            unreadable = True
+    if args.commands is None and not args.scripts:
+        ok = shell.run_items(shell.script_items(sys.stdin.read()), "<stdin>")
+    if unreadable:
         return 2
     return 1 if shell.failed or not ok else 0

@@ -59,3 +59,17 @@ def test_a_refused_command_leaves_work_in_flight_as_it_was(sim, failing):
     assert pending
     sim.fails(failing)
     assert sim.shell.session.buffers["d"].pending == pending
+
+
+def test_keep_going_runs_the_scripts_after_a_missing_one_and_still_says_it_failed(tmp_path):
+    (tmp_path / "one.cush").write_text("echo one\n")
+    (tmp_path / "three.cush").write_text("echo three\n")
+    files = [str(tmp_path / n) for n in ("one.cush", "missing.cush", "three.cush")]
+
+    def run(*flags):
+        return subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", *flags, *files],
+                              capture_output=True, text=True, timeout=60)
+    going = run("--keep-going")
+    assert going.returncode == 2 and "three" in going.stdout and "NO_SUCH_FILE" in going.stderr
+    stopping = run()
+    assert stopping.returncode == 2 and "three" not in stopping.stdout
