@@ -136,6 +136,7 @@ class SimBackend(Backend):
         self.seq = 0
         self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it; or GPU_ABANDONED
         self.fault_detail: str | None = None  # what the simulator saw of the kernel fault that made `dead`
+        self.unkept: ShellError | None = None  # the storage budget refused finished work its bytes: said once
         self.version = 0  # counts changes to memory: a user kernel launched earlier runs again if it moved
         self.salvaged: set[SimAlloc] = set()
         self.held: list[Callable] | None = None  # while `hold`: what was queued, scheduled in order at release
@@ -183,7 +184,11 @@ class SimBackend(Backend):
                 self.dead = op.fault
             elif op.effect:
                 self.version += 1
-                fault = op.effect()
+                try:
+                    fault = op.effect()
+                except ShellError as e:  # the simulator's own storage ran out as the work ended: said once, not sticky
+                    self.unkept = e
+                    continue
                 if fault:
                     self.dead, self.fault_detail = fault
             if op.callback is not None:
@@ -192,6 +197,9 @@ class SimBackend(Backend):
     def _alive(self) -> None:
         """Every GPU call: time passes first, so a fault that has happened by now surfaces here."""
         self._advance(self.now)
+        if self.unkept is not None:
+            e, self.unkept = self.unkept, None
+            raise ShellError(e.code, f"{e.message}: work that finished meanwhile could not keep its bytes", e.hint)
         if self.dead == "GPU_ABANDONED":
             raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
         if self.dead:
