@@ -61,12 +61,19 @@ def ident(kind: str, name: str) -> str:
     return f"{kind}_" + re.sub(r"\W", "_", name)
 
 
-def alive(session) -> tuple[dict, set, dict, int]:
+def alive(session, words=None) -> tuple[dict, set, dict, int]:
     """What the writer needs to know of a session: its buffers (name → (kind, size), a registered pageable buffer
-    as 'registered'), its events, the buffers on another GPU than 0, and the current GPU."""
-    bufs = session.buffers.values()
+    as 'registered'), its events, the buffers on another GPU than 0, and the current GPU. Given the `words` of one
+    command, only what they name (all of it for `free all`): explaining a command costs the same however many
+    buffers the session holds."""
+    if words is None or "all" in words:
+        bufs, events = list(session.buffers.values()), set(session.events)
+    else:
+        names = {w.split("[", 1)[0] for w in words}
+        bufs = [session.buffers[n] for n in names if n in session.buffers]
+        events = {n for n in names if n in session.events}
     return ({b.name: ("registered" if b.registered is not None else b.kind, b.size) for b in bufs},
-            set(session.events), {b.name: b.device for b in bufs if b.device}, session.context.device)
+            events, {b.name: b.device for b in bufs if b.device}, session.context.device)
 
 
 class Writer:

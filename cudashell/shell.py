@@ -22,6 +22,7 @@ from .session import Session
 
 MAX_DEPTH = 16
 
+WORD = re.compile(r"[A-Za-z_][\w.]*")
 NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space, a tab or a Unicode space too
 
 
@@ -81,7 +82,7 @@ class Shell:
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
             if self.session.settings["explain"] == "on":  # what was alive before: the C refers to it
-                before = cemit.alive(self.session)
+                before = cemit.alive(self.session, WORD.findall(seg.text))  # what the command (and a block in it) names
             self.backend.command_started()
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
             if result.action == "run":

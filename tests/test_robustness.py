@@ -81,3 +81,16 @@ def test_a_bench_past_the_simulators_storage_leaves_the_session_working(sim):
     assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["keep"]
     assert sim.ok("show keep count 2")["values"] == [9, 9]
     sim.ok("alloc device 1MB as d; memcpy h2d keep d[0:+4KB]")
+
+
+def test_the_page_locked_total_follows_every_change_without_summing(sim):
+    def naive():
+        return sum(b.size for b in sim.shell.session.buffers.values() if b.kind == "pinned" or b.registered is not None)
+    steps = ["alloc pinned 4KB as a", "alloc pageable 8KB as b", "register b", "alloc device 1MB as d",
+             "alloc pinned 64KB mapped as c", "unregister b", "register b mapped", "free a", "free b", "reset",
+             "alloc pinned 1MB as e", "free all"]
+    for step in steps:
+        sim.ok(step)
+        assert sim.shell.session.pinned_bytes() == naive(), step
+    assert naive() == 0
+

@@ -91,7 +91,7 @@ def register(session, backend, args):
     if buf.registered is None:  # registering twice is the driver's error to give
         check_pin_limit(session, backend, buf.size, args.col("NAME"))
     device_ptr = backend.register(buf, flags)
-    buf.registered, buf.device_ptr = flags, device_ptr
+    session.buffers.registered(buf, flags, device_ptr)
     return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostRegister"})
 
 
@@ -101,7 +101,7 @@ def register(session, backend, args):
 def unregister(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     backend.unregister(buf)
-    buf.registered, buf.device_ptr = None, None
+    session.buffers.registered(buf, None, None)
     return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostUnregister"})
 
 
