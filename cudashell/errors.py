@@ -52,6 +52,7 @@ SHELL_CODES = {
     "IO_ERROR": "a file could not be written",
     "NOT_SUPPORTED_ON_SIM": "the simulator does not run that construct of CUDA C (the guide lists its subset)",
     "DIVERGENT_BARRIER": "a kernel's __syncthreads() is reached by only some threads of a block (a GPU would hang)",
+    "FILE_EXISTS": "the file is there already: `force` replaces it",
     "RUNAWAY_KERNEL": "a kernel's loop ran on for seconds on the simulator without ending (a GPU would run on)",
     "NOT_INSTALLED": "an optional package is missing (matplotlib for plots)",
     "NO_GPU": "the cuda backend was asked for and no GPU answered",

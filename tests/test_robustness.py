@@ -94,3 +94,15 @@ def test_the_page_locked_total_follows_every_change_without_summing(sim):
         assert sim.shell.session.pinned_bytes() == naive(), step
     assert naive() == 0
 
+
+
+@pytest.mark.parametrize("command", ["save", "export c", "trace export"])
+def test_an_existing_file_is_replaced_only_with_force(sim, tmp_path, command):
+    target = tmp_path / "mine.cush"
+    target.write_text("# a hand-written script\nalloc pinned 1MB\n")
+    sim.ok("alloc pinned 4KB as a")
+    err = sim.fails(f"{command} {target}")
+    assert err["code"] == "FILE_EXISTS" and "force" in err["hint"]
+    assert target.read_text().startswith("# a hand-written script")
+    sim.ok(f"{command} {target} force")
+    assert not target.read_text().startswith("# a hand-written script")

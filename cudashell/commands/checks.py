@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import re
 
 from ..errors import ShellError
@@ -137,3 +140,21 @@ def check_pin_limit(session, backend, nbytes: int, col: int | None) -> None:
                          f"pinning {format_size_exact(nbytes)} more would lock {format_size(now + nbytes)}; "
                          f"{format_size(now)} is pinned and the limit is {format_size(limit)} ({why})",
                          "pinning most of RAM can freeze the machine; `set pinlimit SIZE` overrides it", col)
+
+
+def check_writable(path, force: bool, col: int | None) -> None:
+    """Before anything is written or settled: the folder is there and writable, and an existing file is replaced
+    only when asked (`force`)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ShellError("IO_ERROR", f"cannot write {path}: {'no such folder' if not folder.is_dir() else 'no permission'}",
+                         None, col)
+    if path.exists() and not force:
+        raise ShellError("FILE_EXISTS", f"{path} exists", "add `force` to replace it, or give another name", col)
+
+
+def write_file(path, text: str, col: int | None) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, col) from None

@@ -11,6 +11,7 @@ from ..registry import GROUPS, command, lookup, parse_segment, specs
 from ..results import Result
 from ..settings import SETTINGS
 from ..shipped import DEMO_DIR, demos
+from .checks import check_writable, write_file
 
 
 def saved(text: str) -> bool:
@@ -61,14 +62,13 @@ def history(session, backend, args):
 
 
 @command("save", "scripts", "save the successful commands so far as a .cush script", "save session.cush",
-         "(none)", args=(Arg("FILE", "file"),), exported=False, saved=False)
+         "(none)", args=(Arg("FILE", "file"),), flags=(Flag("force"),), exported=False, saved=False,
+         details="An existing FILE is replaced only with `force` (a hand-written script is not lost to a typo).")
 def save(session, backend, args):
-    lines = [e.text for e in session.history if e.ok and saved(e.text)]
     path = Path(args.get("FILE"))
-    try:
-        path.write_text("# saved by cudashell\n" + "".join(line + "\n" for line in lines))
-    except OSError as e:
-        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
+    check_writable(path, "force" in args.flags, args.col("FILE"))
+    lines = [e.text for e in session.history if e.ok and saved(e.text)]
+    write_file(path, "# saved by cudashell\n" + "".join(line + "\n" for line in lines), args.col("FILE"))
     return Result("message", {"text": f"saved {len(lines)} commands to {path}", "path": str(path),
                               "commands": len(lines)})
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from pathlib import Path
 
-from ..errors import ShellError, usage
-from ..grammar import Arg, Opt
+from ..errors import usage
+from ..grammar import Arg, Flag, Opt
 from ..registry import command
 from ..results import Result
+from .checks import check_writable, write_file
 
 GLYPH = {"memcpy h2d": "H", "memcpy d2h": "D", "memcpy d2d": "C", "memcpy h2h": "h", "memset": "M",
          "prefetch device": "P", "prefetch host": "P"}
@@ -102,16 +102,13 @@ def timeline(session, backend, args):
 
 
 @command("trace export", "streams", "write the trace as Chrome trace JSON (Perfetto, chrome://tracing)",
-         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),),
+         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),), flags=(Flag("force"),),
          details="Each operation on its stream's track and its engine's, with the engine times (CUPTI's on a GPU "
                  "that has it); the time it waited in its queue, from issue to start, on a `stream N (waiting)` "
                  "track beside its stream.", exported=False)
 def trace_export(session, backend, args):
     path = Path(args.get("FILE"))
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir() or not os.access(folder, os.W_OK):  # before anything settles
-        raise ShellError("IO_ERROR", f"cannot write {path}: {'no such folder' if not folder.is_dir() else 'no permission'}",
-                         None, args.col("FILE"))
+    check_writable(path, "force" in args.flags, args.col("FILE"))  # before anything settles
     done, pending = finished(session, backend)
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}
               for pid, label in ((1, "streams"), (2, "engines"))]
@@ -124,11 +121,9 @@ def trace_export(session, backend, args):
             events.append({"name": f"waiting: {e['op']}", "cat": "queue", "ph": "X", "ts": e["issued"] * 1e6,
                            "dur": (e["start"] - e["issued"]) * 1e6, "pid": 1, "tid": f"stream {e['stream']} (waiting)",
                            "args": {"timing": e["timing"]}})
-    try:
-        path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
-                                    "otherData": {"timing": backend.timing_label, "device": backend.info.name}}))
-    except OSError as e:
-        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
+    write_file(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
+                                 "otherData": {"timing": backend.timing_label, "device": backend.info.name}}),
+               args.col("FILE"))
     return Result("message", {"text": f"wrote {len(done)} operations to {path}"
                               + (f" ({pending} still running were left out)" if pending else ""),
                               "path": str(path), "ops": len(done), "pending": pending})

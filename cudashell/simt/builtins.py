@@ -8,8 +8,6 @@ import re
 
 import numpy as np
 
-from . import ir
-from .ctype import Pointer, Scalar
 from .memory import WARP, Fault
 from .values import dtype_of, fma
 

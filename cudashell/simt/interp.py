@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ir
 from .builtins import BUILTINS, Printf as PrintfFormat
-from .ctype import BOOL, FLOAT, DOUBLE, INT, UINT, Array, Pointer, Scalar, Struct, VOID, common, promote
+from .ctype import BOOL, Array, Pointer, Scalar, Struct, VOID, common, promote
 from .memory import SHARED_BASE, WARP, Fault, Memory
 from .values import convert, divide, dtype_of, fma, remainder, shift, truthy
 

@@ -11,7 +11,7 @@ import numpy as np
 from . import ir
 from .ctype import Array, Pointer
 from .interp import Machine
-from .memory import LOCAL_BASE, SHARED_BASE, WARP, Fault, Memory, Region, Traffic
+from .memory import LOCAL_BASE, SHARED_BASE, WARP, Memory, Region, Traffic
 from .racecheck import Watch
 
 LANES = 1 << 15  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace …

@@ -346,7 +346,6 @@ class Memory:
     def atomic(self, op: str, addr, lanes, dtype, loc, operands, want_old: bool, compare=None):
         """Apply one atomic per active lane, serialised per address in lane order; return the old values."""
         self.traffic.atomics += len(lanes) and 1 + int(np.count_nonzero(np.diff(lanes // WARP)))
-        size = dtype.itemsize
         if np.ndim(addr) == 0:
             addr = np.full(len(lanes), addr, np.int64)
         operands = np.broadcast_to(np.asarray(operands, dtype), addr.shape).copy()
