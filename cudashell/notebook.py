@@ -91,10 +91,10 @@ class Cush:
         wanted = (backend or "auto", profile)
         if self.shell is not None and (backend is None and profile is None or wanted == self.options):
             return self.shell
+        chosen, reason = open_backend(wanted[0], profile)  # first: a switch that fails keeps the session there is
         if self.shell is not None:
             self.shell.close()
             print(f"cudashell: a fresh session on backend {wanted[0]} (the previous one is released)")
-        chosen, reason = open_backend(wanted[0], profile)
         self.shell, self.options = Shell(chosen, reason, out=_Live("stdout"), err=_Live("stderr")), wanted
         self.shell.display = self._display
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
@@ -125,17 +125,23 @@ class Cush:
             return None
         shell.keep_going, shell.debug = options.keep_going, options.debug
         self.shown = []
-        if cell:
-            shell.run_text(text, "cell")
-            return None
-        self.quiet = True  # a line's last result is its value: shown once, as Out[n]
         try:
-            shell.execute(text)
+            if cell:
+                shell.run_text(text, "cell")
+                return None
+            self.quiet = True  # a line's last result is its value: shown once, as Out[n]
+            try:
+                shell.execute(text)
+            finally:
+                self.quiet = False
+            for shown in self.shown[:-1]:
+                display(shown)
+            return self.shown[-1] if self.shown and shell.last_error is None else None
         finally:
-            self.quiet = False
-        for shown in self.shown[:-1]:
-            display(shown)
-        return self.shown[-1] if self.shown and shell.last_error is None else None
+            if shell.quitting:  # `quit` ends this session; the next %cush starts a fresh one, and says so
+                shell.close()
+                self.shell = None
+                print("cudashell: the session ended (quit); the next %cush starts a fresh one")
 
 
 @magics_class
@@ -153,7 +159,12 @@ class CushMagics(Magics):
     @line_cell_magic
     def cush(self, line: str, cell: str | None = None):
         """%cush COMMAND: one line; its result is the value. %%cush [options]: the cell is a .cush script."""
-        words = shlex.split(line, posix=True) if line.strip().startswith("--") else []
+        try:
+            words = shlex.split(line, posix=True) if line.strip().startswith("--") else []
+        except ValueError as e:  # `%cush --debug "x`: one line, as every error is
+            print(render.error_line(ShellError("USAGE", f"the options cannot be read: {e}",
+                                               "close the quote, or quote the whole command")), file=sys.stderr)
+            return None
         options = parse_argstring(CushMagics.cush, " ".join(shlex.quote(w) for w in words))
         command = line if not words else " ".join(options.command)
         return self.state.run(cell if cell is not None else command, options, cell is not None)

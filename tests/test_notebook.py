@@ -65,3 +65,15 @@ def test_the_teaching_notebook_runs_top_to_bottom_in_a_real_kernel(tmp_path):
     assert len(labels) == 1  # one backend for the whole notebook, and every timed result says which
     assert any("<table>" in h for h in html)
     nbformat.write(nb, tmp_path / "executed.ipynb")
+
+
+def test_a_switch_that_fails_keeps_the_session_and_quit_ends_it_saying_so(ip, capsys):
+    ip.run_line_magic("cush", "--backend sim alloc pinned 1MB as p")
+    ip.run_cell_magic("cush", "--sim-profile h100x", "ls")
+    assert "h100x" in capsys.readouterr().err  # one error line naming the profile it cannot find
+    assert [b["name"] for b in ip.run_line_magic("cush", "ls")["buffers"]] == ["p"]
+    ip.run_cell_magic("cush", "", "quit")
+    assert "the next %cush starts a fresh one" in capsys.readouterr().out
+    assert ip.run_line_magic("cush", "--backend sim ls")["buffers"] == []
+    assert ip.run_line_magic("cush", '--debug "x') is None
+    assert "USAGE: the options cannot be read" in capsys.readouterr().err
