@@ -183,6 +183,10 @@ class Shell:
             stream.write(text + "\n")
             stream.flush()
         except (OSError, ValueError, AttributeError) as e:  # BrokenPipeError, ENOSPC, a closed file, None
+            if isinstance(e, OSError) and stream is not None and stream is self.redirect:
+                self._end_redirect(e)  # `output FILE` on a full disk: said once, and the result comes here
+                self._write(self.out, text)
+                return
             self.output_lost = self.output_lost or getattr(e, "strerror", None) or str(e) or type(e).__name__
             if stream is self.err and self.out is not self.err:
                 try:
@@ -327,15 +331,27 @@ class Shell:
     def _output_to(self, result: Result) -> None:
         """`output FILE` appends the results that follow to FILE (pgcli's \\o); `output off` ends it."""
         path = result.data["path"]
-        if self.redirect is not None:
-            self.redirect.close()
-            self.redirect = None
+        self._end_redirect()
         if path is None:
             return
         try:
             self.redirect = open(path, "a", encoding="utf-8")
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, result.data["col"]) from None
+
+    def _end_redirect(self, failure: OSError | None = None) -> None:
+        """Close `output FILE`; a write or close that failed (a full disk) is said once, naming the file and the
+        reason, and results come to the screen again."""
+        redirect, self.redirect = self.redirect, None
+        if redirect is None:
+            return
+        try:
+            redirect.close()
+        except OSError as e:
+            failure = failure or e
+        if failure is not None:
+            self._write(self.err, f"output: cannot write {redirect.name}: "
+                                  f"{failure.strerror or failure}; results come to the screen again")
 
     def _run_nested(self, result: Result) -> None:
         path = result.data["path"]
@@ -373,8 +389,7 @@ class Shell:
             return []
         self.closed = True
         left = [f"{b.name} ({b.kind} {b.size} B)" for b in self.session.buffers.values()]
-        if self.redirect is not None:
-            self.redirect.close()
+        self._end_redirect()
         release_session(self.backend, self.session)
         self.backend.close()
         return left

@@ -106,3 +106,20 @@ def test_an_existing_file_is_replaced_only_with_force(sim, tmp_path, command):
     assert target.read_text().startswith("# a hand-written script")
     sim.ok(f"{command} {target} force")
     assert not target.read_text().startswith("# a hand-written script")
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+def test_output_to_a_full_disk_is_said_once_and_results_come_back_to_the_screen():
+    import io
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.shell import Shell
+
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(SimBackend(), "t", out=out, err=err)
+    assert shell.execute("output /dev/full")
+    assert shell.execute("alloc device 1MB as d")
+    assert err.getvalue().count("cannot write /dev/full: No space left on device") == 1
+    assert "d: device 1 MiB" in out.getvalue() and shell.redirect is None
+    assert shell.execute("output off") and shell.execute("ls")
+    shell.close()  # no traceback
