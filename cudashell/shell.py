@@ -141,8 +141,9 @@ class Shell:
             return  # one error passed up through nested `run`s is printed once
         if error is not None:
             error.shown = True
-        if self.json_mode:
-            self._write(self.out, render.json_line(text, result, error, file, lineno, wall, explained))
+        if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
+            here = self.out if result is None or result.action == "output" else self.redirect or self.out
+            self._write(here, render.json_line(text, result, error, file, lineno, wall, explained))
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
         elif self.display is not None and self.redirect is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -123,3 +124,12 @@ def test_output_to_a_full_disk_is_said_once_and_results_come_back_to_the_screen(
     assert "d: device 1 MiB" in out.getvalue() and shell.redirect is None
     assert shell.execute("output off") and shell.execute("ls")
     shell.close()  # no traceback
+
+
+def test_json_lines_follow_output_to_its_file(sim, tmp_path):
+    target = tmp_path / "j.jsonl"
+    sim.ok(f"output {target}")
+    assert sim.run("alloc device 1MB as d") == []  # not on the screen: in the file
+    sim.ok("output off")
+    lines = [json.loads(x) for x in target.read_text().splitlines()]
+    assert [x["cmd"] for x in lines] == ["alloc device 1MB as d"] and lines[0]["result"]["buffer"]["name"] == "d"
