@@ -123,4 +123,6 @@ def run_batch(shell: Shell, args) -> int:
         ok = shell.run_items(shell.script_items(sys.stdin.read()), "<stdin>")
     if unreadable:
         return 2
+    if shell.interrupted and not args.keep_going:
+        return 130  # as an interrupted program does
     return 1 if shell.failed or not ok else 0

@@ -48,6 +48,7 @@ class Shell:
         self.output_lost: str | None = None  # why output could not be written, once it could not
         self.session.progress = self._progress
         self.redirect = None  # `output FILE`: results go there (errors stay on the screen)
+        self.interrupted = False  # Ctrl-C stopped a command: a script run ends with 130
         self.display = None  # (Result) -> None: shows results itself (the notebook's rich output) instead of text
 
     @property
@@ -99,6 +100,7 @@ class Shell:
             error = e
         except KeyboardInterrupt:  # Ctrl-C during a long command: back to the prompt
             error = ShellError("INTERRUPTED", "interrupted", "the session keeps what finished before Ctrl-C")
+            self.interrupted = True
         except Exception as e:  # a bug of ours: still one line, unless --debug
             if self.debug:
                 raise
@@ -119,6 +121,10 @@ class Shell:
         self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
                      explained)
         self._report_callbacks()
+        if error is None and result is not None and result.data.get("interrupted"):
+            self.interrupted = True  # a bench keeps what it measured before Ctrl-C; the script stops there
+            self.last_error = ShellError("INTERRUPTED", "interrupted", "what was measured before Ctrl-C is shown")
+            return False
         return error is None
 
     @staticmethod
@@ -385,13 +391,18 @@ class Shell:
 
     # ------------------------------------------------------------------ teardown
     def close(self) -> list[str]:
-        """Free every buffer and stream, then close the backend; returns what was still allocated."""
+        """Free every buffer and stream, then close the backend; returns what was still allocated. A backend that
+        drops its whole device on close (the simulator) is not asked to free them one by one: nothing waits for
+        queued work to finish, and exit after an interrupted million-round `repeat` is at once."""
         if self.closed:
             return []
         self.closed = True
         left = [f"{b.name} ({b.kind} {b.size} B)" for b in self.session.buffers.values()]
         self._end_redirect()
-        release_session(self.backend, self.session)
+        if self.backend.drops_all_on_close:
+            self.session.buffers.clear()
+        else:
+            release_session(self.backend, self.session)
         self.backend.close()
         return left
 

@@ -133,3 +133,19 @@ def test_json_lines_follow_output_to_its_file(sim, tmp_path):
     sim.ok("output off")
     lines = [json.loads(x) for x in target.read_text().splitlines()]
     assert [x["cmd"] for x in lines] == ["alloc device 1MB as d"] and lines[0]["result"]["buffer"]["name"] == "d"
+
+
+def test_ctrl_c_ends_a_script_with_130_at_once(tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "long.cush"
+    script.write_text("alloc pinned 4KB as h\nalloc device 4KB as d\nrepeat 1000000 <<< memcpy h2d h d async >>>\n"
+                      "echo after\n")
+    p = subprocess.Popen([sys.executable, "-m", "cudashell", "--backend", "sim", str(script)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(2.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and "INTERRUPTED" in err and "after" not in out

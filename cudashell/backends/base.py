@@ -85,6 +85,7 @@ class Backend(ABC):
     dead: str | None = None  # why the GPU side is unusable (a sticky CUDA error, GPU_ABANDONED): `reset` cures it
     gpu_timeout: float | None = None  # `set gpu-timeout`: one wait on the GPU longer than this gives it up
     ask_abandon = None  # set by the REPL: (what, seconds waited) -> give the GPU up? Scripts decide: yes
+    drops_all_on_close = False  # close() gives back everything at once (no buffer need be freed first)
 
     @abstractmethod
     def alloc(self, kind: str, size: int, flags: frozenset, ctx=None) -> tuple[Allocation, Timing]:

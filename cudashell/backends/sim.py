@@ -103,6 +103,7 @@ class SimBackend(Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
+    drops_all_on_close = True  # the simulated device goes whole: its queued work need not finish first
 
     def __init__(self, profile: Profile | None = None):
         self.profile = p = profile or Profile.load(None)
