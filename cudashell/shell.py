@@ -296,8 +296,9 @@ class Shell:
         of driver calls (plan.py) — unless `shell` asks for every round through the shell."""
         segments = split_commands(result.data["commands"].replace("\n", ";"))
         times = result.data["times"]
-        out, err, echo, backend = self.out, self.err, self.echo, self.backend
+        out, err, echo, backend, redirect = self.out, self.err, self.echo, self.backend, self.redirect
         self.out = self.err = io.StringIO()
+        self.redirect = None  # held back from `output FILE` as from the screen
         self.echo = self.recording = False
         recorder = Recorder(backend, self.session) if times > 1 and not result.data["shell"] else None
         t0 = time.perf_counter()
@@ -317,7 +318,7 @@ class Shell:
                 for i in range(1, times):
                     self._round(segments, i + 1, result)
         finally:
-            self.out, self.err, self.echo, self.recording = out, err, echo, True
+            self.out, self.err, self.echo, self.recording, self.redirect = out, err, echo, True, redirect
         result.data.update(wall=time.perf_counter() - t0, ran=times * len(segments), through_shell=why)
 
     def _block(self, result: Result) -> None:

@@ -149,3 +149,18 @@ def test_ctrl_c_ends_a_script_with_130_at_once(tmp_path):
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130 and "INTERRUPTED" in err and "after" not in out
+
+
+def test_output_file_gets_what_the_screen_gets_under_repeat(tmp_path):
+    import io
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.shell import Shell
+
+    target = tmp_path / "o.txt"
+    shell = Shell(SimBackend(), "t", out=io.StringIO(), err=io.StringIO())
+    assert shell.execute(f"output {target}") and shell.execute("repeat 100 <<< alloc device 4KB; free all >>>")
+    shell.execute("output off")
+    shell.close()
+    lines = target.read_text().splitlines()
+    assert len(lines) <= 3 and lines[0].startswith("repeated 100×"), lines[:5]
