@@ -3,9 +3,11 @@ REPL and the CLI are thin layers over this; output goes to injected streams."""
 
 from __future__ import annotations
 
-import re
-
 import io
+import os
+import re
+import select
+import stat
 import sys
 import time
 from contextlib import suppress
@@ -208,7 +210,7 @@ class Shell:
         (which then judges it) or keep-going is on. Returns False when something failed unexpectedly."""
         ok_all = True
         for i, (item, lineno) in enumerate(items):
-            if self.quitting:
+            if self.quitting or self._reader_gone():  # the reader left (`| head`): the rest would write to no one
                 break
             if isinstance(item, ShellError):  # the line itself did not tokenize
                 self.session.record(f"<line {lineno}>", False, item.code)
@@ -226,6 +228,24 @@ class Shell:
             if not self.keep_going:
                 break
         return ok_all
+
+    def _reader_gone(self) -> bool:
+        """True when output went to a pipe whose reader has left: a write failed so, or (Linux) the pipe says so
+        before one is tried — a long bench is not run for nobody."""
+        if "Broken pipe" in (self.output_lost or ""):
+            return True
+        try:
+            fd = self.out.fileno()
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return False
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            gone = any(ev & select.POLLERR for _, ev in poller.poll(0))
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            return False
+        if gone:
+            self.output_lost = "Broken pipe"
+        return gone
 
     def execute_quietly(self, line: str) -> bool:
         """Run a command whose output nobody needs (settings from the config file); not in history."""

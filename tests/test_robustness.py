@@ -164,3 +164,16 @@ def test_output_file_gets_what_the_screen_gets_under_repeat(tmp_path):
     shell.close()
     lines = target.read_text().splitlines()
     assert len(lines) <= 3 and lines[0].startswith("repeated 100×"), lines[:5]
+
+
+
+def test_a_reader_that_left_stops_the_commands_after_it(tmp_path):
+    """`cudashell … | head -1`: once the pipe's reader is gone, what follows does not run for no one."""
+    witness = tmp_path / "ran.cush"
+    p = subprocess.Popen([sys.executable, "-m", "cudashell", "--backend", "sim", "-c",
+                          f"echo a; bench memcpy h2d; bench memcpy h2d; bench memcpy h2d; save {witness}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert p.stdout.readline() == b"a\n"
+    p.stdout.close()  # the reader leaves
+    assert p.wait(timeout=120) == 141
+    assert not witness.exists()
