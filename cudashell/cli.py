@@ -73,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         shell._write(shell.err, "interrupted")
         code = 130
     finally:
-        shell.close()
+        try:
+            shell.close()
+        except KeyboardInterrupt:  # a second Ctrl-C while closing: the process ends with its context anyway
+            code = 130
     return _output_checked(shell, code)
 
 

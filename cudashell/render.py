@@ -500,6 +500,8 @@ def _bench(d, tablefmt, width=0):
                     width)]
     if d.get("interrupted"):
         out.append("interrupted: the points measured so far")
+    if d.get("stopped"):
+        out.append(f"stopped at the next point — {d['stopped']}: the points measured so far")
     return out
 
 

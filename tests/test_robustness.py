@@ -177,3 +177,10 @@ def test_a_reader_that_left_stops_the_commands_after_it(tmp_path):
     p.stdout.close()  # the reader leaves
     assert p.wait(timeout=120) == 141
     assert not witness.exists()
+
+
+def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused(sim):
+    result = sim.ok("bench memcpy h2d pinned sizes 1MB,1GB,2GB")
+    assert [r["size"] for r in result["rows"]] == [1 << 20, 1 << 30]
+    assert result["stopped"].startswith("CUDA_ERROR_OUT_OF_MEMORY")
+    sim.ok("alloc device 1MB as d; ls")

@@ -128,6 +128,14 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
     return (2 * peak, what + ", both directions") if direction == "bidir" else (peak, what + " per direction")
 
 
+def _stopped(error: ShellError, rows: list) -> str:
+    """A bench's next point refused: with nothing measured yet, the bench fails; else the points stay, and why it
+    stopped is said under them."""
+    if not rows:
+        raise error
+    return f"{error.code}: {error.message}"
+
+
 @command("bench memcpy", "copies", "copy bandwidth by memory kind and size, against the link's peak",
          "bench memcpy h2d pinned pageable sizes 4KB..256MB reps 5",
          "cudaMemcpyAsync back to back behind a gate, timed on the GPU (nvbandwidth's method)",
@@ -152,7 +160,7 @@ def bench_memcpy(session, backend, args):
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [1 << 20, 16 << 20, 64 << 20])
     reps = max(2, args.get("REPS", 5))
     peak, peak_what = _peak(backend, direction)
-    rows, interrupted = [], False
+    rows, interrupted, stopped = [], False, None
     progress = Progress(session, len(kinds) * len(sizes), "bench memcpy")
     try:
         for kind in kinds:
@@ -162,10 +170,12 @@ def bench_memcpy(session, backend, args):
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
+    except ShellError as e:  # a point the backend refused (out of memory): the points measured stay
+        stopped = _stopped(e, rows)
     finally:
         progress.close()
     data = {"bench": "memcpy", "direction": direction, "rows": rows, "peak": peak, "peak_of": peak_what,
-            "interrupted": interrupted, "timing": backend.timing_label}
+            "interrupted": interrupted, "stopped": stopped, "timing": backend.timing_label}
     return _outputs(Result("bench", data), args)
 
 
@@ -252,7 +262,7 @@ def bench_latency(session, backend, args):
 def bench_alloc(session, backend, args):
     kinds = args.get("KIND") or list(ALLOC_KINDS)
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [64 << 20, 256 << 20])
-    rows, interrupted = [], False
+    rows, interrupted, stopped = [], False, None
     progress = Progress(session, len(kinds) * len(sizes), "bench alloc")
     try:
         for kind in kinds:
@@ -261,9 +271,11 @@ def bench_alloc(session, backend, args):
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
+    except ShellError as e:
+        stopped = _stopped(e, rows)
     finally:
         progress.close()
-    return _outputs(Result("bench", {"bench": "alloc", "rows": rows, "interrupted": interrupted,
+    return _outputs(Result("bench", {"bench": "alloc", "rows": rows, "interrupted": interrupted, "stopped": stopped,
                                      "timing": backend.timing_label}), args)
 
 
@@ -301,7 +313,7 @@ def _alloc_point(backend, kind: str, size: int) -> dict:
 def bench_zerocopy(session, backend, args):
     rng = args.get("RANGE") or "2^10..2^20"
     counts = parse_sizes(rng, args.col("RANGE"), [])
-    rows, interrupted = [], False
+    rows, interrupted, stopped = [], False, None
     progress = Progress(session, len(counts), "bench zerocopy")
     try:
         for n in counts:
@@ -309,6 +321,8 @@ def bench_zerocopy(session, backend, args):
             progress.step()
     except KeyboardInterrupt:
         interrupted = True
+    except ShellError as e:
+        stopped = _stopped(e, rows)
     finally:
         progress.close()
     # the smallest n from which the zero-copy whole step keeps winning (noise at tiny n aside)
@@ -319,7 +333,7 @@ def bench_zerocopy(session, backend, args):
         wins_from = r["n"]
     kernel_cross = next((r["n"] for r in rows if r["zc_kernel_us"] > 2 * r["dev_kernel_us"]), None)
     return _outputs(Result("bench", {"bench": "zerocopy", "rows": rows, "zc_step_wins_from": wins_from,
-                                     "kernel_2x": kernel_cross, "interrupted": interrupted,
+                                     "kernel_2x": kernel_cross, "interrupted": interrupted, "stopped": stopped,
                                      "timing": backend.timing_label}), args)
 
 
