@@ -184,3 +184,8 @@ def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused(sim):
     assert [r["size"] for r in result["rows"]] == [1 << 20, 1 << 30]
     assert result["stopped"].startswith("CUDA_ERROR_OUT_OF_MEMORY")
     sim.ok("alloc device 1MB as d; ls")
+
+
+@pytest.mark.parametrize("command", ["save", "export c", "trace export"])
+def test_a_file_name_the_os_refuses_is_one_error_line(sim, command):
+    assert sim.fails(f"{command} {'a' * 300}")["code"] == "IO_ERROR"

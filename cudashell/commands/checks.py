@@ -146,10 +146,15 @@ def check_writable(path, force: bool, col: int | None) -> None:
     """Before anything is written or settled: the folder is there and writable, and an existing file is replaced
     only when asked (`force`)."""
     folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ShellError("IO_ERROR", f"cannot write {path}: {'no such folder' if not folder.is_dir() else 'no permission'}",
-                         None, col)
-    if path.exists() and not force:
+    try:
+        there = path.exists()
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise ShellError("IO_ERROR", f"cannot write {path}: "
+                             f"{'no such folder' if not folder.is_dir() else 'no permission'}", None, col)
+    except OSError as e:  # a name too long, a path the OS refuses to look at
+        raise ShellError("IO_ERROR", f"cannot write {str(path)[:60]}…: {e.strerror}" if len(str(path)) > 60 else
+                         f"cannot write {path}: {e.strerror}", None, col) from None
+    if there and not force:
         raise ShellError("FILE_EXISTS", f"{path} exists", "add `force` to replace it, or give another name", col)
 
 
