@@ -237,16 +237,35 @@ def use_color(setting: str) -> bool:
     return sys.stdout.isatty()
 
 
+class KeptHistory(FileHistory):
+    """The history file; a write that fails (a full disk, a file made read-only) is said once, naming the file and
+    the reason, and the session's history stays in memory — prompt_toolkit would report it after every command."""
+
+    def __init__(self, path: str, say):
+        super().__init__(path)
+        self.say, self.failed = say, False
+
+    def store_string(self, string: str) -> None:
+        if self.failed:
+            return
+        try:
+            super().store_string(string)
+        except OSError as e:
+            self.failed = True
+            self.say(f"history: cannot write {self.filename}: {e.strerror}; this session's history stays in memory")
+
+
 def make_session(shell, settings: dict, input=None, output=None) -> PromptSession:
     history = InMemoryHistory()
     if input is None:  # a real terminal keeps its history in the XDG state dir
+        path = config.state_dir() / "history"
         try:
             config.state_dir().mkdir(parents=True, exist_ok=True)
-            path = config.state_dir() / "history"
             trim_history(path, max(0, int(settings.get("history_size", 10000))))
-            history = FileHistory(str(path))
-        except (OSError, ValueError):
-            pass
+            history = KeptHistory(str(path), lambda text: shell._write(shell.err, text))
+        except (OSError, ValueError) as e:
+            shell._write(shell.err, f"history: cannot keep it in {path}: {getattr(e, 'strerror', None) or e}; "
+                                    "this session's history stays in memory")
     return PromptSession(
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
         validate_while_typing=True, auto_suggest=SessionAutoSuggest(shell), history=history,

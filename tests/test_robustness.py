@@ -189,3 +189,15 @@ def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused(sim):
 @pytest.mark.parametrize("command", ["save", "export c", "trace export"])
 def test_a_file_name_the_os_refuses_is_one_error_line(sim, command):
     assert sim.fails(f"{command} {'a' * 300}")["code"] == "IO_ERROR"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_history_file_that_cannot_be_written_is_said_once():
+    pytest.importorskip("prompt_toolkit")
+    from cudashell.repl import KeptHistory
+
+    said = []
+    history = KeptHistory("/dev/full", said.append)
+    for line in ("alloc pinned 1MB", "ls", "free all"):
+        history.store_string(line)  # prompt_toolkit calls this after every command
+    assert said == ["history: cannot write /dev/full: No space left on device; this session's history stays in memory"]
