@@ -8,6 +8,9 @@ import numpy as np
 from .session import Buffer
 
 
+PIECE = 64 << 20
+
+
 class Scratch:
     """Buffers made straight through the backend (not the session) and always freed."""
 
@@ -19,6 +22,11 @@ class Scratch:
         buf = Buffer(f"calibrate{len(self.bufs)}", kind, size, frozenset(flags), a.host_ptr, a.device_ptr, a.handle)
         self.bufs.append(buf)
         return buf, t.seconds
+
+    def fill_ones(self, buf: Buffer) -> None:
+        """Bytes of 1 through the whole buffer, a piece at a time: a 1 GiB buffer needs no 1 GiB array beside it."""
+        for pos in range(0, buf.size, PIECE):
+            self.backend.write(buf, pos, ones(min(PIECE, buf.size - pos)))
 
     def free_all(self) -> None:
         for buf in self.bufs:

@@ -52,7 +52,8 @@ def test_an_unknown_huge_word_is_cut_in_its_error(sim):
     assert err["code"] == "UNKNOWN_COMMAND" and "(100000 characters)" in err["message"] and len(err["message"]) < 200
 
 
-@pytest.mark.parametrize("failing", ["timeline width 401", "trace export /nonexistent/folder/x.json"])
+@pytest.mark.parametrize("failing", ["timeline width 401", "trace export /nonexistent/folder/x.json",
+                                     "expect equal h d[0:+8KB]", "expect equal h nothing", "compare h d 1GB"])
 def test_a_refused_command_leaves_work_in_flight_as_it_was(sim, failing):
     sim.ok("alloc pinned 4KB as h; alloc device 4KB as d")
     sim.ok("memcpy h2d h d async")  # finished on the modeled GPU by the next command, but not yet looked at
@@ -184,6 +185,18 @@ def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused(sim):
     assert [r["size"] for r in result["rows"]] == [1 << 20, 1 << 30]
     assert result["stopped"].startswith("CUDA_ERROR_OUT_OF_MEMORY")
     sim.ok("alloc device 1MB as d; ls")
+
+
+def test_a_bench_past_the_storage_budget_is_refused_before_it_touches_memory(sim):
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        error = sim.fails("bench zerocopy 2^30")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert error["code"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert peak < 64 << 20 and sim.shell.backend.budget.used == 0
 
 
 @pytest.mark.parametrize("command", ["save", "export c", "trace export"])

@@ -147,6 +147,10 @@ class Backend(ABC):
     def reserve(self, buf, offset: int, nbytes: int) -> None:
         """Raise now if writing this range would fail later (the simulator's RAM budget)."""
 
+    def room(self, nbytes: int) -> None:
+        """Raise now if this many more bytes of written data could not be kept (the simulator's RAM budget): a
+        measurement asks before it touches memory. A GPU's driver refuses at allocation instead."""
+
     @abstractmethod
     def memcpy(self, src, src_off: int, dst, dst_off: int, nbytes: int, stream, async_: bool) -> Timing: ...
 

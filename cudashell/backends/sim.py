@@ -632,6 +632,9 @@ class SimBackend(Backend):
     def reserve(self, buf, offset, nbytes):
         buf.handle.data.reserve(offset, nbytes)
 
+    def room(self, nbytes):
+        self.budget.check(nbytes)
+
     # ------------------------------------------------------------------ work
     def _refuse_readonly(self, buf, what: str) -> None:
         if buf.handle.readonly:

@@ -18,7 +18,7 @@ from ..launchdims import dim3
 from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
-from ..scratch import Scratch, ones
+from ..scratch import Scratch
 
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")
@@ -71,6 +71,8 @@ def _us(n: int):
 
 def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, streams) -> list:
     """One round of a batch: a copy from each of two rotating buffer pairs (each direction for bidir)."""
+    if direction != "d2d":  # two host buffers written, and the two buffers the copies land in
+        backend.room(4 * size)
     dev = [s.alloc("device", size)[0] for _ in range(2)]
     if direction == "d2d":
         return [["memcpy", (dev[i], 0, dev[1 - i], 0, size, None, True)] for i in range(2)]
@@ -84,7 +86,7 @@ def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, strea
             buf = s.alloc("pinned", size, {"writecombined"} if kind == "writecombined" else {"mapped"} if kind == "mapped" else set())[0]
         else:
             buf = s.alloc(kind, size)[0]
-        backend.write(buf, 0, ones(size))
+        s.fill_ones(buf)
         host.append(buf)
     n = size // 4
 
@@ -341,11 +343,12 @@ def _zerocopy_point(backend, n: int) -> dict:
     s = Scratch(backend)
     size = n * 4
     try:
+        backend.room(8 * size)  # the four inputs written, the kernel's output, and what the copies land in
         za, zb = (s.alloc("pinned", size, {"mapped"})[0] for _ in range(2))
         ha, hb, hc = (s.alloc("pageable", size)[0] for _ in range(3))
         da, db, dc = (s.alloc("device", size)[0] for _ in range(3))
         for buf in (za, zb, ha, hb):
-            backend.write(buf, 0, ones(size))
+            s.fill_ones(buf)
         grid = dim3(-(-n // 256))
 
         def kernel(a, b):

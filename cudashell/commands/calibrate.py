@@ -15,7 +15,7 @@ from ..kernels import BUILTINS
 from ..launchdims import dim3
 from ..registry import command
 from ..results import Result
-from ..scratch import Scratch, ones
+from ..scratch import Scratch
 
 SIZE = 64 << 20
 REPS = 5
@@ -170,7 +170,7 @@ def measure(backend) -> dict:
         dev, _ = s.alloc("device", big)
         dev2, _ = s.alloc("device", big)
         for buf in (pinned, wc, pageable, pin_big, pageable2):
-            backend.write(buf, 0, ones(buf.size))
+            s.fill_ones(buf)
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
         queued_small = queued_seconds(backend, lambda: backend.memcpy(pinned, 0, dev, 0, 4, None, True), 50)
         queued_d2h = queued_seconds(backend, lambda: backend.memcpy(dev, 0, pinned, 0, 4, None, True), 50)
