@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def cli(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", *args], input=stdin,
@@ -61,3 +63,24 @@ def test_script_files_echo_commands_and_stop_on_failure(tmp_path):
 def test_keep_going_exit_1_at_the_end(tmp_path):
     r = cli("--keep-going", "-c", "free x; alloc pinned 4KB; ls")
     assert r.returncode == 1 and "p0" in r.stdout
+
+
+def test_a_gpu_worker_that_cannot_start_falls_back_to_the_simulator_under_auto(monkeypatch):
+    """The checks before the worker passed (as where PyCUDA imports), but the worker itself failed to start: auto
+    says why and goes on with the simulator; `--backend cuda` is refused with that reason."""
+    from cudashell.backends import cuda, open_backend
+    from cudashell.errors import ShellError
+
+    def failing(self):
+        raise RuntimeError("the GPU worker failed in starting the GPU worker:\nTraceback …\n"
+                           "ImportError: cuda-bindings 14 needs a CUDA 14 driver")
+
+    monkeypatch.setattr(cuda, "cuda_unavailable_reason", lambda: None)
+    monkeypatch.setattr(cuda.CudaBackend, "_start", failing)
+    backend, why = open_backend("auto")
+    assert backend.name == "sim"
+    assert "the GPU worker could not start: ImportError: cuda-bindings 14 needs a CUDA 14 driver" in why
+    with pytest.raises(ShellError) as refused:
+        open_backend("cuda")
+    assert refused.value.code == "NO_GPU" and "could not start" in refused.value.message
+    backend.close()

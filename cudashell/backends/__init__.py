@@ -1,4 +1,5 @@
-"""Backend choice: `cuda` when PyCUDA imports and a GPU answers, else the simulator — and why."""
+"""Backend choice: `cuda` when PyCUDA and NVIDIA's bindings import, a GPU answers and the GPU worker starts, else
+the simulator — and why."""
 
 from __future__ import annotations
 
@@ -20,8 +21,12 @@ def open_backend(choice: str = "auto", sim_profile: str | None = None) -> tuple[
         else:
             why = cuda_unavailable_reason()
             if why is None:
-                backend = CudaBackend()
-                return backend, f"cuda on {backend.info.name} — timings are measured"
+                try:
+                    backend = CudaBackend()
+                except (ShellError, RuntimeError) as e:  # the worker refused to start, or died starting
+                    why = f"the GPU worker could not start: {start_failure(e)}"
+                else:
+                    return backend, f"cuda on {backend.info.name} — timings are measured"
         if choice == "cuda":
             raise ShellError("NO_GPU", f"the cuda backend cannot start: {why}",
                              "install the `cuda` extra on a machine with an NVIDIA GPU, or use --backend sim")
@@ -29,3 +34,12 @@ def open_backend(choice: str = "auto", sim_profile: str | None = None) -> tuple[
         return sim, f"sim ({why}) — {sim.info.name}; timings are modeled"
     sim = SimBackend(Profile.load(sim_profile))
     return sim, f"sim (asked for) — {sim.info.name}; timings are modeled"
+
+
+def start_failure(e: BaseException) -> str:
+    """One line for why the GPU worker did not start: the driver's or the shell's refusal, or the last line of the
+    traceback of a failure inside it."""
+    if isinstance(e, ShellError):
+        return f"{e.code}: {e.message}"
+    lines = [line for line in str(e).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(e).__name__

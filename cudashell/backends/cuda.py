@@ -37,12 +37,21 @@ SALVAGE_WAIT = 30.0  # per chunk: a worker that cannot hand over its host memory
 
 
 def cuda_unavailable_reason() -> str | None:
-    """None when a GPU answers through PyCUDA; else why not, in a few words."""
+    """None when a GPU answers through PyCUDA and NVIDIA's bindings are there; else why not, in a few words (the
+    bindings' version is the worker's to check: importing them here would slow every start)."""
     try:
         import pycuda.driver as cuda
     except ImportError as e:
         return "PyCUDA is not installed" if "pycuda" in str(e).lower() and "libcuda" not in str(e) \
             else f"no CUDA driver found ({e})"
+    from importlib.util import find_spec
+
+    try:
+        found = find_spec("cuda.bindings") is not None
+    except ImportError:  # no `cuda` package at all
+        found = False
+    if not found:
+        return "NVIDIA's cuda-bindings is not installed (pip install 'cudashell[cuda]')"
     try:
         cuda.init()
         if cuda.Device.count() == 0:

@@ -1,6 +1,7 @@
-"""The GPU side of the cuda backend, run inside the worker process (`worker.py`): PyCUDA makes the context
-(with MAP_HOST), the allocations and the compiled kernels; the driver shim does registration, pointer
-queries, streams with priorities, events, copies and launches. Times are measured here, next to the
+"""The GPU side of the cuda backend, run inside the worker process (`worker.py`): PyCUDA holds the context and
+compiles kernels (nvcc); NVIDIA's bindings (`bindings.py`) do the rest — allocations (so a refusal has the driver's
+name, which PyCUDA gives only as text), registration, pointer queries, streams with priorities, events, copies,
+launches. Times are measured here, next to the
 driver: CUDA events for the GPU, the host clock around each call for `blocking` — so the pipe to the
 shell never shows in a figure."""
 
@@ -24,7 +25,8 @@ import threading
 from .. import syncrules as R
 from ..errors import ShellError, held_error
 from ..kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
-from . import driver as D, topology
+from . import topology
+from .bindings import HOST_FN, OK, answer, call, check, cu, done, host_fn, launch_args, location, mismatch
 from .activity import Activity, unavailable_reason
 from .base import WORK_CALLS, Allocation, DeviceInfo, Timing, round_stats
 
@@ -37,6 +39,9 @@ EVENT_MIN_BYTES = 64 << 10
 HOLD_WAIT_VALUE = "cuStreamWaitValue32 on a pinned flag, one per stream"
 HOLD_KERNEL = "a one-thread kernel polling a pinned flag, one per stream (no stream memory operations here)"
 STUCK = 1.0  # seconds an issuing call may stay stuck while held before the watchdog lets the streams go
+ADVICE = {"readmostly": cu.CUmem_advise.CU_MEM_ADVISE_SET_READ_MOSTLY,
+          "preferred": cu.CUmem_advise.CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+          "accessed-by": cu.CUmem_advise.CU_MEM_ADVISE_SET_ACCESSED_BY}
 HOLD_SOURCE = """__global__ void k_hold(const volatile unsigned int *flag, unsigned int gen)
 { while (*flag < gen) { __nanosleep(500); } }"""
 
@@ -58,12 +63,17 @@ def host_memory_total() -> int:
     return 0
 
 
+def _host_array(ptr: int, size: int) -> np.ndarray:
+    """The bytes of a host-accessible allocation, as numpy sees them (no copy)."""
+    return np.ctypeslib.as_array((C.c_ubyte * size).from_address(ptr))
+
+
 @dataclass
 class CudaAlloc:
     kind: str
     size: int
     array: np.ndarray | None = None  # host-accessible bytes (pageable, pinned, managed)
-    owner: object = None  # the PyCUDA allocation, or the mmap of pageable memory
+    owner: object = None  # the driver's pointer to free, or the mmap of pageable memory
     dptr: int | None = None  # the address CUDA copies and kernels use
     device: int = 0  # the GPU of the context it was made in
     ctx: int | None = None  # that context's handle (None: ours, the session GPU's primary)
@@ -76,7 +86,7 @@ class Ctx:
     read against, and the modules loaded in it (a function is a context's too)."""
 
     key: int | None  # the handle the shell holds: None for ours
-    handle: C.c_void_p
+    handle: int
     device: int
     primary: bool
     origin: int = 0
@@ -105,6 +115,9 @@ class GpuSide:
 
         self.cuda = cuda
         cuda.init()
+        why = mismatch(cuda.get_driver_version() // 1000)
+        if why:
+            raise ShellError("NO_GPU", why, "install the bindings that match the driver, or use --backend sim")
         self.activity = None  # CUPTI, made before the context so that it sees all of it
         self.tracing_why = ("turned off (CUDASHELL_TRACING=off): engine times come from CUDA events"
                             if os.environ.get("CUDASHELL_TRACING") == "off"
@@ -116,14 +129,13 @@ class GpuSide:
                 self.tracing_why = f"CUPTI could not start ({type(e).__name__}: {e}): engine times come from CUDA events"
         self.tracing = "CUPTI activity records" if self.activity else None
         self.dev = cuda.Device(ordinal)
-        self.drv = D.Driver()
         self.ctx = self.dev.retain_primary_context()  # what the runtime API (and `export c`) uses
         self.ctx.push()
         self.closed = False
         atexit.register(self.close)  # the context stack must be empty when the interpreter exits
         try:
             self.info = self._device_info(ordinal)
-            self.home = self.cur = Ctx(None, C.c_void_p(self.ctx.handle), ordinal, True)
+            self.home = self.cur = Ctx(None, self.ctx.handle, ordinal, True)
             self.ctxs: dict = {None: self.home}  # the shell's handle → context
             self.primaries: dict[int, int | None] = {ordinal: None}  # GPU → its primary context's handle
             self.stream_ctx: dict[int, Ctx] = {}  # the context each stream was made in
@@ -162,22 +174,13 @@ class GpuSide:
                           bool(attr("CONCURRENT_MANAGED_ACCESS")), attr("ASYNC_ENGINE_COUNT"),
                           bool(attr("CONCURRENT_KERNELS")))
 
-    @contextmanager
-    def _pycuda_errors(self):
-        """PyCUDA raises 'cuX failed: <description>': give it the driver's error name."""
-        try:
-            yield
-        except self.cuda.Error as e:
-            text = str(e)
-            desc = text.split("failed:", 1)[-1].strip()
-            code = self.drv.name_for_description(desc) or "CUDA_ERROR_UNKNOWN"
-            raise ShellError(code, text) from None
-
     def versions(self) -> dict:
-        v = self.cuda.get_driver_version()
         import pycuda
+        from cuda import bindings
 
+        v = self.cuda.get_driver_version()
         return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": pycuda.VERSION_TEXT,
+                "cuda-bindings": bindings.__version__,
                 "NVIDIA driver": _nvidia_driver(), "CUPTI": self._cupti_version()}
 
     def _cupti_version(self) -> str:
@@ -205,8 +208,8 @@ class GpuSide:
                 "hbm_peak": 2 * clock_khz * 1e3 * bus_bits / 8 if clock_khz and bus_bits else None}
 
     def devices(self) -> dict:
-        found = topology.devices(self.drv)
-        pairs, source = topology.peers(self.drv, len(found))
+        found = topology.devices()
+        pairs, source = topology.peers(len(found))
         from ..machine import memory_nodes
 
         return {"devices": found, "peers": pairs, "link_source": source, "memory_nodes": memory_nodes()}
@@ -214,10 +217,10 @@ class GpuSide:
     # ------------------------------------------------------------------ contexts
     def _start_clock(self, ctx: Ctx) -> None:
         """A context's time zero: an event recorded and reached now, placed on the trace's clock."""
-        ctx.origin = self.drv.event()
+        ctx.origin = int(call("cuEventCreate", 0))
         ctx.events.append(ctx.origin)
-        self.drv.call("cuEventRecord", ctx.origin, None)
-        self.drv.call("cuEventSynchronize", ctx.origin)
+        call("cuEventRecord", ctx.origin, None)
+        call("cuEventSynchronize", ctx.origin)
         ctx.origin_at = self._stamp() if ctx is not self.home else 0.0
 
     def _ctx(self, key) -> Ctx:
@@ -237,15 +240,15 @@ class GpuSide:
             yield
             return
         before = self.cur
-        self.drv.call("cuCtxSetCurrent", ctx.handle)
+        call("cuCtxSetCurrent", ctx.handle)
         self.cur = ctx
         try:
             yield
         finally:
-            self.drv.call("cuCtxSetCurrent", before.handle)
+            call("cuCtxSetCurrent", before.handle)
             self.cur = before
 
-    def _adopt(self, key: int, handle: C.c_void_p, device: int, primary: bool) -> int:
+    def _adopt(self, key: int, handle: int, device: int, primary: bool) -> int:
         ctx = Ctx(key, handle, device, primary)
         self.ctxs[key] = ctx
         with self._in(ctx):
@@ -253,7 +256,7 @@ class GpuSide:
         return key
 
     def _check_device(self, device: int) -> None:
-        count = topology.device_count(self.drv)
+        count = topology.device_count()
         if not 0 <= device < count:
             raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"there is no GPU {device}: the driver sees {count}",
                              "`devices` lists them")
@@ -261,18 +264,16 @@ class GpuSide:
     def context_create(self, device):
         self._check_device(device)
         t0 = time.perf_counter()
-        handle = C.c_void_p()
-        self.drv.call("cuCtxCreate_v4", C.byref(handle), None, 0, device)  # made current, on top of ours …
-        self.drv.call("cuCtxPopCurrent_v2", C.byref(C.c_void_p()))  # … and taken off again: ours stays current
+        handle = int(call("cuCtxCreate", None, 0, device))  # made current, on top of ours …
+        call("cuCtxPopCurrent")  # … and taken off again: ours stays current
         took = self._host_timing(t0)
-        return self._adopt(handle.value, handle, device, False), took
+        return self._adopt(handle, handle, device, False), took
 
     def context_primary(self, device):
         if device not in self.primaries:
             self._check_device(device)
-            handle = C.c_void_p()
-            self.drv.call("cuDevicePrimaryCtxRetain", C.byref(handle), device)
-            self.primaries[device] = self._adopt(handle.value, handle, device, True)
+            handle = int(call("cuDevicePrimaryCtxRetain", device))
+            self.primaries[device] = self._adopt(handle, handle, device, True)
         return self.primaries[device]
 
     def _primary(self, device: int) -> Ctx:
@@ -281,7 +282,7 @@ class GpuSide:
     def context_use(self, handle):
         t0 = time.perf_counter()
         ctx = self._ctx(handle)
-        self.drv.call("cuCtxSetCurrent", ctx.handle)
+        call("cuCtxSetCurrent", ctx.handle)
         self.cur = ctx
         return self._host_timing(t0)
 
@@ -292,14 +293,14 @@ class GpuSide:
         if self.held:
             raise held_error("cuCtxDestroy, which waits for the context's work,")
         with self._in(ctx):
-            self.drv.call("cuCtxSynchronize")
+            call("cuCtxSynchronize")
             for ev in ctx.events:
-                self.drv.raw("cuEventDestroy_v2", ev)
+                cu.cuEventDestroy(ev)
             for mod in ctx.modules:
-                self.drv.raw("cuModuleUnload", mod)
+                cu.cuModuleUnload(mod)
         if self.cur is ctx:
             self.context_use(None)
-        self.drv.call("cuCtxDestroy_v2", ctx.handle)
+        call("cuCtxDestroy", ctx.handle)
         del self.ctxs[key]
 
     def reach(self, buf, ctx):
@@ -311,17 +312,17 @@ class GpuSide:
         if a.kind == "managed":
             return buf.device_ptr
         with self._in(ctx):  # what the driver says in that context
-            return self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(buf.host_ptr), 0)
+            return self._host_device_ptr(buf.host_ptr)
 
     def peer_access(self, src, dst, enable):
         t0 = time.perf_counter()
-        topology.check_pair(self.drv, src, dst)
+        topology.check_pair(src, dst)
         other = self._primary(dst)
         with self._in(self._primary(src)):
             if enable:
-                self.drv.call("cuCtxEnablePeerAccess", other.handle, 0)
+                call("cuCtxEnablePeerAccess", other.handle, 0)
             else:
-                self.drv.call("cuCtxDisablePeerAccess", other.handle)
+                call("cuCtxDisablePeerAccess", other.handle)
         (self.peers.add if enable else self.peers.discard)((src, dst))
         return self._host_timing(t0)
 
@@ -333,7 +334,7 @@ class GpuSide:
         if self.activity is not None:
             self.activity.pause()
         try:
-            return measure(self.drv, *args)
+            return measure(*args)
         finally:
             if self.activity is not None:
                 self.activity.resume()
@@ -358,7 +359,7 @@ class GpuSide:
         """A timing event of the current context."""
         if self.cur.free_events:
             return self.cur.free_events.pop()
-        ev = self.drv.event()
+        ev = int(call("cuEventCreate", 0))
         self.cur.events.append(ev)
         return ev
 
@@ -383,36 +384,36 @@ class GpuSide:
         take it."""
         if self.held and rule.blocks:
             raise held_error(name, rule.why)
-        f, check = self.drv.fn[name], self.drv.check
+        f = getattr(cu, name)
         tag, act = self.next_token, self.activity
         self.next_token += 1
-        record = self.drv.fn["cuEventRecord"]
-        if act and rule.wait == "none" and name != "cuMemPrefetchAsync_v2":
+        record = cu.cuEventRecord
+        if act and rule.wait == "none" and name != "cuMemPrefetchAsync":
             # CUPTI times it on its engine (copies, memsets, kernels; a prefetch has no such record): one event,
             # to know when it is done. With work queued ahead, a call that returned before its own work had run
             # did not wait for that queue: observed, as with events (a quick return needs no query)
-            queued = not self.drv.stream_done(stream)
+            queued = not done("cuStreamQuery", stream)
             end = self._event()
             issued = self._stamp()
             act.tag(tag)
             t0 = time.perf_counter()
-            res = f(*args)
+            res = f(*args)[0]
             host = time.perf_counter() - t0
             act.untag()
-            if res != D.CUDA_SUCCESS:
+            if res is not OK:
                 self.cur.free_events.append(end)
                 check(res, name)
-            check(record(end, stream), "cuEventRecord")
+            check(record(end, stream)[0], "cuEventRecord")
             self.pending[tag] = Pending(None, end, self.cur)
-            blocked = queued and host >= OBSERVABLE and self.drv.event_done(end)
+            blocked = queued and host >= OBSERVABLE and done("cuEventQuery", end)
             return Timing(None, host, blocked, self.timing_label, tag, rule=rule.why,
                           basis="observed" if queued else "rule", tag=tag, issued=issued)
-        queued = not self.drv.stream_done(stream)
+        queued = not done("cuStreamQuery", stream)
         if rule.wait == "complete" and not queued and nbytes is not None and nbytes < EVENT_MIN_BYTES:
             issued = self._stamp()
             act and act.tag(tag)
             t0 = time.perf_counter()
-            res = f(*args)
+            res = f(*args)[0]
             host = time.perf_counter() - t0
             act and act.untag()
             check(res, name)
@@ -421,24 +422,26 @@ class GpuSide:
         start, end = self._event(), self._event()
         issued = self._stamp()
         act and act.tag(tag)  # before the events: between them is the call alone (an idle GPU starts at once)
-        check(record(start, stream), "cuEventRecord")
+        check(record(start, stream)[0], "cuEventRecord")
         t0 = time.perf_counter()
-        res = f(*args)
+        res = f(*args)[0]
         host = time.perf_counter() - t0
-        if res != D.CUDA_SUCCESS:
+        if res is not OK:
             act and act.untag()
             self.cur.free_events += [start, end]
             check(res, name)
-        started = self.drv.event_done(start)
-        check(record(end, stream), "cuEventRecord")
+        started = done("cuEventQuery", start)
+        check(record(end, stream)[0], "cuEventRecord")
         act and act.untag()
         if queued and (not started or host >= OBSERVABLE):
             blocked, basis = started, "observed"
         else:
             blocked, basis = rule.blocks, "rule"
-        if rule.wait in ("complete", "device") or self.drv.event_done(end):
-            self.drv.call("cuEventSynchronize", end)  # finished, or finishing now: its time is known
+        if rule.wait in ("complete", "device") or done("cuEventQuery", end):
+            call("cuEventSynchronize", end)  # finished, or finishing now: its time is known
             seconds, t_start, t_end = self._span(start, end, self.cur)
+            if basis == "rule" and seconds >= OBSERVABLE:  # long enough to see whether the call waited for it
+                blocked, basis = host >= seconds / 2, "observed"
             return Timing(seconds, host, blocked, self.timing_label, None, t_start, t_end, rule.why, basis, tag,
                           issued)
         self.pending[tag] = Pending(start, end, self.cur)
@@ -448,20 +451,20 @@ class GpuSide:
         """A driver call that queues work, marked as issuing while held (for the watchdog)."""
         self.in_call, self.beat = self.held, self.beat + 1
         try:
-            self.drv.call(name, *args)
+            call(name, *args)
         finally:
             self.in_call = False
 
     def _span(self, start: int, end: int, ctx: Ctx) -> tuple[float, float, float]:
         """(duration, start, end) of a finished event pair of `ctx`, on the trace's clock; frees the events."""
-        t_start, t_end = (ctx.origin_at + self.drv.elapsed(ctx.origin, e) for e in (start, end))
+        t_start, t_end = (ctx.origin_at + self._elapsed(ctx.origin, e) for e in (start, end))
         ctx.free_events += [start, end]
         return t_end - t_start, t_start, t_end
 
     def resolve(self, token):
         p = self.pending.get(token)
         try:
-            if p is None or not self.drv.event_done(p.end):
+            if p is None or not done("cuEventQuery", p.end):
                 return None
         except ShellError:  # a dead context: that work never finished
             return None
@@ -478,7 +481,7 @@ class GpuSide:
             self.activity.flush()
             span = self.activity.span(tag)
         if span is None:  # CUPTI dropped the record: when it ended is known, how long it ran is not
-            t = ctx.origin_at + self.drv.elapsed(ctx.origin, end)
+            t = ctx.origin_at + self._elapsed(ctx.origin, end)
             return 0.0, t, t
         return span[1] - span[0], span[0], span[1], self.tracing
 
@@ -502,64 +505,61 @@ class GpuSide:
         where = self._ctx(ctx)
         t0 = time.perf_counter()
         a = CudaAlloc(kind, size, device=where.device, ctx=ctx)
-        if where.device != self.info.ordinal and kind == "device":  # another GPU's memory, through the driver
-            ptr = C.c_uint64()
-            with self._in(where):
-                self.drv.call("cuMemAlloc_v2", C.byref(ptr), size)
-            a.dptr = ptr.value
-            return Allocation(a, None, a.dptr), self._host_timing(t0)
         with self._in(where):
             return self._alloc_here(a, flags, t0)
 
     def _alloc_here(self, a: CudaAlloc, flags, t0: float):
-        """PyCUDA's allocation in the current context (PyCUDA's own notion of current is ours: its frees work
-        under UVA from any context, as the driver's did on the H100)."""
-        cuda, kind, size = self.cuda, a.kind, a.size
-        with self._pycuda_errors():
-            if kind == "pageable":  # anonymous pages: page-aligned, lazily backed, like a large malloc
-                a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-                a.array = np.frombuffer(a.owner, np.uint8)
-            elif kind == "pinned":
-                bits = ((cuda.host_alloc_flags.PORTABLE if "portable" in flags else 0)
-                        | (cuda.host_alloc_flags.DEVICEMAP if "mapped" in flags else 0)
-                        | (cuda.host_alloc_flags.WRITECOMBINED if "writecombined" in flags else 0))
-                a.array = cuda.pagelocked_empty(size, np.uint8, mem_flags=bits)
-                a.owner = a.array.base
-            elif kind == "device":
-                a.owner = cuda.mem_alloc(size)
-                a.dptr = int(a.owner)
-            else:
-                attach = cuda.mem_attach_flags.HOST if "host" in flags else cuda.mem_attach_flags.GLOBAL
-                a.array = cuda.managed_empty(size, np.uint8, mem_flags=attach)
-                a.owner = a.array.base
-                a.dptr = a.array.ctypes.data
+        """The driver's allocation in the current context (under UVA any context frees it, as on the H100)."""
+        kind, size = a.kind, a.size
+        if kind == "pageable":  # anonymous pages: page-aligned, lazily backed, like a large malloc
+            a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            a.array = np.frombuffer(a.owner, np.uint8)
+        elif kind == "pinned":
+            bits = ((cu.CU_MEMHOSTALLOC_PORTABLE if "portable" in flags else 0)
+                    | (cu.CU_MEMHOSTALLOC_DEVICEMAP if "mapped" in flags else 0)
+                    | (cu.CU_MEMHOSTALLOC_WRITECOMBINED if "writecombined" in flags else 0))
+            a.owner = int(call("cuMemHostAlloc", size, bits))
+            a.array = _host_array(a.owner, size)
+        elif kind == "device":
+            a.dptr = a.owner = int(call("cuMemAlloc", size))
+        else:
+            attach = (cu.CUmemAttach_flags.CU_MEM_ATTACH_HOST if "host" in flags
+                      else cu.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL)
+            a.dptr = a.owner = int(call("cuMemAllocManaged", size, attach))
+            a.array = _host_array(a.owner, size)
         t = self._host_timing(t0)
         host_ptr = a.array.ctypes.data if a.array is not None else None
         device_ptr = a.dptr
         if kind == "pinned":
-            dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(host_ptr), 0)
+            dp = self._host_device_ptr(host_ptr)
             device_ptr = a.dptr = dp if isinstance(dp, int) else None
         return Allocation(a, host_ptr, device_ptr), t
+
+    @staticmethod
+    def _host_device_ptr(ptr: int) -> int | str:
+        """cuMemHostGetDevicePointer's answer: the address, or the driver's refusal by name."""
+        try:
+            return int(call("cuMemHostGetDevicePointer", ptr, 0))
+        except ShellError as e:
+            return e.code
 
     def free(self, buf):
         a: CudaAlloc = buf.handle
         if a.kind != "pageable":
             if self.held:
                 raise held_error("cudaFree, which waits for the device,")
-            # cudaFree synchronises the device anyway; do it here, through ctypes, which lets go of the GIL: PyCUDA's
-            # free holds it, and a host callback still queued needs it to run — waiting inside PyCUDA deadlocks
+            # cudaFree synchronises the device anyway; the bindings let go of the GIL while it waits, so a host
+            # callback still queued (it needs the GIL) runs
             with self._in(self._ctx(a.ctx)):
-                self.drv.call("cuCtxSynchronize")
+                call("cuCtxSynchronize")
         a.array = None
-        if a.owner is None:  # made through the driver, on another GPU
+        if a.kind == "pageable":
+            a.owner.close()
+        elif a.kind == "pinned":
+            call("cuMemFreeHost", a.owner)
+        else:
             with self._in(self._ctx(a.ctx)):
-                self.drv.call("cuMemFree_v2", C.c_uint64(a.dptr))
-            return
-        with self._pycuda_errors():
-            if a.kind == "pageable":
-                a.owner.close()
-            else:
-                a.owner.free()
+                call("cuMemFree", a.owner)
 
     def register(self, buf, flags):
         a: CudaAlloc = buf.handle
@@ -568,12 +568,11 @@ class GpuSide:
                 raise ShellError("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", f"{buf.name} is already page-locked",
                                  "a range can be registered once; `unregister` it first")
             raise ShellError("CUDA_ERROR_INVALID_VALUE", f"{buf.name} is not host memory")
-        bits = ((D.REGISTER_PORTABLE if "portable" in flags else 0)
-                | (D.REGISTER_DEVICEMAP if "mapped" in flags else 0)
-                | (D.REGISTER_READ_ONLY if "readonly" in flags else 0))
-        self.drv.call("cuMemHostRegister_v2", C.c_void_p(buf.host_ptr), a.size, bits,
-                      hint="a range can be registered once; `unregister` it first")
-        dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(buf.host_ptr), 0)
+        bits = ((cu.CU_MEMHOSTREGISTER_PORTABLE if "portable" in flags else 0)
+                | (cu.CU_MEMHOSTREGISTER_DEVICEMAP if "mapped" in flags else 0)
+                | (cu.CU_MEMHOSTREGISTER_READ_ONLY if "readonly" in flags else 0))
+        call("cuMemHostRegister", buf.host_ptr, a.size, bits, hint="a range can be registered once; `unregister` it first")
+        dp = self._host_device_ptr(buf.host_ptr)
         a.dptr = dp if isinstance(dp, int) else None
         a.ctx = self.cur.key
         return a.dptr
@@ -582,35 +581,37 @@ class GpuSide:
         if self.held:
             raise held_error("cudaHostUnregister, which waits for the device,")
         ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
-        self.drv.call("cuMemHostUnregister", C.c_void_p(ptr),
-                      hint="only ranges pinned by `register` can be unregistered")
+        call("cuMemHostUnregister", ptr, hint="only ranges pinned by `register` can be unregistered")
         buf.handle.dptr = None
 
     def pointer_info(self, buf):
         a: CudaAlloc = buf.handle
         ptr = buf.host_ptr if buf.host_ptr is not None else buf.device_ptr
-        mt = self.drv.pointer_attribute(D.POINTER_MEMORY_TYPE, ptr)
-        managed = self.drv.pointer_attribute(D.POINTER_IS_MANAGED, ptr)
+        attr = cu.CUpointer_attribute
+        host = buf.host_ptr is not None
         info = {"device": a.device,
-                "memory_type": D.MEMORYTYPE.get(mt, mt) if isinstance(mt, int) else mt,
-                "is_managed": bool(managed) if isinstance(managed, int) else managed,
-                "host_flags": self.drv.host_flags(ptr) if buf.host_ptr is not None else "CUDA_ERROR_INVALID_VALUE",
-                "host_device_ptr": (self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(ptr), 0)
-                                    if buf.host_ptr is not None else "CUDA_ERROR_INVALID_VALUE")}
+                "memory_type": answer("cuPointerGetAttribute", attr.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr,
+                                      convert=lambda v: cu.CUmemorytype(v).name.removeprefix("CU_MEMORYTYPE_").lower()),
+                "is_managed": answer("cuPointerGetAttribute", attr.CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr, convert=bool),
+                "host_flags": answer("cuMemHostGetFlags", ptr) if host else "CUDA_ERROR_INVALID_VALUE",
+                "host_device_ptr": self._host_device_ptr(ptr) if host else "CUDA_ERROR_INVALID_VALUE"}
         if a.kind == "managed":
             info.update(self._range_info(a))
         return info
 
     def _range_info(self, a: CudaAlloc) -> dict:
-        def where(v):
-            return v if isinstance(v, str) else ("host" if v == D.DEVICE_CPU else
-                                                 "none" if v == -2 else f"device {v}")
+        def where(v) -> str:
+            v = int(v)
+            return "host" if v == cu.CU_DEVICE_CPU else "none" if v == -2 else f"device {v}"
 
-        rm = self.drv.range_attribute(D.RANGE_READ_MOSTLY, a.dptr, a.size)
-        return {"read_mostly": bool(rm) if isinstance(rm, int) else rm,
-                "preferred_location": where(self.drv.range_attribute(D.RANGE_PREFERRED_LOCATION, a.dptr, a.size)),
-                "last_prefetch_location": where(self.drv.range_attribute(D.RANGE_LAST_PREFETCH_LOCATION, a.dptr,
-                                                                         a.size))}
+        attr = cu.CUmem_range_attribute
+        return {"read_mostly": answer("cuMemRangeGetAttribute", 4, attr.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, a.dptr,
+                                      a.size, convert=bool),
+                "preferred_location": answer("cuMemRangeGetAttribute", 4, attr.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+                                             a.dptr, a.size, convert=where),
+                "last_prefetch_location": answer("cuMemRangeGetAttribute", 4,
+                                                 attr.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, a.dptr, a.size,
+                                                 convert=where)}
 
     def read(self, buf, offset, nbytes):
         a: CudaAlloc = buf.handle
@@ -620,7 +621,7 @@ class GpuSide:
             raise held_error("reading device memory (a synchronous copy)")
         out = np.empty(nbytes, np.uint8)
         with self._in(self._ctx(a.ctx)):
-            self.drv.call("cuMemcpyDtoH_v2", out.ctypes.data, a.dptr + offset, nbytes)
+            call("cuMemcpyDtoH", out.ctypes.data, a.dptr + offset, nbytes)
         return out
 
     def write(self, buf, offset, data):
@@ -634,7 +635,7 @@ class GpuSide:
     def _untimed(self, name: str, args: tuple, rule: R.Rule) -> Timing:
         """A call that queues no GPU work (zero bytes): the driver returns at once."""
         t0 = time.perf_counter()
-        self.drv.call(name, *args)
+        call(name, *args)
         host = time.perf_counter() - t0
         return Timing(0.0, host, False, self.timing_label, rule=rule.why, basis="rule")
 
@@ -663,12 +664,12 @@ class GpuSide:
         the events of one GPU's stream see only its part (on the H200 pair they said 52 µs for 256 MiB staged)."""
         if self.held:
             raise held_error("a copy between GPUs (timed to its end)")
-        self.drv.call("cuCtxSynchronize")  # the work queued before it, out of its time
+        call("cuCtxSynchronize")  # the work queued before it, out of its time
         start, t0 = self._stamp(), time.perf_counter()
-        self.drv.call("cuMemcpy", *args)
-        self.drv.call("cuCtxSynchronize")
+        call("cuMemcpy", *args)
+        call("cuCtxSynchronize")
         with self._in(self._primary(other)):
-            self.drv.call("cuCtxSynchronize")
+            call("cuCtxSynchronize")
         seconds = time.perf_counter() - t0
         return Timing(seconds, seconds, True, self.timing_label, None, start, start + seconds,
                       rule=R.BETWEEN_GPUS.why, basis="observed", issued=start)
@@ -677,7 +678,7 @@ class GpuSide:
         ptr = (buf.device_ptr if buf.device_ptr is not None else buf.host_ptr) + offset
         rule = R.memset_rule(self._cls(buf), async_, nbytes)
         name, args = ("cuMemsetD8Async", (ptr, value, nbytes, stream)) if async_ else \
-            ("cuMemsetD8_v2", (ptr, value, nbytes))
+            ("cuMemsetD8", (ptr, value, nbytes))
         return name, args, rule
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
@@ -695,12 +696,17 @@ class GpuSide:
             from pycuda.compiler import compile as nvcc_compile
 
             dirs = [str(Path(path).resolve().parent)] if path else []
-            with self._pycuda_errors():
-                text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
+            text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
+            try:
                 cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs)
-            mod = self.drv.load_module(cubin)
+            except self.cuda.CompileError as e:  # nvcc's own words, first error first
+                first = next((line for line in (e.stderr or str(e)).splitlines() if "error" in line), str(e))
+                raise ShellError("USAGE", f"nvcc refused the source: {first.strip()}",
+                                 "the simulator's `kernel define` shows file:line:col for the same source") from None
+            mod = int(call("cuModuleLoadData", cubin))
             self.cur.modules.append(mod)
-            fns = self.cur.functions[source] = {name: self.drv.function(mod, name) for name in names}
+            fns = self.cur.functions[source] = {name: int(call("cuModuleGetFunction", mod, name.encode()))
+                                                for name in names}
         return fns
 
     def _builtin(self, kernel) -> int:
@@ -708,11 +714,11 @@ class GpuSide:
             fns = self._functions(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
             # one empty launch now, so lazy loading is not billed to the user's first launch (not while held:
             # its wait would never end)
-            args, _keepalive = self.drv.launch_args(fns["k_fill"], (1, 1, 1), (1, 1, 1), None, C.c_uint64(0),
-                                                    C.c_float(0), C.c_int(0))
-            self.drv.call("cuLaunchKernel", *args)
+            args, _keepalive = launch_args(fns["k_fill"], (1, 1, 1), (1, 1, 1), None, C.c_uint64(0), C.c_float(0),
+                                           C.c_int(0))
+            call("cuLaunchKernel", *args)
             if not self.held:
-                self.drv.call("cuCtxSynchronize")
+                call("cuCtxSynchronize")
         return self.cur.functions[BUILTIN_SOURCE][kernel.symbol]
 
     def _launch_call(self, kernel, args, count, grid, block, shared, stream):
@@ -731,7 +737,7 @@ class GpuSide:
                 values.append(CTYPE[param.dtype](arg.item()))
         if kernel.builtin and kernel.name != "spin":
             values.append(C.c_int(count))
-        return self.drv.launch_args(fn, grid, block, stream, *values, shared=shared)
+        return launch_args(fn, grid, block, stream, *values, shared=shared)
 
     def launch(self, kernel, args, count, grid, block, shared, stream):
         with self._in(self._stream_ctx(stream)):
@@ -747,8 +753,7 @@ class GpuSide:
 
     # ------------------------------------------------------------------ events and callbacks
     def event_create(self):
-        ev = self.drv.event()
-        return ev
+        return int(call("cuEventCreate", 0))
 
     def event_record(self, event, stream):
         t0 = time.perf_counter()
@@ -758,20 +763,24 @@ class GpuSide:
         return Timing(0.0, host, False, self.timing_label)
 
     def event_query(self, event):
-        return self.drv.event_done(event)
+        return done("cuEventQuery", event)
 
     def event_sync(self, event):
-        if self.held and not self.drv.event_done(event):
+        if self.held and not done("cuEventQuery", event):
             raise held_error("cuEventSynchronize")
         t0 = time.perf_counter()
-        self.drv.call("cuEventSynchronize", event)
+        call("cuEventSynchronize", event)
         return self._host_timing(t0)
 
+    @staticmethod
+    def _elapsed(start: int, end: int) -> float:
+        return call("cuEventElapsedTime", start, end) / 1e3
+
     def event_elapsed(self, start, end):
-        return self.drv.elapsed(start, end)
+        return self._elapsed(start, end)
 
     def event_destroy(self, event):
-        self.drv.call("cuEventDestroy_v2", event)
+        call("cuEventDestroy", event)
 
     def stream_wait(self, stream, event):
         self._issue("cuStreamWaitEvent", stream, event, 0)
@@ -781,20 +790,25 @@ class GpuSide:
             with self.lock:
                 self.fired.append({"text": text, "stream": label, "at": self._stamp()})
 
-        fn = D.HOST_FN(fire)
+        fn = HOST_FN(fire)
         self.callback_refs.append(fn)
         t0 = time.perf_counter()
-        self._issue("cuLaunchHostFunc", stream, C.cast(fn, C.c_void_p), None)
-        return self._host_timing(t0)
+        self._issue("cuLaunchHostFunc", stream, host_fn(fn), 0)
+        return self._queued_timing(t0)
 
     def host_noop(self, stream):
         t0 = time.perf_counter()
         self._issue("cuLaunchHostFunc", *self._noop_call(stream))
-        return self._host_timing(t0)
+        return self._queued_timing(t0)
+
+    def _queued_timing(self, t0: float) -> Timing:
+        """A call that only queued work and returned (cuLaunchHostFunc): it did not hold the host for it."""
+        host = time.perf_counter() - t0
+        return Timing(0.0, host, False, self.timing_label, rule=R.QUEUED.why, basis="rule")
 
     def _noop_call(self, stream) -> tuple:
         """libc's free(NULL) does nothing, in C: a host function with no interpreter to wake."""
-        return stream, C.cast(C.CDLL(None).free, C.c_void_p), None
+        return stream, host_fn(C.CDLL(None).free), 0
 
     def fired_callbacks(self):
         with self.lock:
@@ -802,29 +816,26 @@ class GpuSide:
         return fired
 
     def _prefetch_call(self, buf, where, stream):
-        loc = D.CUmemLocation(D.LOCATION_DEVICE if where == "device" else D.LOCATION_HOST,
-                              self._stream_ctx(stream).device if where == "device" else 0)
-        return buf.device_ptr, buf.size, loc, 0, stream
+        return buf.device_ptr, buf.size, location(where, self._stream_ctx(stream).device), 0, stream
 
     def prefetch(self, buf, where, stream):
-        return self._timed(stream, "cuMemPrefetchAsync_v2", self._prefetch_call(buf, where, stream), R.QUEUED)
+        return self._timed(stream, "cuMemPrefetchAsync", self._prefetch_call(buf, where, stream), R.QUEUED)
 
     def advise(self, buf, advice, where):
-        loc = D.CUmemLocation(D.LOCATION_HOST if where == "host" else D.LOCATION_DEVICE,
-                              0 if where == "host" else self.cur.device)
-        self.drv.call("cuMemAdvise_v2", buf.device_ptr, buf.size, D.ADVISE[advice], loc)
+        call("cuMemAdvise", buf.device_ptr, buf.size, ADVICE[advice], location(where, self.cur.device))
 
     # ------------------------------------------------------------------ streams
     def stream_create(self, nonblocking, priority):
         least, greatest = self.priority_range()
         actual = min(max(priority, greatest), least)  # what the driver clamps to
-        h = self.drv.stream_create(nonblocking, priority)
+        flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING if nonblocking else cu.CUstream_flags.CU_STREAM_DEFAULT
+        h = int(call("cuStreamCreateWithPriority", flags, priority))
         self.streams.add(h)
         self.stream_ctx[h] = self.cur
         return h, actual
 
     def stream_destroy(self, handle):
-        self.drv.call("cuStreamDestroy_v2", handle)
+        call("cuStreamDestroy", handle)
         self.streams.discard(handle)
         self.stream_ctx.pop(handle, None)
 
@@ -832,24 +843,24 @@ class GpuSide:
         if self.held:
             raise held_error("cuStreamSynchronize")
         t0 = time.perf_counter()
-        self.drv.call("cuStreamSynchronize", handle)
+        call("cuStreamSynchronize", handle)
         return self._host_timing(t0)
 
     def stream_idle(self, handle):
-        return self.drv.stream_done(handle)
+        return done("cuStreamQuery", handle)
 
     def device_sync(self):
         if self.held:
             raise held_error("cuCtxSynchronize")
         t0 = time.perf_counter()
-        self.drv.call("cuCtxSynchronize")
+        call("cuCtxSynchronize")
         return self._host_timing(t0)
 
     def priority_range(self):
-        return self.drv.priority_range()
+        return call("cuCtxGetStreamPriorityRange")
 
     def mem_info(self) -> tuple[int, int]:
-        return self.drv.mem_info()
+        return call("cuMemGetInfo")
 
     # ------------------------------------------------------------------ hold, release, plans
     def hold(self, streams):
@@ -862,7 +873,7 @@ class GpuSide:
             self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP
                                                    | self.cuda.host_alloc_flags.PORTABLE)
             self.flag[0] = 0
-            dp = self.drv.out_uint64("cuMemHostGetDevicePointer_v2", C.c_void_p(self.flag.ctypes.data), 0)
+            dp = self._host_device_ptr(self.flag.ctypes.data)
             self.flag_dptr = dp if isinstance(dp, int) else self.flag.ctypes.data
         if not self.held:
             self.hold_gen += 1
@@ -900,18 +911,18 @@ class GpuSide:
 
     def _hold_stream(self, stream) -> None:
         if self.hold_how != HOLD_KERNEL:
-            res = self.drv.raw("cuStreamWaitValue32_v2", stream, self.flag_dptr, self.hold_gen,
-                               D.STREAM_WAIT_VALUE_GEQ)
-            if res == D.CUDA_SUCCESS:
+            res = cu.cuStreamWaitValue32(stream, self.flag_dptr, self.hold_gen,
+                                         cu.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)[0]
+            if res is OK:
                 self.hold_how = HOLD_WAIT_VALUE
                 return
             if self.hold_how == HOLD_WAIT_VALUE:  # it worked before: this is a real error
-                self.drv.check(res, "cuStreamWaitValue32")
+                check(res, "cuStreamWaitValue32")
             self.hold_how = HOLD_KERNEL
         hold_fn = self._functions(HOLD_SOURCE, ["k_hold"], extern_c=True)["k_hold"]
-        call, _keep = self.drv.launch_args(hold_fn, (1, 1, 1), (1, 1, 1), stream, C.c_uint64(self.flag_dptr),
-                                           C.c_uint32(self.hold_gen))
-        self.drv.call("cuLaunchKernel", *call)
+        args, _keep = launch_args(hold_fn, (1, 1, 1), (1, 1, 1), stream, C.c_uint64(self.flag_dptr),
+                                  C.c_uint32(self.hold_gen))
+        call("cuLaunchKernel", *args)
 
     def release(self):
         """Returns why the streams had already been let go, if the watchdog did it."""
@@ -930,10 +941,10 @@ class GpuSide:
             name, cargs, _ = self._memset_call(*args)
             return name, cargs, None, args[4] if args[5] else None
         if method == "launch":
-            call, keep = self._launch_call(*args)
-            return "cuLaunchKernel", call, keep, args[6]
+            cargs, keep = self._launch_call(*args)
+            return "cuLaunchKernel", cargs, keep, args[6]
         if method == "prefetch":
-            return "cuMemPrefetchAsync_v2", self._prefetch_call(*args), None, args[2]
+            return "cuMemPrefetchAsync", self._prefetch_call(*args), None, args[2]
         if method == "event_record":
             return "cuEventRecord", (args[0], args[1]), None, args[1]
         if method == "stream_wait":
@@ -951,11 +962,11 @@ class GpuSide:
         if self.held:
             raise held_error("a repeat run on the GPU side (it waits for its work at the end)")
         plan = [self._plan_call(m, a) for m, a in calls]
-        fns = [(self.drv.fn[name], cargs, name) for name, cargs, _, _ in plan]
+        fns = [(getattr(cu, name), cargs, name) for name, cargs, _, _ in plan]
         streams = list(dict.fromkeys([None] + [p[3] for p in plan]))
         if gate:
             self.hold(streams)
-        record, check = self.drv.fn["cuEventRecord"], self.drv.check
+        record = cu.cuEventRecord
         starts, ends = [self._event() for _ in streams], [self._event() for _ in streams]
         per = np.empty(rounds)
         tag, act = self.next_token, self.activity if trace else None
@@ -964,14 +975,14 @@ class GpuSide:
             self.activity.pause()
         try:
             for ev, s in zip(starts, streams):
-                check(record(ev, s), "cuEventRecord")
+                check(record(ev, s)[0], "cuEventRecord")
             act and act.tag(tag)
             self.in_call = self.held
             t0 = last = time.perf_counter()
             for i in range(rounds):
                 for f, cargs, name in fns:
-                    res = f(*cargs)
-                    if res:
+                    res = f(*cargs)[0]
+                    if res is not OK:
                         check(res, f"{name} (in round {i + 1} on the GPU side)")
                 now = time.perf_counter()
                 per[i] = now - last
@@ -981,19 +992,19 @@ class GpuSide:
             host = last - t0
             act and act.untag()
             for ev, s in zip(ends, streams):
-                check(record(ev, s), "cuEventRecord")
+                check(record(ev, s)[0], "cuEventRecord")
         except BaseException:
             self.in_call = False
             act and self._untag_quietly()
             raise
         finally:
             self.release() if gate else None
-        self.drv.call("cuCtxSynchronize")
+        call("cuCtxSynchronize")
         if self.activity and not trace:
             self.activity.resume()
         ctx = self.cur
-        first = ctx.origin_at + min(self.drv.elapsed(ctx.origin, e) for e in starts)
-        last_end = ctx.origin_at + max(self.drv.elapsed(ctx.origin, e) for e in ends)
+        first = ctx.origin_at + min(self._elapsed(ctx.origin, e) for e in starts)
+        last_end = ctx.origin_at + max(self._elapsed(ctx.origin, e) for e in ends)
         ctx.free_events += starts + ends
         records = []
         if act:
@@ -1018,24 +1029,24 @@ class GpuSide:
         self.closed = True
         if getattr(self, "held", False):
             self.release()
-        self.drv.raw("cuCtxSynchronize")
+        cu.cuCtxSynchronize()  # teardown: a dead context's errors are ignored
         if getattr(self, "activity", None):
             self.activity.close()  # let queued host callbacks run before PyCUDA (holding the GIL) tears down
-        for h in self.streams:
-            self.drv.raw("cuStreamDestroy_v2", h)
+        for h in getattr(self, "streams", ()):
+            cu.cuStreamDestroy(h)
         for ctx in getattr(self, "ctxs", {}).values():  # each context's own, in it; then the context
-            self.drv.raw("cuCtxSetCurrent", ctx.handle)
+            cu.cuCtxSetCurrent(ctx.handle)
             for ev in ctx.events:
-                self.drv.raw("cuEventDestroy_v2", ev)
+                cu.cuEventDestroy(ev)
             for mod in ctx.modules:
-                self.drv.raw("cuModuleUnload", mod)
+                cu.cuModuleUnload(mod)
             if ctx.key is not None:
-                self.drv.raw("cuCtxSetCurrent", self.ctx.handle)
+                cu.cuCtxSetCurrent(self.ctx.handle)
                 if ctx.primary:
-                    self.drv.raw("cuDevicePrimaryCtxRelease_v2", ctx.device)
+                    cu.cuDevicePrimaryCtxRelease(ctx.device)
                 else:
-                    self.drv.raw("cuCtxDestroy_v2", ctx.handle)
-        self.drv.raw("cuCtxSetCurrent", C.c_void_p(self.ctx.handle))
+                    cu.cuCtxDestroy(ctx.handle)
+        cu.cuCtxSetCurrent(self.ctx.handle)
         try:
             self.ctx.pop()
         finally:

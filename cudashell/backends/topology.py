@@ -13,32 +13,27 @@ from contextlib import contextmanager
 
 from ..errors import ShellError
 from ..machine import bind_to_node, pcie_link
-from .driver import P2P_ATOMICS, PEER_ALREADY_ENABLED, Driver
+from .bindings import OK, call, cu, error, text
+
+P2P_ATOMICS = cu.CUdevice_P2PAttribute.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED
+PEER_ALREADY_ENABLED = cu.CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
 
 TOPO_WORDS = {"X": "self", "SYS": "PCIe across CPU sockets (SYS)", "NODE": "PCIe within a NUMA node (NODE)",
               "PHB": "PCIe through the host bridge (PHB)", "PXB": "PCIe through switches (PXB)",
               "PIX": "PCIe through one switch (PIX)"}
 
 
-def _int(drv: Driver, name: str, *args) -> int:
-    v = C.c_int()
-    drv.call(name, C.byref(v), *args)
-    return v.value
-
-
-def devices(drv: Driver) -> list[dict]:
+def devices() -> list[dict]:
     out = []
-    for i in range(_int(drv, "cuDeviceGetCount")):
-        dev = _int(drv, "cuDeviceGet", i)
-        name, bus, mem = C.create_string_buffer(256), C.create_string_buffer(32), C.c_size_t()
-        drv.call("cuDeviceGetName", name, 256, dev)
-        drv.call("cuDeviceGetPCIBusId", bus, 32, dev)
-        drv.call("cuDeviceTotalMem_v2", C.byref(mem), dev)
-        major, minor = (_int(drv, "cuDeviceGetAttribute", attr, dev) for attr in (75, 76))
-        bus_id = bus.value.decode()
+    for i in range(call("cuDeviceGetCount")):
+        dev = call("cuDeviceGet", i)
+        major, minor = (call("cuDeviceGetAttribute", attr, dev) for attr in (
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        bus_id = text(call("cuDeviceGetPCIBusId", 32, dev))
         link = pcie_link(bus_id)
-        out.append({"ordinal": i, "name": name.value.decode(), "pci_bus_id": bus_id,
-                    "numa_node": link["numa_node"] if link else None, "total_mem": mem.value,
+        out.append({"ordinal": i, "name": text(call("cuDeviceGetName", 256, dev)), "pci_bus_id": bus_id,
+                    "numa_node": link["numa_node"] if link else None, "total_mem": call("cuDeviceTotalMem", dev),
                     "compute_capability": f"{major}.{minor}"})
     return out
 
@@ -66,7 +61,7 @@ def parse_topo(text: str) -> dict[tuple[int, int], str]:
     return links
 
 
-def peers(drv: Driver, count: int) -> tuple[list[dict], str]:
+def peers(count: int) -> tuple[list[dict], str]:
     links = topo_links()
     out = []
     for a in range(count):
@@ -75,99 +70,95 @@ def peers(drv: Driver, count: int) -> tuple[list[dict], str]:
                 continue
             word = links.get((a, b))
             link = (f"NVLink ({word})" if word.startswith("NV") else TOPO_WORDS.get(word, word)) if word else "?"
-            out.append({"src": a, "dst": b, "access": bool(_int(drv, "cuDeviceCanAccessPeer", a, b)),
-                        "link": link, "atomics": bool(_int(drv, "cuDeviceGetP2PAttribute", P2P_ATOMICS, a, b))})
+            out.append({"src": a, "dst": b, "access": bool(call("cuDeviceCanAccessPeer", a, b)),
+                        "link": link, "atomics": bool(call("cuDeviceGetP2PAttribute", P2P_ATOMICS, a, b))})
     return out, "nvidia-smi topo -m" if links else "the driver (nvidia-smi not found: link unknown)"
 
 
-def device_count(drv: Driver) -> int:
-    return _int(drv, "cuDeviceGetCount")
+def device_count() -> int:
+    return call("cuDeviceGetCount")
 
 
-def check_pair(drv: Driver, src: int, dst: int) -> None:
+def check_pair(src: int, dst: int) -> None:
     """Two different GPUs the driver has, or its CUDA_ERROR_INVALID_DEVICE."""
-    count = device_count(drv)
+    count = device_count()
     if not (0 <= src < count and 0 <= dst < count) or src == dst:
         raise ShellError("CUDA_ERROR_INVALID_DEVICE", f"no pair of GPUs {src} → {dst} among {count}")
 
 
 @contextmanager
-def _primaries(drv: Driver, ordinals):
+def _primaries(ordinals):
     """Each device's primary context, retained for the whole block (released, it would be destroyed with the memory
     made in it); the caller's context is current again afterwards."""
-    before, ctxs = C.c_void_p(), {}
-    drv.call("cuCtxGetCurrent", C.byref(before))
+    before, ctxs = call("cuCtxGetCurrent"), {}
     try:
         for n in ordinals:
-            ctxs[n] = C.c_void_p()
-            drv.call("cuDevicePrimaryCtxRetain", C.byref(ctxs[n]), n)
+            ctxs[n] = int(call("cuDevicePrimaryCtxRetain", n))
         yield ctxs
     finally:
-        drv.raw("cuCtxSetCurrent", before)
+        cu.cuCtxSetCurrent(before)
         for n in ctxs:
-            drv.raw("cuDevicePrimaryCtxRelease_v2", n)
+            cu.cuDevicePrimaryCtxRelease(n)
 
 
-def peer_copy(drv: Driver, src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:
+def peer_copy(src: int, dst: int, nbytes: int, reps: int, peer: bool) -> float:
     """Seconds per copy, as cudaMemcpyPeerAsync gives it: `reps` copies back to back on a stream of the
     source's primary context, between two events (one warm-up copy first)."""
-    check_pair(drv, src, dst)
-    with _primaries(drv, (src, dst)) as ctx:
+    check_pair(src, dst)
+    with _primaries((src, dst)) as ctx:
         made, enabled = [], []  # (context, pointer) to free; (context, peer context) to disable
         try:
             for n in (dst, src):
-                ptr = C.c_uint64()
-                drv.call("cuCtxSetCurrent", ctx[n])
-                drv.call("cuMemAlloc_v2", C.byref(ptr), nbytes)
-                made.append((ctx[n], ptr))
+                call("cuCtxSetCurrent", ctx[n])
+                made.append((ctx[n], int(call("cuMemAlloc", nbytes))))
             if peer:  # both ways, as cudaDeviceEnablePeerAccess on each side does
                 for me, other in ((dst, src), (src, dst)):
-                    drv.call("cuCtxSetCurrent", ctx[me])
-                    res = drv.raw("cuCtxEnablePeerAccess", ctx[other], 0)
-                    if res not in (0, PEER_ALREADY_ENABLED):
-                        drv.check(res, "cuCtxEnablePeerAccess", "this pair of GPUs cannot reach each other directly")
+                    call("cuCtxSetCurrent", ctx[me])
+                    err = cu.cuCtxEnablePeerAccess(ctx[other], 0)[0]
+                    if err is not OK and err is not PEER_ALREADY_ENABLED:
+                        raise error(err, "cuCtxEnablePeerAccess", "this pair of GPUs cannot reach each other directly")
                     enabled.append((ctx[me], ctx[other]))
-            drv.call("cuCtxSetCurrent", ctx[src])
-            a, b = made[1][1].value, made[0][1].value
-            return _timed(drv, lambda stream: drv.call("cuMemcpyPeerAsync", b, ctx[dst], a, ctx[src], nbytes,
-                                                        C.c_void_p(stream)), reps)
+            call("cuCtxSetCurrent", ctx[src])
+            a, b = made[1][1], made[0][1]
+            return _timed(lambda stream: call("cuMemcpyPeerAsync", b, ctx[dst], a, ctx[src], nbytes, stream), reps)
         finally:
             for me, other in enabled:
-                drv.raw("cuCtxSetCurrent", me)
-                drv.raw("cuCtxDisablePeerAccess", other)
+                cu.cuCtxSetCurrent(me)
+                cu.cuCtxDisablePeerAccess(other)
             for c, ptr in made:
-                drv.raw("cuCtxSetCurrent", c)
-                drv.raw("cuMemFree_v2", ptr)
+                cu.cuCtxSetCurrent(c)
+                cu.cuMemFree(ptr)
 
 
-def _timed(drv: Driver, copy, reps: int) -> float:
+def _timed(copy, reps: int) -> float:
     """Seconds per `copy(stream)`, `reps` back to back between two events on a new stream of the current context."""
-    stream, start, end = drv.stream_create(False, 0), drv.event(), drv.event()
+    stream = int(call("cuStreamCreateWithPriority", 0, 0))
+    start, end = (int(call("cuEventCreate", 0)) for _ in range(2))
     try:
         copy(stream)  # warm-up: the first copy pays for mappings
-        drv.call("cuEventRecord", C.c_void_p(start), C.c_void_p(stream))
+        call("cuEventRecord", start, stream)
         for _ in range(reps):
             copy(stream)
-        drv.call("cuEventRecord", C.c_void_p(end), C.c_void_p(stream))
-        drv.call("cuEventSynchronize", C.c_void_p(end))
-        return drv.elapsed(start, end) / reps
+        call("cuEventRecord", end, stream)
+        call("cuEventSynchronize", end)
+        return call("cuEventElapsedTime", start, end) / 1e3 / reps
     finally:
-        drv.raw("cuStreamSynchronize", C.c_void_p(stream))
+        cu.cuStreamSynchronize(stream)
         for ev in (start, end):
-            drv.raw("cuEventDestroy_v2", C.c_void_p(ev))
-        drv.raw("cuStreamDestroy_v2", C.c_void_p(stream))
+            cu.cuEventDestroy(ev)
+        cu.cuStreamDestroy(stream)
 
 
-def host_copy(drv: Driver, device: int, node: int | None, nbytes: int, reps: int, to_device: bool) -> float:
+def host_copy(device: int, node: int | None, nbytes: int, reps: int, to_device: bool) -> float:
     """Seconds per copy between host memory on NUMA node `node` (None: wherever the kernel puts it) and GPU `device`:
     anonymous pages bound to the node (mbind) and touched there, pinned in place (cuMemHostRegister), then `reps`
     cuMemcpy{HtoD,DtoH}Async back to back on a stream of the GPU's primary context, between two events."""
-    with _primaries(drv, (device,)) as ctx:
-        drv.call("cuCtxSetCurrent", ctx[device])
+    with _primaries((device,)) as ctx:
+        call("cuCtxSetCurrent", ctx[device])
         host = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         view = C.c_char.from_buffer(host)
         addr = C.addressof(view)
-        dptr, registered = C.c_uint64(), False
+        dptr, registered = 0, False
         try:
             if node is not None:
                 try:
@@ -175,17 +166,16 @@ def host_copy(drv: Driver, device: int, node: int | None, nbytes: int, reps: int
                 except OSError as e:
                     raise ShellError("NUMA_BIND", str(e), "the kernel would not place the pages there") from None
             C.memset(addr, 1, nbytes)  # the pages come to exist now, on that node
-            drv.call("cuMemHostRegister_v2", C.c_void_p(addr), nbytes, 0)
+            call("cuMemHostRegister", addr, nbytes, 0)
             registered = True
-            drv.call("cuMemAlloc_v2", C.byref(dptr), nbytes)
-            copy = (("cuMemcpyHtoDAsync_v2", dptr.value, C.c_void_p(addr)) if to_device
-                    else ("cuMemcpyDtoHAsync_v2", C.c_void_p(addr), dptr.value))
-            return _timed(drv, lambda stream: drv.call(*copy, nbytes, C.c_void_p(stream)), reps)
+            dptr = int(call("cuMemAlloc", nbytes))
+            copy = ("cuMemcpyHtoDAsync", dptr, addr) if to_device else ("cuMemcpyDtoHAsync", addr, dptr)
+            return _timed(lambda stream: call(*copy, nbytes, stream), reps)
         finally:
-            if dptr.value:
-                drv.raw("cuMemFree_v2", dptr)
+            if dptr:
+                cu.cuMemFree(dptr)
             if registered:
-                drv.raw("cuMemHostUnregister", C.c_void_p(addr))
+                cu.cuMemHostUnregister(addr)
             del view  # the buffer's export, or mmap refuses to close
             host.close()
 
