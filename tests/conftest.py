@@ -4,6 +4,7 @@ without a GPU."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 
@@ -14,11 +15,21 @@ from cudashell.backends.sim import SimBackend
 from cudashell.shell import Shell
 
 
+@functools.cache
 def gpu_missing() -> str | None:
-    """Why the GPU tests cannot run here, or None."""
+    """Why the GPU tests cannot run here, or None: the packages, then whether the driver sees a GPU."""
     from cudashell.backends.cuda import cuda_unavailable_reason
 
-    return cuda_unavailable_reason()
+    why = cuda_unavailable_reason()
+    if why:
+        return why
+    try:
+        from cudashell.backends.bindings import call
+
+        call("cuInit", 0)
+        return None if call("cuDeviceGetCount") else "the CUDA driver sees no GPU"
+    except Exception as e:  # no libcuda.so.1, or the driver refused
+        return f"no GPU answers: {e}"
 
 
 def make_backend(name: str):

@@ -337,3 +337,43 @@ def test_a_fault_surfaces_at_the_next_sync_and_host_memory_stays_usable(backend)
     assert by["show p count 1"]["result"]["values"] == [8]
     assert by["alloc device 4KB"]["error"]["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
     assert "Traceback" not in r.stderr
+
+
+def test_a_copy_on_a_nonblocking_stream_does_not_queue_behind_one_waiting_for_stream_0(cush):
+    """Hyper-Q: the blocking stream's copy waits for the kernel on stream 0 without holding the copy engine, so the
+    non-blocking stream's copy runs now and syncing it leaves stream 0 busy (seen on the H100)."""
+    cush.ok("alloc pinned 4KB as p; alloc device 4KB as d; alloc device 4KB as e")
+    cush.ok("stream create as b; stream create nonblocking as nb")
+    cush.ok("launch spin 80000; memcpy p d async stream b; memcpy p e async stream nb")
+    assert cush.ok("sync stream nb")["host_seconds"] < 0.04
+    assert cush.ok("stream query 0")["idle"] is False and cush.ok("stream query b")["idle"] is False
+
+
+def test_after_a_fault_the_contexts_queries_answer_its_sticky_error(cush):
+    cush.ok("alloc pageable 64KB as r; register r readonly; alloc pinned 4KB as p; stream create as s")
+    cush.ok("launch spin 20000; launch increment r")
+    assert cush.fails("sync")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    for line in ("stream query 0", "streams", "stream destroy s"):
+        assert cush.fails(line)["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS", line
+    info = cush.ok("info p")["driver"]
+    assert info["host_flags"] == info["host_device_ptr"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert cush.buffer("r")["state"].startswith("pending"), "the faulted kernel never completed: its buffer stays pending"
+
+
+@pytest.mark.parametrize("line, code", [
+    ("memcpy h2h m h", None), ("memcpy h2d m p", None), ("memcpy d2h m p", None), ("memcpy d2d p m", None),
+    ("memcpy h2d m h", "CUDA_ERROR_INVALID_VALUE"), ("memcpy d2h h m", "CUDA_ERROR_INVALID_VALUE"),
+    ("memcpy h2d d p", "KIND_MISMATCH")])
+def test_an_explicit_direction_with_managed_memory_follows_cudamemcpys_rule(cush, line, code):
+    """cudaMemcpy with an explicit kind, probed on the H100: a side named device must be reachable by the GPU (pageable
+    is refused), a side named host takes anything; without managed memory the shell's own check teaches the
+    direction. An accepted copy is reported as the direction asked for, and its bytes arrive."""
+    cush.ok("alloc managed 4KB as m; alloc pageable 4KB as h; alloc pinned 4KB as p; alloc device 4KB as d")
+    cush.ok("fill m 3; fill h 4; fill p 5")
+    if code:
+        assert cush.fails(line)["code"] == code
+        return
+    result = cush.ok(line)
+    src, dst = line.split()[2:]
+    assert result["direction"] == line.split()[1]
+    assert cush.ok(f"show {dst} count 1")["values"] == cush.ok(f"show {src} count 1")["values"]

@@ -119,3 +119,33 @@ def test_exit_ends_the_worker_in_every_state(piped):
     proc = piped.backend.proc
     piped.shell.close()
     assert proc.returncode is not None
+
+
+def test_the_backend_adopts_the_worker_the_command_started_before_its_imports(monkeypatch):
+    from cudashell import entry
+
+    started = entry.spawn("sim", 0)
+    monkeypatch.setattr(entry, "_started", (*started, "sim", 0))
+    backend = cuda.CudaBackend(side="sim")
+    try:
+        assert backend.proc is started[0] and entry._started is None
+        backend.alloc("pinned", 4096, frozenset())
+    finally:
+        backend.close()
+
+
+def test_a_started_worker_that_is_not_the_one_wanted_is_ended(monkeypatch):
+    from cudashell import entry
+
+    started = entry.spawn("sim", 0)
+    monkeypatch.setattr(entry, "_started", (*started, "gpu", 0))
+    assert entry.take("sim", 0) is None
+    assert started[0].wait(timeout=10) != 0
+
+
+@pytest.mark.parametrize("argv, wanted", [(["--backend", "sim", "-c", "ls"], False), (["--backend=sim"], False),
+                                          (["--version"], False)])
+def test_the_worker_is_started_early_only_when_the_gpu_may_be_wanted(argv, wanted):
+    from cudashell import entry
+
+    assert entry._wanted(argv) is wanted

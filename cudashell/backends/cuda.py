@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -21,7 +19,9 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
+from .. import entry
 from ..errors import RESET_HINT, STICKY, ShellError
+from ..packages import gpu_packages_missing
 from ..session import Region
 from .base import Backend
 from .worker import BufRef, Channel
@@ -37,28 +37,9 @@ SALVAGE_WAIT = 30.0  # per chunk: a worker that cannot hand over its host memory
 
 
 def cuda_unavailable_reason() -> str | None:
-    """None when a GPU answers through PyCUDA and NVIDIA's bindings are there; else why not, in a few words (the
-    bindings' version is the worker's to check: importing them here would slow every start)."""
-    try:
-        import pycuda.driver as cuda
-    except ImportError as e:
-        return "PyCUDA is not installed" if "pycuda" in str(e).lower() and "libcuda" not in str(e) \
-            else f"no CUDA driver found ({e})"
-    from importlib.util import find_spec
-
-    try:
-        found = find_spec("cuda.bindings") is not None
-    except ImportError:  # no `cuda` package at all
-        found = False
-    if not found:
-        return "NVIDIA's cuda-bindings is not installed (pip install 'cudashell[cuda]')"
-    try:
-        cuda.init()
-        if cuda.Device.count() == 0:
-            return "the CUDA driver sees no GPU"
-    except Exception as e:  # pycuda.driver.Error, or a missing libcuda
-        return f"the CUDA driver did not answer: {e}"
-    return None
+    """None when the packages the GPU worker needs are installed; else which is missing. Whether a GPU answers is
+    the worker's to find out: it says so, and `auto` falls back to the simulator."""
+    return gpu_packages_missing()
 
 
 def _wire(x):
@@ -129,14 +110,8 @@ class CudaBackend(Backend):
         self.host_allocs: dict[int, tuple[str, int]] = {}  # handle → (kind, size) of host-readable memory
         self.fired: list[dict] = []  # host callbacks the worker reported with its replies
         self.closed = False
-        main, main_child = socket.socketpair()
-        rescue, rescue_child = socket.socketpair()
-        fds = (main_child.fileno(), rescue_child.fileno())
-        self.proc = subprocess.Popen([sys.executable, "-m", "cudashell.backends.worker", *map(str, fds),
-                                      self.side, str(self.ordinal)], pass_fds=fds, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)  # the terminal's Ctrl-C is the shell's alone
-        main_child.close()
-        rescue_child.close()
+        # the worker the command started before the shell's imports, else a new one (`reset` always makes one)
+        self.proc, main, rescue = entry.take(self.side, self.ordinal) or entry.spawn(self.side, self.ordinal)
         self.conn, self.rescue = Channel(main), Connection(rescue.detach())
         hello = self._reply("starting the GPU worker", timed=False)
         self.info, self.timing_label = hello["info"], hello["timing_label"]

@@ -26,7 +26,7 @@ from .. import syncrules as R
 from ..errors import ShellError, held_error
 from ..kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
 from . import topology
-from .bindings import HOST_FN, OK, answer, call, check, cu, done, host_fn, launch_args, location, mismatch
+from .bindings import HOST_FN, OK, answer, call, check, cu, done, host_fn, launch_args, location, mismatch, text
 from .activity import Activity, unavailable_reason
 from .base import WORK_CALLS, Allocation, DeviceInfo, Timing, round_stats
 
@@ -111,31 +111,36 @@ class GpuSide:
     timing_label = "measured"
 
     def __init__(self, ordinal: int = 0):
-        import pycuda.driver as cuda
-
-        self.cuda = cuda
-        cuda.init()
-        why = mismatch(cuda.get_driver_version() // 1000)
+        """The driver through the bindings alone: PyCUDA (0.35 s to import on the H100 machine) is loaded when a
+        kernel is first compiled, not at start."""
+        try:
+            call("cuInit", 0)
+        except RuntimeError as e:  # the bindings found no libcuda.so.1
+            raise ShellError("NO_GPU", f"no CUDA driver: {e}") from None
+        self.driver_version = call("cuDriverGetVersion")
+        why = mismatch(self.driver_version // 1000)
         if why:
             raise ShellError("NO_GPU", why, "install the bindings that match the driver, or use --backend sim")
+        if not 0 <= ordinal < call("cuDeviceGetCount"):
+            raise ShellError("NO_GPU", f"the CUDA driver sees no GPU {ordinal}")
         self.activity = None  # CUPTI, made before the context so that it sees all of it
         self.tracing_why = ("turned off (CUDASHELL_TRACING=off): engine times come from CUDA events"
                             if os.environ.get("CUDASHELL_TRACING") == "off"
-                            else unavailable_reason(cuda.get_driver_version() // 1000))
+                            else unavailable_reason(self.driver_version // 1000))
         if self.tracing_why is None:
             try:
                 self.activity = Activity()
             except Exception as e:  # CUPTI refused (another profiler attached, an old driver)
                 self.tracing_why = f"CUPTI could not start ({type(e).__name__}: {e}): engine times come from CUDA events"
         self.tracing = "CUPTI activity records" if self.activity else None
-        self.dev = cuda.Device(ordinal)
-        self.ctx = self.dev.retain_primary_context()  # what the runtime API (and `export c`) uses
-        self.ctx.push()
+        self.dev = int(call("cuDeviceGet", ordinal))
+        self.ctx = int(call("cuDevicePrimaryCtxRetain", self.dev))  # what the runtime API (and `export c`) uses
+        call("cuCtxSetCurrent", self.ctx)
         self.closed = False
-        atexit.register(self.close)  # the context stack must be empty when the interpreter exits
+        atexit.register(self.close)  # the primary context is released on every exit path
         try:
             self.info = self._device_info(ordinal)
-            self.home = self.cur = Ctx(None, self.ctx.handle, ordinal, True)
+            self.home = self.cur = Ctx(None, self.ctx, ordinal, True)
             self.ctxs: dict = {None: self.home}  # the shell's handle → context
             self.primaries: dict[int, int | None] = {ordinal: None}  # GPU → its primary context's handle
             self.stream_ctx: dict[int, Ctx] = {}  # the context each stream was made in
@@ -161,25 +166,27 @@ class GpuSide:
 
     def _attr(self, name: str, default=0):
         try:
-            return self.dev.get_attribute(getattr(self.cuda.device_attribute, name))
-        except (AttributeError, self.cuda.Error):
+            return call("cuDeviceGetAttribute", getattr(cu.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}"),
+                        self.dev)
+        except (AttributeError, ShellError):
             return default
 
     def _device_info(self, ordinal: int) -> DeviceInfo:
         attr = self._attr
-        major, minor = self.dev.compute_capability()
-        return DeviceInfo(self.dev.name(), ordinal, self.dev.total_memory(), f"{major}.{minor}",
-                          self.dev.pci_bus_id(), bool(attr("UNIFIED_ADDRESSING")), bool(attr("CAN_MAP_HOST_MEMORY")),
+        major, minor = attr("COMPUTE_CAPABILITY_MAJOR"), attr("COMPUTE_CAPABILITY_MINOR")
+        return DeviceInfo(text(call("cuDeviceGetName", 256, self.dev)), ordinal, call("cuDeviceTotalMem", self.dev),
+                          f"{major}.{minor}", text(call("cuDeviceGetPCIBusId", 32, self.dev)), bool(attr("UNIFIED_ADDRESSING")), bool(attr("CAN_MAP_HOST_MEMORY")),
                           bool(attr("PAGEABLE_MEMORY_ACCESS")), bool(attr("MANAGED_MEMORY")),
                           bool(attr("CONCURRENT_MANAGED_ACCESS")), attr("ASYNC_ENGINE_COUNT"),
                           bool(attr("CONCURRENT_KERNELS")))
 
     def versions(self) -> dict:
-        import pycuda
+        from importlib.metadata import version
+
         from cuda import bindings
 
-        v = self.cuda.get_driver_version()
-        return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": pycuda.VERSION_TEXT,
+        v = self.driver_version
+        return {"CUDA driver API": f"{v // 1000}.{v % 1000 // 10}", "PyCUDA": version("pycuda"),
                 "cuda-bindings": bindings.__version__,
                 "NVIDIA driver": _nvidia_driver(), "CUPTI": self._cupti_version()}
 
@@ -693,13 +700,15 @@ class GpuSide:
         file's `#include "x.cuh"` finds files beside it."""
         fns = self.cur.functions.get(source)
         if fns is None:
-            from pycuda.compiler import compile as nvcc_compile
+            from pycuda.compiler import compile as nvcc_compile  # PyCUDA's nvcc driver, with its cubin cache
+            from pycuda.driver import CompileError
 
             dirs = [str(Path(path).resolve().parent)] if path else []
             text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
             try:
-                cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs)
-            except self.cuda.CompileError as e:  # nvcc's own words, first error first
+                arch = "sm_" + self.info.compute_capability.replace(".", "")  # given: PyCUDA needs no context of its own
+                cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs, arch=arch)
+            except CompileError as e:  # nvcc's own words, first error first
                 first = next((line for line in (e.stderr or str(e)).splitlines() if "error" in line), str(e))
                 raise ShellError("USAGE", f"nvcc refused the source: {first.strip()}",
                                  "the simulator's `kernel define` shows file:line:col for the same source") from None
@@ -870,8 +879,8 @@ class GpuSide:
             with self._in(ctx):  # for the held work
                 self._builtin(BUILTINS["fill"])
         if self.flag is None:  # portable: a kernel in any context reads it
-            self.flag = self.cuda.pagelocked_empty(1, np.uint32, mem_flags=self.cuda.host_alloc_flags.DEVICEMAP
-                                                   | self.cuda.host_alloc_flags.PORTABLE)
+            ptr = int(call("cuMemHostAlloc", 4, cu.CU_MEMHOSTALLOC_DEVICEMAP | cu.CU_MEMHOSTALLOC_PORTABLE))
+            self.flag = _host_array(ptr, 4).view(np.uint32)
             self.flag[0] = 0
             dp = self._host_device_ptr(self.flag.ctypes.data)
             self.flag_dptr = dp if isinstance(dp, int) else self.flag.ctypes.data
@@ -1041,13 +1050,12 @@ class GpuSide:
             for mod in ctx.modules:
                 cu.cuModuleUnload(mod)
             if ctx.key is not None:
-                cu.cuCtxSetCurrent(self.ctx.handle)
+                cu.cuCtxSetCurrent(self.ctx)
                 if ctx.primary:
                     cu.cuDevicePrimaryCtxRelease(ctx.device)
                 else:
                     cu.cuCtxDestroy(ctx.handle)
-        cu.cuCtxSetCurrent(self.ctx.handle)
-        try:
-            self.ctx.pop()
-        finally:
-            self.ctx.detach()
+        if getattr(self, "flag", None) is not None:
+            cu.cuMemFreeHost(self.flag.ctypes.data)
+        cu.cuCtxSetCurrent(0)
+        cu.cuDevicePrimaryCtxRelease(self.dev)

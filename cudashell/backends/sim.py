@@ -6,6 +6,7 @@ the host comes from the one table in `syncrules`. Deterministic: the same script
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import OrderedDict
@@ -131,7 +132,7 @@ class SimBackend(Backend):
         self.next_ctx = 0
         self.streams: list[SimStream] = []
         self.retired = 0.0  # the tail of destroyed blocking streams: the default stream still waits for it
-        self.engines: dict[str, float] = {}  # engine → when it is free: copies queue in issue order
+        self.engines: dict[str, tuple[list, list]] = {}  # engine → (starts, ends) of its busy spans, in time order
         self.ops: list[Op] = []  # queued work, by completion time
         self.spans: OrderedDict[int, tuple[float, float]] = OrderedDict()  # work reported as still running
         self.seq = 0
@@ -249,12 +250,31 @@ class SimBackend(Backend):
             q.engine = engine
         serial = engine and (engine != "compute" or not self.profile.concurrent_kernels)
         if serial:
-            start = max(start, self.engines.get(engine, 0.0))
+            start = self._engine_slot(engine, start, duration)
         end = start + duration
-        if serial:
-            self.engines[engine] = end
         q.tail = end
         return start, end
+
+    def _engine_slot(self, engine: str, ready: float, duration: float) -> float:
+        """When an operation ready at `ready` runs on `engine`, which it then holds. With Hyper-Q, in the first idle
+        gap long enough (work queued earlier but waiting for its stream leaves the engine to others: on the H100 a
+        copy on a non-blocking stream ran while a blocking stream's copy waited for a kernel); without, after
+        everything issued before it."""
+        starts, ends = self.engines.setdefault(engine, ([], []))
+        gone = bisect.bisect_right(ends, self.now)  # spans over before now can hold nothing up
+        if gone > 64:
+            del starts[:gone], ends[:gone]
+        if not self.profile.hyper_q:
+            at = max(ready, ends[-1]) if ends else ready
+            i = len(starts)
+        else:
+            at, i = ready, bisect.bisect_right(ends, ready)
+            while i < len(starts) and starts[i] < at + duration:
+                at = max(at, ends[i])
+                i += 1
+        starts.insert(i, at)
+        ends.insert(i, at + duration)
+        return at
 
     def _submit(self, handle, duration: float, engine: str | None, rule: R.Rule, effect=None, *,
                 stage: float = 0.0, fault: str | None = None, callback: dict | None = None) -> Timing:
@@ -468,6 +488,9 @@ class SimBackend(Backend):
             info["host_device_ptr"] = buf.device_ptr if buf.device_ptr is not None else INVALID
         else:
             info["host_device_ptr"] = INVALID
+        self._advance(self.now)
+        if self.dead and self.dead != "GPU_ABANDONED":  # the host-memory queries answer the sticky error
+            info["host_flags"] = info["host_device_ptr"] = self.dead
         if a.kind == "managed":
             info.update({"read_mostly": False, "preferred_location": "none", "last_prefetch_location": "none",
                          **a.managed})
@@ -947,7 +970,7 @@ class SimBackend(Backend):
 
     def resolve(self, token):
         span = self.spans.get(token)
-        if span is None or span[1] > self.now:
+        if span is None or span[1] > self.now or self.dead:  # after a fault no event completes: work stays pending
             return None
         del self.spans[token]
         return span[1] - span[0], span[0], span[1]
@@ -963,6 +986,7 @@ class SimBackend(Backend):
 
     def stream_destroy(self, handle):
         """Returns at once; work still queued on the stream runs to the end (callbacks fire, events complete)."""
+        self._alive()  # after a fault the driver answers its sticky error (the H100 did)
         self.streams = [s for s in self.streams if s is not handle]
         if not handle.nonblocking:
             self.retired = max(self.retired, handle.tail)
@@ -980,7 +1004,7 @@ class SimBackend(Backend):
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def stream_idle(self, handle):
-        self._advance(self.now)
+        self._alive()
         if self.held:  # work waits for the release
             return False
         return self._stream_tail(handle) <= self.now

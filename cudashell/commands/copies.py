@@ -20,7 +20,17 @@ def infer_direction(src, dst) -> str:
 
 
 def check_direction(direction: str, src, dst, col: int) -> None:
+    """With managed memory on either side, cudaMemcpy's own rule (probed on the H100, under UVA): a side the direction
+    calls device must be memory the GPU reaches — pageable memory there is CUDA_ERROR_INVALID_VALUE — and a side it
+    calls host takes any memory. Otherwise the shell's stricter check, which teaches which direction is which."""
     s, d = direction[0], direction[2]
+    if "managed" in (src.kind, dst.kind):
+        for side, buf in ((s, src), (d, dst)):
+            if side == "d" and buf.kind == "pageable" and buf.registered is None:
+                raise ShellError("CUDA_ERROR_INVALID_VALUE",
+                                 f"{direction} takes {buf.name} as device memory, but it is pageable host memory",
+                                 "cudaMemcpy refuses it; leave the direction out, or `register` it first", col)
+        return
     if s not in src.side or d not in dst.side:
         right = infer_direction(src, dst)
         raise ShellError("KIND_MISMATCH",
@@ -60,7 +70,7 @@ def memcpy(session, backend, args):
     direction = args.get("DIR")
     if direction and "unchecked" not in args.flags:
         check_direction(direction, src.buf, dst.buf, args.col("DIR"))
-    direction = infer_direction(src.buf, dst.buf)  # what the driver does under UVA, whatever was said
+    direction = direction or infer_direction(src.buf, dst.buf)  # under UVA the pointers decide; the name is what was said
     nbytes = common_size((src, dst), args.get("SIZE"), args.col("SIZE"), (args.col("SRC"), args.col("DST")))
     size_col = args.col("SIZE") if "SIZE" in args.values else None
     check_range(src.buf, src.offset, nbytes, size_col or args.col("SRC"), "copy")
