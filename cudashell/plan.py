@@ -4,13 +4,9 @@ calls, run by the backend itself as a loop of driver calls (`Backend.run_plan`) 
 
 from __future__ import annotations
 
-from .backends.base import PLAN_CALLS, WORK_CALLS
+from .backends.base import PLAN_CALLS, QUERIES, WORK_CALLS
 from .session import engine_of
 
-# calls that ask and change nothing the rounds depend on: a block that makes them can still be planned
-QUERIES = frozenset({"resolve", "resolve_many", "refine", "fired_callbacks", "clock", "command_started",
-                     "stream_idle", "event_query", "known_zero", "read", "priority_range", "versions", "pin_limit",
-                     "memory_paths", "mem_info", "pointer_info", "reserve", "devices", "reach"})
 OP_OF = {"memcpy": "memcpy", "memset": "memset", "launch": "kernel", "prefetch": "prefetch"}
 
 

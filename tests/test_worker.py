@@ -22,16 +22,32 @@ def test_the_shell_side_meets_the_whole_contract():
     assert not cuda.CudaBackend.__abstractmethods__
 
 
-def test_every_forwarded_call_exists_on_the_gpu_side_with_the_same_parameters():
-    source = inspect.getsource(cuda.CudaBackend)
-    forwarded = set(re.findall(r'self\._call\("(\w+)"', source))
-    assert len(forwarded) > 25
-    for name in forwarded:
-        assert name == "ping" or hasattr(gpu.GpuSide, name), name
-        here = getattr(cuda.CudaBackend, name, None)
-        if here is not None and name != "ping":
-            assert (list(inspect.signature(here).parameters)
-                    == list(inspect.signature(getattr(gpu.GpuSide, name)).parameters)), name
+def test_the_contract_table_covers_the_backend_and_both_sides_implement_it():
+    """One table (base.CONTRACT) says what each method is; the worker's forwarders, the planner's queries and the plan
+    calls come from it. Every method of the contract is in it, and both sides implement every one with the contract's
+    parameters."""
+    from cudashell.backends.base import CONTRACT, Backend
+    from cudashell.backends.sim import SimBackend
+
+    contract = {name for name in vars(Backend) if callable(getattr(Backend, name)) and not name.startswith("_")}
+    assert contract - set(CONTRACT) == set(), "a contract method the table does not describe"
+    for name, call in CONTRACT.items():
+        if name in ("ping", "mem_info"):  # the worker's own, and a leak check's
+            continue
+        wanted = list(inspect.signature(getattr(Backend, name)).parameters)
+        for side in (SimBackend, cuda.CudaBackend) + ((gpu.GpuSide,) if call.worker else ()):
+            params = list(inspect.signature(getattr(side, name)).parameters.values())
+            extra = params[len(wanted):]  # a side's own options (the simulator's `trace`) come after, with defaults
+            assert [p.name for p in params[:len(wanted)]] == wanted, (side.__name__, name)
+            assert all(p.default is not p.empty for p in extra), (side.__name__, name)
+
+
+def test_the_worker_answers_the_contract_only():
+    worker = Worker.__new__(Worker)
+    worker.side, worker.allocs = object(), {}
+    with pytest.raises(ShellError) as refused:
+        worker.handle("__init__", ())
+    assert refused.value.code == "INTERNAL_ERROR" and "contract" in refused.value.message
 
 
 def test_a_buffer_crosses_as_a_reference_and_the_worker_resolves_it():
@@ -107,8 +123,8 @@ def test_a_worker_that_dies_is_reported_and_reset_starts_another(piped):
 
 def test_a_bug_in_the_worker_is_one_line_and_the_session_goes_on(piped):
     piped.ok("alloc pinned 4KB as p")
-    with pytest.raises(RuntimeError, match="the GPU worker failed in no_such_call"):
-        piped.backend._call("no_such_call")
+    with pytest.raises(RuntimeError, match="the GPU worker failed in memcpy"):
+        piped.backend._call("memcpy")  # its arguments missing: a TypeError inside the worker
     piped.ok("fill p 1; checksum p")
 
 

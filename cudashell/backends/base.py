@@ -64,9 +64,65 @@ class Timing:
     report: object = None  # a user kernel on the simulator: what it counted, and drew (simt.launch.Report)
 
 
-PLAN_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch", "event_record", "stream_wait", "stream_sync",
-                        "device_sync", "host_noop"})
-WORK_CALLS = frozenset({"memcpy", "memset", "launch", "prefetch"})  # those the GPU runs: each has a trace record
+@dataclass(frozen=True)
+class Call:
+    """One method of the contract, and what the shell may do with it. role: "query" asks and changes nothing a
+    `repeat` plan depends on; "work" queues work on the GPU (or waits for it); "change" makes, ends or alters
+    memory, streams, events or contexts; "lifecycle" starts, resets or ends the GPU side. `plan`: runs in a plan's
+    rounds (run_plan); `traced`: the GPU runs it, with a trace record each; `worker`: the GPU worker answers it
+    (else the shell's process does: its clock, the simulator's storage); `forward`: the cuda backend sends it to
+    the worker as it is (the others it answers or adapts itself)."""
+
+    concern: str  # memory | work | sync | contexts | measurement | lifecycle
+    role: str
+    plan: bool = False
+    traced: bool = False
+    forward: bool = True
+    worker: bool = True
+
+
+Q, W, C, L = "query", "work", "change", "lifecycle"
+# Every method the worker answers, once: the worker's forwarders, the repeat planner's queries and the plan calls
+# all come from here.
+CONTRACT: dict[str, Call] = {
+    # memory
+    "alloc": Call("memory", C, forward=False), "free": Call("memory", C, forward=False),
+    "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
+    "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
+    "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
+    "mem_info": Call("memory", Q, forward=False), "pin_limit": Call("memory", Q, forward=False),
+    "known_zero": Call("memory", Q, forward=False, worker=False), "reserve": Call("memory", Q, forward=False, worker=False),
+    "room": Call("memory", Q, forward=False, worker=False),
+    # work
+    "memcpy": Call("work", W, plan=True, traced=True), "memset": Call("work", W, plan=True, traced=True),
+    "launch": Call("work", W, plan=True, traced=True), "load_kernels": Call("work", C),
+    "host_callback": Call("work", W), "host_noop": Call("work", W, plan=True),
+    # synchronisation: streams and events
+    "stream_create": Call("sync", C), "stream_destroy": Call("sync", C), "stream_sync": Call("sync", W, plan=True),
+    "stream_idle": Call("sync", Q), "device_sync": Call("sync", W, plan=True), "stream_wait": Call("sync", W, plan=True),
+    "event_create": Call("sync", C), "event_record": Call("sync", W, plan=True), "event_query": Call("sync", Q),
+    "event_sync": Call("sync", W), "event_elapsed": Call("sync", Q), "event_destroy": Call("sync", C),
+    "hold": Call("sync", C, forward=False), "release": Call("sync", C),
+    "priority_range": Call("sync", Q, forward=False),
+    # contexts and GPUs
+    "context_create": Call("contexts", C), "context_primary": Call("contexts", C), "context_use": Call("contexts", C),
+    "context_destroy": Call("contexts", C), "devices": Call("contexts", Q), "peer_access": Call("contexts", C),
+    # measurement
+    "resolve": Call("measurement", Q, forward=False), "resolve_many": Call("measurement", Q, forward=False),
+    "refine": Call("measurement", Q, forward=False), "fired_callbacks": Call("measurement", Q, forward=False),
+    "run_plan": Call("measurement", W, forward=False), "peer_copy": Call("measurement", W),
+    "host_copy": Call("measurement", W), "memory_paths": Call("measurement", Q, forward=False),
+    "versions": Call("measurement", Q, forward=False), "clock": Call("measurement", Q, forward=False, worker=False),
+    "command_started": Call("measurement", Q, forward=False, worker=False),
+    "host_sleep": Call("measurement", W, forward=False, worker=False),
+    # lifecycle (`ping` costs one round trip and does nothing; reset and its salvage are the shell side's)
+    "ping": Call("lifecycle", Q, forward=False), "close": Call("lifecycle", L, forward=False),
+    "salvage": Call("lifecycle", Q, forward=False, worker=False), "reset": Call("lifecycle", L, forward=False, worker=False),
+    "restore": Call("lifecycle", C, forward=False, worker=False),
+}
+PLAN_CALLS = frozenset(name for name, c in CONTRACT.items() if c.plan)
+WORK_CALLS = frozenset(name for name, c in CONTRACT.items() if c.traced)  # those the GPU runs: a trace record each
+QUERIES = frozenset(name for name, c in CONTRACT.items() if c.role == Q)
 
 
 def round_stats(per_round) -> dict:
@@ -235,8 +291,8 @@ class Backend(ABC):
         spans = {t: self.resolve(t) for t in tokens}
         return {t: s for t, s in spans.items() if s is not None}
 
-    def refine(self, tokens: list[int]) -> dict:
-        """token → (start, end) on the engine, from the profiler's activity records where the backend has them
+    def refine(self, tags: list[int]) -> dict:
+        """tag → (start, end) on the engine, from the profiler's activity records where the backend has them
         (CUPTI): finished work timed by the GPU itself, not by the events around it. {} where there are none."""
         return {}
 

@@ -6,6 +6,8 @@ the GPU in its own process, so nothing the GPU does can take it down."""
 
 from __future__ import annotations
 
+import abc
+import inspect
 import os
 import pickle
 import signal
@@ -23,7 +25,7 @@ from .. import entry
 from ..errors import RESET_HINT, STICKY, ShellError
 from ..packages import gpu_packages_missing
 from ..session import Region
-from .base import Backend
+from .base import CONTRACT, Backend
 from .worker import BufRef, Channel
 
 POLL_MS = 50  # between looks at a worker that has not answered yet (whether it died, whether time is up)
@@ -90,6 +92,25 @@ def _whole_message():
         raise KeyboardInterrupt
 
 
+def _forwarder(name: str):
+    def forward(self, *args):
+        return self._call(name, *args)
+
+    contract = getattr(Backend, name)
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__, forward.__signature__ = contract.__doc__, inspect.signature(contract)
+    return forward
+
+
+def _forwarding(cls):
+    """The contract's calls that go to the worker as they are, written from the one table (base.CONTRACT)."""
+    for name, call in CONTRACT.items():
+        if call.forward and name not in vars(cls):
+            setattr(cls, name, _forwarder(name))
+    return abc.update_abstractmethods(cls)
+
+
+@_forwarding
 class CudaBackend(Backend):
     name = "cuda"
     timing_label = "measured"
@@ -245,76 +266,10 @@ class CudaBackend(Backend):
         self._call("free", buf)
         self.host_allocs.pop(buf.handle, None)
 
-    def register(self, buf, flags):
-        return self._call("register", buf, flags)
-
-    def unregister(self, buf):
-        return self._call("unregister", buf)
-
-    def pointer_info(self, buf):
-        return self._call("pointer_info", buf)
-
     def read(self, buf, offset, nbytes):
         if not self.answering and buf.handle in self.host_allocs:  # given up, but its host memory is readable
             return self._rescue_read(buf, offset, nbytes)
         return self._call("read", buf, offset, nbytes)
-
-    def write(self, buf, offset, data):
-        return self._call("write", buf, offset, data)
-
-    def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
-        return self._call("memcpy", src, src_off, dst, dst_off, nbytes, stream, async_)
-
-    def memset(self, buf, offset, value, nbytes, stream, async_):
-        return self._call("memset", buf, offset, value, nbytes, stream, async_)
-
-    def launch(self, kernel, args, count, grid, block, shared, stream):
-        return self._call("launch", kernel, args, count, grid, block, shared, stream)
-
-    def load_kernels(self, source, path=None):
-        return self._call("load_kernels", source, path)
-
-    def stream_create(self, nonblocking, priority):
-        return self._call("stream_create", nonblocking, priority)
-
-    def stream_destroy(self, handle):
-        return self._call("stream_destroy", handle)
-
-    def stream_sync(self, handle):
-        return self._call("stream_sync", handle)
-
-    def stream_idle(self, handle):
-        return self._call("stream_idle", handle)
-
-    def device_sync(self):
-        return self._call("device_sync")
-
-    def event_create(self):
-        return self._call("event_create")
-
-    def event_record(self, event, stream):
-        return self._call("event_record", event, stream)
-
-    def event_query(self, event):
-        return self._call("event_query", event)
-
-    def event_sync(self, event):
-        return self._call("event_sync", event)
-
-    def event_elapsed(self, start, end):
-        return self._call("event_elapsed", start, end)
-
-    def event_destroy(self, event):
-        return self._call("event_destroy", event)
-
-    def stream_wait(self, stream, event):
-        return self._call("stream_wait", stream, event)
-
-    def host_callback(self, stream, text, label):
-        return self._call("host_callback", stream, text, label)
-
-    def host_noop(self, stream):
-        return self._call("host_noop", stream)
 
     def fired_callbacks(self):
         fired, self.fired = self.fired, []
@@ -332,17 +287,8 @@ class CudaBackend(Backend):
     def hold(self, streams):
         return self._call("hold", list(streams))
 
-    def release(self):
-        return self._call("release")
-
     def run_plan(self, calls, rounds, gate=False, trace=True):
         return self._call("run_plan", [[m, [_wire(a) for a in args]] for m, args in calls], rounds, gate, trace)
-
-    def prefetch(self, buf, where, stream):
-        return self._call("prefetch", buf, where, stream)
-
-    def advise(self, buf, advice, where):
-        return self._call("advise", buf, advice, where)
 
     def mem_info(self) -> tuple[int, int]:
         """(free, total) device bytes, as cuMemGetInfo says: for leak checks."""
@@ -364,33 +310,6 @@ class CudaBackend(Backend):
 
     def memory_paths(self):
         return self._memory_paths
-
-    def devices(self):
-        return self._call("devices")
-
-    def context_create(self, device):
-        return self._call("context_create", device)
-
-    def context_primary(self, device):
-        return self._call("context_primary", device)
-
-    def context_use(self, handle):
-        return self._call("context_use", handle)
-
-    def context_destroy(self, handle):
-        return self._call("context_destroy", handle)
-
-    def reach(self, buf, ctx):
-        return self._call("reach", buf, ctx)
-
-    def peer_access(self, src, dst, enable):
-        return self._call("peer_access", src, dst, enable)
-
-    def host_copy(self, device, node, nbytes, reps, to_device):
-        return self._call("host_copy", device, node, nbytes, reps, to_device)
-
-    def peer_copy(self, src, dst, nbytes, reps, peer):
-        return self._call("peer_copy", src, dst, nbytes, reps, peer)
 
     # the host's side, here
     def clock(self):

@@ -587,22 +587,22 @@ class SimBackend(Backend):
         if self.cur == handle:
             self.cur = None
 
-    def reach(self, buf, handle):
-        """Which address a kernel in context `handle` uses for `buf`, or the error: under UVA every context reaches
+    def reach(self, buf, ctx):
+        """Which address a kernel in context `ctx` uses for `buf`, or the error: under UVA every context reaches
         pinned memory and its GPU's memory; without UVA, pinned memory made without `portable` is mapped only in
         the context that made it, and device memory belongs to its context alone. Another GPU's memory needs peer
         access (given to primary contexts by `peer enable`)."""
-        a, c = buf.handle, self._context(handle)
+        a, c = buf.handle, self._context(ctx)
         uva = self.profile.unified_addressing
         if a.kind == "device":
             if a.device != c.device:
                 return buf.device_ptr if c.primary and (c.device, a.device) in self.peers else "NO_PEER_ACCESS"
-            return buf.device_ptr if uva or a.ctx == handle else "OTHER_CONTEXT"
+            return buf.device_ptr if uva or a.ctx == ctx else "OTHER_CONTEXT"
         if a.kind == "managed":
             return buf.device_ptr
         if buf.device_ptr is None:
             return INVALID
-        return buf.device_ptr if uva or a.host_bits & HOST_PORTABLE or a.ctx == handle else INVALID
+        return buf.device_ptr if uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx else INVALID
 
     def host_copy(self, device, node, nbytes, reps, to_device):
         self._alive()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 
 from ..errors import ShellError
+from .base import CONTRACT
 from ..kernels import BUILTINS, Kernel
 from ..session import Region
 
@@ -141,6 +142,9 @@ class Worker:
         if method == "stall":  # holds the worker as a GPU wait would: tests of giving up, where no GPU hangs
             time.sleep(args[0])
             return None
+        call = CONTRACT.get(method)
+        if call is None or not call.worker:  # only the contract is answered here
+            raise ShellError("INTERNAL_ERROR", f"the GPU worker answers the backend contract only, not {method}")
         number = args[0].handle if method == "free" else None  # before _local makes it the object
         value = getattr(self.side, method)(*[self._local(a) for a in args])
         if method == "alloc":
