@@ -91,7 +91,8 @@ CONTRACT: dict[str, Call] = {
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
     "mem_info": Call("memory", Q, forward=False), "pin_limit": Call("memory", Q, forward=False),
-    "known_zero": Call("memory", Q, forward=False, worker=False), "reserve": Call("memory", Q, forward=False, worker=False),
+    "known_zero": Call("memory", Q, forward=False, worker=False),
+    "reserve": Call("memory", Q, forward=False, worker=False),
     "room": Call("memory", Q, forward=False, worker=False),
     # work
     "memcpy": Call("work", W, plan=True, traced=True), "memset": Call("work", W, plan=True, traced=True),
@@ -99,7 +100,8 @@ CONTRACT: dict[str, Call] = {
     "host_callback": Call("work", W), "host_noop": Call("work", W, plan=True),
     # synchronisation: streams and events
     "stream_create": Call("sync", C), "stream_destroy": Call("sync", C), "stream_sync": Call("sync", W, plan=True),
-    "stream_idle": Call("sync", Q), "device_sync": Call("sync", W, plan=True), "stream_wait": Call("sync", W, plan=True),
+    "stream_idle": Call("sync", Q), "device_sync": Call("sync", W, plan=True),
+    "stream_wait": Call("sync", W, plan=True),
     "event_create": Call("sync", C), "event_record": Call("sync", W, plan=True), "event_query": Call("sync", Q),
     "event_sync": Call("sync", W), "event_elapsed": Call("sync", Q), "event_destroy": Call("sync", C),
     "hold": Call("sync", C, forward=False), "release": Call("sync", C),
@@ -117,7 +119,8 @@ CONTRACT: dict[str, Call] = {
     "host_sleep": Call("measurement", W, forward=False, worker=False),
     # lifecycle (`ping` costs one round trip and does nothing; reset and its salvage are the shell side's)
     "ping": Call("lifecycle", Q, forward=False), "close": Call("lifecycle", L, forward=False),
-    "salvage": Call("lifecycle", Q, forward=False, worker=False), "reset": Call("lifecycle", L, forward=False, worker=False),
+    "salvage": Call("lifecycle", Q, forward=False, worker=False),
+    "reset": Call("lifecycle", L, forward=False, worker=False),
     "restore": Call("lifecycle", C, forward=False, worker=False),
 }
 PLAN_CALLS = frozenset(name for name, c in CONTRACT.items() if c.plan)

@@ -1,0 +1,175 @@
+"""Work: copies, memsets, kernels (compiled by PyCUDA's nvcc, loaded per context) and host functions, each
+timed through `Measurement._timed`."""
+
+from __future__ import annotations
+
+import ctypes as C
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from ... import syncrules as R
+from ...errors import ShellError, held_error
+from ...kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
+from ..bindings import HOST_FN, call, host_fn, launch_args
+from ..base import Timing
+from .common import CTYPE
+
+
+class Work:
+    """The GpuSide's work (a mixin: its state is made in GpuSide.__init__)."""
+
+    @staticmethod
+    def _cls(buf) -> str:
+        return R.memory_class(buf.kind, buf.registered is not None)
+
+    def _untimed(self, name: str, args: tuple, rule: R.Rule) -> Timing:
+        """A call that queues no GPU work (zero bytes): the driver returns at once."""
+        t0 = time.perf_counter()
+        call(name, *args)
+        host = time.perf_counter() - t0
+        return Timing(0.0, host, False, self.timing_label, rule=rule.why, basis="rule")
+
+    def _memcpy_call(self, src, src_off, dst, dst_off, nbytes, stream, async_):
+        s_ptr = (src.host_ptr if src.host_ptr is not None else src.device_ptr) + src_off
+        d_ptr = (dst.host_ptr if dst.host_ptr is not None else dst.device_ptr) + dst_off
+        rule = R.memcpy_rule(self._cls(src), self._cls(dst), async_, nbytes)
+        name, args = ("cuMemcpyAsync", (d_ptr, s_ptr, nbytes, stream)) if async_ else \
+            ("cuMemcpy", (d_ptr, s_ptr, nbytes))
+        return name, args, rule
+
+    def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
+        """Through the driver for every pair, host-to-host too (cuMemcpy under UVA), so stream order holds."""
+        name, args, rule = self._memcpy_call(src, src_off, dst, dst_off, nbytes, stream, async_)
+        if nbytes == 0:
+            return self._untimed(name, args, rule)
+        here = self._stream_ctx(stream if async_ else None)
+        others = {b.handle.device for b in (src, dst) if b.kind == "device"} - {here.device}
+        if others:  # another GPU's memory: the copy is not all on our stream
+            with self._in(here):
+                return self._between_gpus(args[:3], others.pop())
+        return self._timed(stream if async_ else None, name, args, rule, nbytes)
+
+    def _between_gpus(self, args: tuple, other: int) -> Timing:
+        """A copy to or from another GPU's memory: cuMemcpy, then both GPUs synchronised, timed on the host —
+        the events of one GPU's stream see only its part (on the H200 pair they said 52 µs for 256 MiB staged)."""
+        if self.held:
+            raise held_error("a copy between GPUs (timed to its end)")
+        call("cuCtxSynchronize")  # the work queued before it, out of its time
+        start, t0 = self._stamp(), time.perf_counter()
+        call("cuMemcpy", *args)
+        call("cuCtxSynchronize")
+        with self._in(self._primary(other)):
+            call("cuCtxSynchronize")
+        seconds = time.perf_counter() - t0
+        return Timing(seconds, seconds, True, self.timing_label, None, start, start + seconds,
+                      rule=R.BETWEEN_GPUS.why, basis="observed", issued=start)
+
+    def _memset_call(self, buf, offset, value, nbytes, stream, async_):
+        ptr = (buf.device_ptr if buf.device_ptr is not None else buf.host_ptr) + offset
+        rule = R.memset_rule(self._cls(buf), async_, nbytes)
+        name, args = ("cuMemsetD8Async", (ptr, value, nbytes, stream)) if async_ else \
+            ("cuMemsetD8", (ptr, value, nbytes))
+        return name, args, rule
+
+    def memset(self, buf, offset, value, nbytes, stream, async_):
+        name, args, rule = self._memset_call(buf, offset, value, nbytes, stream, async_)
+        if nbytes == 0:
+            return self._untimed(name, args, rule)
+        return self._timed(stream if async_ else None, name, args, rule)
+
+    def _functions(self, source: str, names: list[str], extern_c: bool, path: str | None = None) -> dict[str, int]:
+        """The kernels of `source` in the current context, compiled and loaded there the first time (a module
+        is its context's: another context's function is CUDA_ERROR_INVALID_HANDLE, seen on the H100). A loaded
+        file's `#include "x.cuh"` finds files beside it."""
+        fns = self.cur.functions.get(source)
+        if fns is None:
+            from pycuda.compiler import compile as nvcc_compile  # PyCUDA's nvcc driver, with its cubin cache
+            from pycuda.driver import CompileError
+
+            dirs = [str(Path(path).resolve().parent)] if path else []
+            text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
+            try:
+                arch = "sm_" + self.info.compute_capability.replace(".", "")  # given, PyCUDA needs no context
+                cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs, arch=arch)
+            except CompileError as e:  # nvcc's own words, first error first
+                first = next((line for line in (e.stderr or str(e)).splitlines() if "error" in line), str(e))
+                raise ShellError("USAGE", f"nvcc refused the source: {first.strip()}",
+                                 "the simulator's `kernel define` shows file:line:col for the same source") from None
+            mod = int(call("cuModuleLoadData", cubin))
+            self.cur.modules.append(mod)
+            fns = self.cur.functions[source] = {name: int(call("cuModuleGetFunction", mod, name.encode()))
+                                                for name in names}
+        return fns
+
+    def _builtin(self, kernel) -> int:
+        if BUILTIN_SOURCE not in self.cur.functions:
+            fns = self._functions(BUILTIN_SOURCE, [k.symbol for k in BUILTINS.values()], extern_c=False)
+            # one empty launch now, so lazy loading is not billed to the user's first launch (not while held:
+            # its wait would never end)
+            args, _keepalive = launch_args(fns["k_fill"], (1, 1, 1), (1, 1, 1), None, C.c_uint64(0), C.c_float(0),
+                                           C.c_int(0))
+            call("cuLaunchKernel", *args)
+            if not self.held:
+                call("cuCtxSynchronize")
+        return self.cur.functions[BUILTIN_SOURCE][kernel.symbol]
+
+    def _launch_call(self, kernel, args, count, grid, block, shared, stream):
+        fn = self._builtin(kernel) if kernel.builtin else self._functions(
+            kernel.source, [k.symbol for k in parse_kernels(with_includes(kernel.source, kernel.path))], True,
+            kernel.path)[kernel.symbol]
+        values = []
+        for param, arg in zip(kernel.params, args):
+            if param.is_buffer:  # `unchecked`: a pointer the GPU cannot reach goes as C would pass it
+                buf = arg.buf
+                values.append(C.c_uint64((buf.device_ptr if buf.device_ptr is not None else buf.host_ptr)
+                                         + arg.offset))
+            elif kernel.name == "spin" and kernel.builtin:
+                values.append(C.c_int64(int(arg) * self.clock_khz // 1000))
+            else:
+                values.append(CTYPE[param.dtype](arg.item()))
+        if kernel.builtin and kernel.name != "spin":
+            values.append(C.c_int(count))
+        return launch_args(fn, grid, block, stream, *values, shared=shared)
+
+    def launch(self, kernel, args, count, grid, block, shared, stream):
+        with self._in(self._stream_ctx(stream)):
+            call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
+            return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
+
+    def load_kernels(self, source, path=None):
+        if self.held:
+            raise held_error("loading a module, which may wait for the device,")
+        kernels = parse_kernels(with_includes(source, path))
+        fns = self._functions(source, [k.symbol for k in kernels], extern_c=True, path=path)
+        return [replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels]
+
+    def host_callback(self, stream, text, label):
+        def fire(_):
+            with self.lock:
+                self.fired.append({"text": text, "stream": label, "at": self._stamp()})
+
+        fn = HOST_FN(fire)
+        self.callback_refs.append(fn)
+        t0 = time.perf_counter()
+        self._issue("cuLaunchHostFunc", stream, host_fn(fn), 0)
+        return self._queued_timing(t0)
+
+    def host_noop(self, stream):
+        t0 = time.perf_counter()
+        self._issue("cuLaunchHostFunc", *self._noop_call(stream))
+        return self._queued_timing(t0)
+
+    def _queued_timing(self, t0: float) -> Timing:
+        """A call that only queued work and returned (cuLaunchHostFunc): it did not hold the host for it."""
+        host = time.perf_counter() - t0
+        return Timing(0.0, host, False, self.timing_label, rule=R.QUEUED.why, basis="rule")
+
+    def _noop_call(self, stream) -> tuple:
+        """libc's free(NULL) does nothing, in C: a host function with no interpreter to wake."""
+        return stream, host_fn(C.CDLL(None).free), 0
+
+    def fired_callbacks(self):
+        with self.lock:
+            fired, self.fired = self.fired, []
+        return fired

@@ -1,0 +1,217 @@
+"""Memory: allocations from the driver-like address spaces, registration, what the driver says of a pointer,
+reads and writes of the lazily stored bytes, managed prefetch and advice."""
+
+from __future__ import annotations
+
+from ... import syncrules as R
+from ...errors import ShellError
+from ..addresses import SMALL
+from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
+from ..sparse import SparseBytes
+from ..refusals import refuse_register
+from .common import MIB, INVALID, STALE_LIMIT, SimAlloc
+
+
+class Memory:
+    """The simulator's memory (a mixin: its state is made in SimBackend._fresh)."""
+
+    def alloc(self, kind, size, flags, ctx=None):
+        self._alive()
+        p = self.profile
+        if size <= 0:
+            raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
+        device = self._context(ctx).device
+        on_device = kind in ("device", "managed")
+        used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
+        if device and on_device:  # another GPU's own memory
+            used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
+        if used + size > limit:
+            raise ShellError("CUDA_ERROR_OUT_OF_MEMORY",
+                             f"{size} bytes do not fit: {used} of {limit} bytes of "
+                             f"{'device' if on_device else 'host'} memory in use",
+                             "free something, or ask for less")
+        if kind == "managed" and not p.managed_memory:
+            raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
+        region = "alias" if kind == "device" and not p.unified_addressing else kind
+        a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx)
+        a.addr = self.addresses.take(region, size)
+        host_ptr = device_ptr = None
+        cost = 1e-6
+        if kind == "pageable":
+            host_ptr = a.addr
+        elif kind == "pinned":
+            host_ptr = a.addr
+            device_ptr = self._map(host_ptr, size, "mapped" in flags)
+            a.dptr = device_ptr
+            a.host_bits = (HOST_WRITECOMBINED if "writecombined" in flags else 0) | \
+                (HOST_DEVICEMAP if device_ptr is not None else 0) | self._portable_bit(a, "portable" in flags)
+            cost = p.pinned_alloc_per_mib * size / MIB + 5e-6
+        elif kind == "device":
+            device_ptr = a.addr
+            cost = p.device_alloc
+            if size < SMALL:
+                self.pooled += 1
+                self._inherit(a)
+        else:
+            host_ptr = device_ptr = a.addr
+            cost = p.device_alloc
+        self.live.add(a)
+        self._count(a, +1)
+        return Allocation(a, host_ptr, device_ptr), self._host_call(cost)
+
+    def _portable_bit(self, a: SimAlloc, asked: bool) -> int:
+        """Small pinned allocations share a pool (one per write-combining), and cuMemHostGetFlags reports
+        the pool's PORTABLE bit: that of the allocation which made it (H100, CUDA 13)."""
+        if a.size >= SMALL:
+            return HOST_PORTABLE if asked else 0
+        a.pool = bool(a.host_bits & HOST_WRITECOMBINED)
+        bit, live = self.host_pools.get(a.pool, (HOST_PORTABLE if asked else 0, 0))
+        self.host_pools[a.pool] = (bit, live + 1)
+        return bit
+
+    def _inherit(self, a: SimAlloc) -> None:
+        """cudaMalloc does not clear memory: a small block handed back holds what its last owner left."""
+        for addr, old in list(self.stale.items()):
+            lo, hi = max(addr, a.addr), min(addr + old.size, a.addr + a.size)
+            if lo < hi:
+                a.data.write(lo - a.addr, old.data.read(lo - addr, hi - lo))
+                old.data.release()
+                del self.stale[addr]
+
+    def _map(self, host_ptr: int, size: int, mapped: bool) -> int | None:
+        """The device pointer of pinned memory: the host pointer itself under UVA; without UVA a
+        separate alias, and only when it was mapped."""
+        if self.profile.unified_addressing:
+            return host_ptr
+        return self.addresses.take("alias", size) if mapped else None
+
+    def free(self, buf):
+        a: SimAlloc = buf.handle
+        if a.kind != "pageable":  # cudaFree / cudaFreeHost wait for the device first
+            self._refuse_held("cudaFree, which waits for the device,")
+            self._wait_device("cudaFree, which waits for the device")
+            self._alive()
+        self.addresses.give(a.region, a.addr, a.size)
+        if a.pool is not None:
+            bit, live = self.host_pools.pop(a.pool)
+            if live > 1:
+                self.host_pools[a.pool] = (bit, live - 1)
+        pooled = a.kind == "device" and a.size < SMALL
+        if pooled and self.pooled > 1:  # the pool lives on, and the block keeps its bytes for the next owner
+            self.stale[a.addr] = a
+            while len(self.stale) > STALE_LIMIT:
+                self.stale.popitem(last=False)[1].data.release()
+        else:
+            a.data.release()
+        if pooled:
+            self.pooled -= 1
+            if not self.pooled:  # the driver releases an empty pool: what comes back next is cleared
+                for old in self.stale.values():
+                    old.data.release()
+                self.stale.clear()
+        a.freed = True
+        self.live.discard(a)
+        self._count(a, -1)
+
+    def _count(self, a: SimAlloc, sign: int) -> None:
+        """Memory in use: the session GPU's (device and managed) and the host's; another GPU's is counted from
+        `live` when asked."""
+        if a.kind == "device" and a.device:
+            return
+        if a.kind in ("device", "managed"):
+            self.device_used += sign * a.size
+        else:
+            self.host_used += sign * a.size
+
+    def register(self, buf, flags):
+        self._alive()
+        a: SimAlloc = buf.handle
+        refuse_register(buf.name, a.kind, a.registered)
+        device_ptr = self._map(buf.host_ptr, a.size, "mapped" in flags)
+        a.dptr = device_ptr
+        a.registered, a.ctx = True, self.cur
+        a.readonly = "readonly" in flags
+        a.host_bits = (HOST_PORTABLE if "portable" in flags else 0) | (HOST_DEVICEMAP if device_ptr is not None else 0)
+        self._advance(self.now + self.profile.register_per_mib * a.size / MIB)
+        return device_ptr
+
+    def unregister(self, buf):
+        self._alive()
+        a: SimAlloc = buf.handle
+        if a.kind != "pageable":
+            raise ShellError(INVALID, f"{buf.name} is {a.kind} memory, which cudaHostRegister did not pin",
+                             "only ranges pinned by `register` can be unregistered")
+        if not a.registered:
+            raise ShellError("CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+                             f"{buf.name} was not registered with cudaHostRegister",
+                             "only ranges pinned by `register` can be unregistered")
+        self._refuse_held("cudaHostUnregister, which waits for the device,")
+        self._wait_device("cudaHostUnregister, which waits for the device")
+        self._alive()
+        a.registered, a.readonly, a.host_bits, a.dptr = False, False, 0, None
+
+    def pointer_info(self, buf):
+        a: SimAlloc = buf.handle
+        pinned = a.kind == "pinned" or a.registered
+        info = {"device": a.device}
+        if a.kind == "pageable" and not a.registered:
+            info.update(memory_type=INVALID, is_managed=INVALID)
+        else:
+            info["memory_type"] = "host" if pinned else "device"
+            info["is_managed"] = a.kind == "managed"
+        info["host_flags"] = a.host_bits if pinned else HOST_DEVICEMAP if a.kind == "managed" else INVALID
+        if pinned:
+            info["host_device_ptr"] = buf.device_ptr if buf.device_ptr is not None else INVALID
+        else:
+            info["host_device_ptr"] = INVALID
+        self._advance(self.now)
+        if self.dead and self.dead != "GPU_ABANDONED":  # the host-memory queries answer the sticky error
+            info["host_flags"] = info["host_device_ptr"] = self.dead
+        if a.kind == "managed":
+            info.update({"read_mostly": False, "preferred_location": "none", "last_prefetch_location": "none",
+                         **a.managed})
+        return info
+
+    def pin_limit(self):
+        return self.profile.host_memory // 2, "half of the profile's host memory"
+
+    def prefetch(self, buf, where, stream):
+        self._alive()
+        a: SimAlloc = buf.handle
+        a.managed["last_prefetch_location"] = "device 0" if where == "device" else "host"
+        path = "pinned h2d" if where == "device" else "pinned d2h"
+        return self._submit(stream, self.profile.copy_seconds(path, a.size),
+                            self.engine("h2d" if where == "device" else "d2h"), R.QUEUED)
+
+    def advise(self, buf, advice, where):
+        self._alive()
+        a: SimAlloc = buf.handle
+        if advice == "readmostly":
+            a.managed["read_mostly"] = True
+        elif advice == "preferred":
+            a.managed["preferred_location"] = "device 0" if where == "device" else "host"
+
+    def read(self, buf, offset, nbytes):
+        if buf.kind == "device":
+            self._alive()
+            self._refuse_held("reading device memory (a synchronous copy)")
+        else:
+            self._advance(self.now)
+        return buf.handle.data.read(offset, nbytes)
+
+    def write(self, buf, offset, data):
+        self.version += 1
+        self._advance(self.now)
+        buf.handle.data.write(offset, data)
+
+    def known_zero(self, buf, offset, nbytes):
+        if buf.kind == "device":  # a read the GPU side would have to make: as `read` does
+            self._refuse_held("reading device memory (a synchronous copy)")
+        self._advance(self.now)
+        return not buf.handle.data.touched(offset, nbytes)
+
+    def reserve(self, buf, offset, nbytes):
+        buf.handle.data.reserve(offset, nbytes)
+
+    def room(self, nbytes):
+        self.budget.check(nbytes)
