@@ -101,20 +101,26 @@ def _whole(column) -> bool:
     return all(POINTER.match(str(c)) for c in column)
 
 
-def fit(rows, headers, tablefmt: str, width: int, shorter=None) -> str:
+def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -> str:
     """A table no wider than the terminal. First the `shorter` form of the rows (columns abbreviated: a size
-    without its exact bytes), then long cells wrap between words — pointers never."""
-    text = tabulate(rows, headers, tablefmt)
+    without its exact bytes), then long cells wrap between words — pointers never. `colalign` given, the cells are
+    taken as written (tabulate's guessing of numbers costs more than the rest of a command)."""
+    def table(rows, **kw):
+        if colalign is not None:
+            kw.update(colalign=colalign, disable_numparse=True)
+        return tabulate(rows, headers, tablefmt, **kw)
+
+    text = table(rows)
     if not width or max(map(len, text.splitlines())) <= width:
         return text
     if shorter is not None:
         rows, headers = shorter
-        text = tabulate(rows, headers, tablefmt)
+        text = table(rows)
     columns = list(zip(*rows)) if rows else []
     for limit in (24, 18, 14, 10, 8):
         if max(map(len, text.splitlines())) <= width:
             break
-        text = tabulate(rows, headers, tablefmt, maxcolwidths=[None if _whole(c) else limit for c in columns])
+        text = table(rows, maxcolwidths=[None if _whole(c) else limit for c in columns])
     return text
 
 
@@ -146,7 +152,7 @@ def _ls(d, tablefmt, width=0):
     headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else []) \
         + (["context"] if ctxs else [])
     short = [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)]
-    return [fit(rows, headers, tablefmt, width, (short, headers))]
+    return [fit(rows, headers, tablefmt, width, (short, headers), ["left"] * len(headers))]
 
 
 def _info(d):

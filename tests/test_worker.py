@@ -165,3 +165,24 @@ def test_the_worker_is_started_early_only_when_the_gpu_may_be_wanted(argv, wante
     from cudashell import entry
 
     assert entry._wanted(argv) is wanted
+
+
+def test_a_command_makes_one_round_trip_and_settles_from_its_reply(piped, monkeypatch):
+    """Work in flight rides back with every reply (as fired callbacks do): a command settles from its own call's
+    reply, and asks again only for work nobody looked at since it began (`ls` after a while)."""
+    backend, trips = piped.backend, []
+    real = backend._call
+    monkeypatch.setattr(backend, "_call", lambda method, *args: trips.append(method) or real(method, *args))
+    piped.ok("alloc pinned 4KB as p; alloc device 4KB as d; launch spin 50000")
+
+    def trips_of(line):
+        trips.clear()
+        result = piped.ok(line)
+        return trips[:], result
+
+    assert trips_of("memcpy p d 4 async")[0] == ["memcpy"]
+    assert trips_of("ls")[0] == ["resolve_many"]  # nothing looked at the copy since this command began
+    assert trips_of("stream query 0")[0] == ["stream_idle"]
+    done, result = trips_of("sync")
+    assert done == ["device_sync"] and [c["op"] for c in result["completed"]] == ["kernel spin", "memcpy h2d"]
+    assert trips_of("ls")[0] == [] and all(b["state"] == "ready" for b in piped.ok("ls")["buffers"])

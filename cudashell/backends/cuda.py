@@ -130,6 +130,8 @@ class CudaBackend(Backend):
         self.answering = True  # False once a request was abandoned: the pipe's next reply is not ours
         self.host_allocs: dict[int, tuple[str, int]] = {}  # handle → (kind, size) of host-readable memory
         self.fired: list[dict] = []  # host callbacks the worker reported with its replies
+        self.finished: dict[int, tuple] = {}  # work the worker's replies said had finished, not yet settled
+        self.looked: set[int] = set()  # work the worker's last reply saw still running
         self.closed = False
         # the worker the command started before the shell's imports, else a new one (`reset` always makes one)
         self.proc, main, rescue = entry.take(self.side, self.ordinal) or entry.spawn(self.side, self.ordinal)
@@ -181,6 +183,9 @@ class CudaBackend(Backend):
                 status, value = message[0], message[1]
                 if len(message) > 2:
                     self.fired += message[2]
+                if len(message) > 3:  # work in flight the worker looked at after this request
+                    self.finished.update(message[3])
+                    self.looked = set(message[4])
                 break
             if self.proc.poll() is not None:
                 self._died(what)
@@ -275,14 +280,29 @@ class CudaBackend(Backend):
         fired, self.fired = self.fired, []
         return fired
 
+    def command_started(self):
+        """What a reply said of work in flight is not fresh for the next command (typed seconds later, perhaps)."""
+        self.looked.clear()
+
     def resolve(self, token):
-        return self._call("resolve", token) if self.answering else None
+        return self.resolve_many([token]).get(token)
 
     def resolve_many(self, tokens):
-        return self._call("resolve_many", list(tokens)) if self.answering and tokens else {}
+        """From what the worker's last reply said of work in flight (so a command settles from its own call's reply:
+        one round trip a command); a trip for work it did not look at. What a reply said is used once: a caller
+        that asks again (waiting for the work) is asked through to the worker."""
+        done = {t: self.finished.pop(t) for t in tokens if t in self.finished}
+        ask = [t for t in tokens if t not in done and t not in self.looked]
+        self.looked.clear()
+        if ask and self.answering:
+            done.update(self._call("resolve_many", ask))
+            for t in done:
+                self.finished.pop(t, None)
+        return done
 
     def refine(self, tags):
-        return self._call("refine", list(tags)) if self.answering and tags else {}
+        # only CUPTI times work by its engine: without it there is nothing to ask
+        return self._call("refine", list(tags)) if self.answering and tags and self.tracing else {}
 
     def hold(self, streams):
         return self._call("hold", list(streams))

@@ -19,11 +19,12 @@ import sys
 import threading
 import time
 import traceback
+from itertools import islice
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 
 from ..errors import ShellError
-from .base import CONTRACT
+from .base import CONTRACT, Timing
 from ..kernels import BUILTINS, Kernel
 from ..session import Region
 
@@ -31,6 +32,7 @@ from ..session import Region
 # late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
 # spinning would take the core the shell needs.
 SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
+SETTLE_AT_ONCE = 8  # the oldest work in flight looked at after each request (an event query each): not O(queue)
 
 
 class Channel:
@@ -113,6 +115,7 @@ class Worker:
     def __init__(self, conn: Channel, rescue: Connection, side: str, ordinal: int):
         self.conn, self.rescue = conn, rescue
         self.allocs: dict[int, object] = {}  # handle number → the side's allocation
+        self.tracked: dict[int, None] = {}  # tokens of work in flight handed to the shell, oldest first
         self.next_handle = 1
         if side == "sim":  # the simulator behind the same pipe: how the pipe is tested where there is no GPU
             from .sim import SimBackend
@@ -154,7 +157,32 @@ class Worker:
             return replace(alloc, handle=n), timing
         if method == "free":
             del self.allocs[number]
+        if method in ("resolve", "resolve_many"):  # asked and answered: no longer to be looked at
+            for token in ([args[0]] if method == "resolve" else args[0]):
+                if value is not None and (method == "resolve" or token in value):
+                    self.tracked.pop(token, None)
         return value
+
+    def settled(self) -> tuple[dict, list]:
+        """Which of the oldest work in flight (as many as SETTLE_AT_ONCE) has finished, with its spans, and which is
+        still running: the shell settles from these without asking again during this command. (Work whose times
+        are not known without a costly step — CUPTI's flush — is in neither: the shell asks for it.)"""
+        if not self.tracked:
+            return {}, []
+        looked = list(islice(self.tracked, SETTLE_AT_ONCE))
+        try:
+            if hasattr(self.side, "finished"):  # the GPU side: cheaply
+                seen = self.side.finished(looked)
+            else:  # the simulator answers every question at once
+                spans = self.side.resolve_many(looked)
+                seen = {t: spans.get(t) for t in looked}
+        except Exception:  # a dead context: nothing finishes any more, and the shell will hear why when it asks
+            return {}, []
+        running = [t for t in looked if t in seen and seen[t] is None]
+        for token in looked:  # the finished are reported; the rest the shell asks for when it needs them
+            if token not in running:
+                del self.tracked[token]
+        return {t: span for t, span in seen.items() if span is not None}, running
 
     def serve(self) -> None:
         threading.Thread(target=self.serve_rescue, daemon=True).start()
@@ -171,10 +199,14 @@ class Worker:
             if method == "close":
                 break
             try:
-                reply = "ok", self.handle(method, args)
+                value = self.handle(method, args)
+                reply = "ok", value
+                if type(value) is Timing and value.token is not None:
+                    self.tracked[value.token] = None
             except Exception as e:
                 reply = _error(e)
-            self.conn.send((*reply, self.side.fired_callbacks()))  # callbacks ride along: no extra round trip
+            # callbacks that fired, and what became of work in flight, ride along: no extra round trip to settle
+            self.conn.send((*reply, self.side.fired_callbacks(), *self.settled()))
         try:
             self.side.close()
             self.conn.send(("ok", None))
