@@ -377,3 +377,13 @@ def test_an_explicit_direction_with_managed_memory_follows_cudamemcpys_rule(cush
     src, dst = line.split()[2:]
     assert result["direction"] == line.split()[1]
     assert cush.ok(f"show {dst} count 1")["values"] == cush.ok(f"show {src} count 1")["values"]
+
+
+def test_a_long_synchronous_copy_is_seen_to_block_and_a_callback_never_blocks(cush):
+    """On the H100 a 64 MiB pinned copy held the host its 1.2 ms: long enough to observe, not left to the rule; and
+    cuLaunchHostFunc only queues the function."""
+    cush.ok("alloc pinned 64MB as p; alloc device 64MB as d")
+    copy = cush.ok("memcpy p d")
+    assert copy["blocking"] is True
+    assert copy["blocking_basis"] == ("observed" if cush.backend.name == "cuda" else "modeled")
+    assert cush.ok("callback 0 hello")["blocking"] is False
