@@ -38,10 +38,15 @@ def gate(backend, us: int = 3000) -> None:
 
 
 def queued_seconds(backend, issue, reps: int) -> float:
-    """Per operation, GPU time of `reps` operations queued back to back behind a gate: the engine time the
-    simulator's queue model needs (a lone synchronous call adds its own round trip on top)."""
-    gate(backend)
-    times = [issue() for _ in range(reps)]
+    """Per operation, GPU time of `reps` operations queued back to back while the stream is held (`hold`: a spin
+    kernel as the gate ran out before 50 issues through the worker had gone by, and the copies then ran at the
+    host's pace — 23 µs a 4-byte copy where the engine takes 5): the engine time the simulator's queue model needs
+    (a lone synchronous call adds its own round trip on top)."""
+    backend.hold([None])
+    try:
+        times = [issue() for _ in range(reps)]
+    finally:
+        backend.release()
     backend.device_sync()
     spans = [(t.start, t.end) if t.seconds is not None and t.start is not None else backend.resolve(t.token)[1:]
              for t in times]
