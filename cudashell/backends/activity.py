@@ -97,6 +97,11 @@ class Activity:
             _keep_newest(self.tag_of, KEEP)  # calls that ran no GPU work (an event record in a plan) leave tags
             _keep_newest(self.spans, KEEP)  # spans nobody asked for (no `timeline` yet)
 
+    def delivered(self, tag: int) -> bool:
+        """Whether `span(tag)` would answer without a flush (it is not asked: asking forgets)."""
+        with self.lock:
+            return bool(self.spans.get(tag))
+
     def span(self, tag: int) -> tuple[float, float] | None:
         """(start, end) in trace seconds of the work tagged `tag` (several records: first start, last end);
         forgotten once asked."""

@@ -204,7 +204,7 @@ class Measurement:
                     continue
             except ShellError:  # a dead context: the shell hears why when it asks
                 continue
-            if p.start is None and self.activity.span(token) is None:
+            if p.start is None and not self.activity.delivered(token):
                 continue
             out[token] = self.resolve(token)
         return out
