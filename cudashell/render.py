@@ -107,6 +107,10 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
     taken as written (tabulate's guessing of numbers costs more than the rest of a command)."""
     def table(rows, **kw):
         if colalign is not None:
+            if tablefmt == "simple" and not kw and set(colalign) == {"left"}:
+                text = _simple_left(rows, headers)
+                if text is not None:
+                    return text
             kw.update(colalign=colalign, disable_numparse=True)
         return tabulate(rows, headers, tablefmt, **kw)
 
@@ -122,6 +126,26 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
             break
         text = table(rows, maxcolwidths=[None if _whole(c) else limit for c in columns])
     return text
+
+
+def _simple_left(rows, headers) -> str | None:
+    """tabulate's "simple" table of left-aligned cells taken as written, byte for byte (a test holds it to tabulate):
+    `ls` is typed often and tabulate took 250 µs of its 290 on the H100 machine, finding each column's type. None
+    where a cell is not plain one-line ASCII text (tabulate then measures display widths)."""
+    heads = list(headers)
+    try:
+        text = "".join(heads) + "".join(map("".join, rows))
+    except TypeError:  # a cell that is not text
+        return None
+    if not (text.isascii() and text.isprintable()) or any(len(r) != len(heads) for r in rows):
+        return None
+    cells = [[c.strip() for c in row] for row in rows]
+    widths = [max([len(h) + 2] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+
+    def line(row):
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+    return "\n".join([line(heads), "  ".join("-" * w for w in widths), *map(line, cells)])
 
 
 def wrap(lines: list[str], width: int) -> list[str]:
@@ -147,7 +171,7 @@ def _ls(d, tablefmt, width=0):
     gpus = len({r["device"] for r in d["buffers"]}) > 1 or any(r["device"] for r in d["buffers"])
     ctxs = any(r["context"] != f"gpu{r['device']}" for r in d["buffers"])  # a context of `context create`'s
     rows = [[r["name"], r["kind"], format_size_exact(r["size"]), _flags_text(r), r["host_ptr"] or "-",
-             _device_ptr_text(r), r["state"]] + ([r["device"] if r["kind"] == "device" else "-"] if gpus else [])
+             _device_ptr_text(r), r["state"]] + ([str(r["device"]) if r["kind"] == "device" else "-"] if gpus else [])
             + ([r["context"]] if ctxs else []) for r in d["buffers"]]
     headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else []) \
         + (["context"] if ctxs else [])

@@ -218,3 +218,34 @@ def test_a_hold_the_driver_cannot_queue_behind_is_let_go_and_said_so():
         assert cush.ok("show back count 1")["values"] == [9]
     finally:
         cush.shell.close()
+
+
+@pytest.mark.gpu
+def test_cupti_records_only_the_calls_that_queue_work():
+    """Each copy leaves its engine record and the record tying it to our tag — and nothing for the stream query and
+    event record around it (reading records is what a flush costs): every copy's span comes back, and a 1 MiB copy
+    takes its bytes' time where a 4-byte one takes about a microsecond."""
+    from tests.conftest import gpu_missing
+
+    if gpu_missing():
+        pytest.skip(f"no GPU: {gpu_missing()}")
+    from cudashell.backends.gpu import GpuSide
+    from cudashell.session import Buffer
+
+    side = GpuSide()
+    try:
+        if not side.activity:
+            pytest.skip(side.tracing_why)
+        bufs = [Buffer(n, k, 1 << 20, frozenset(), a.host_ptr, a.device_ptr, a.handle)
+                for n, k in (("p", "pinned"), ("d", "device")) for a in [side.alloc(k, 1 << 20, frozenset())[0]]]
+        tokens = [side.memcpy(bufs[0], 0, bufs[1], 0, 4 if i % 2 else 1 << 20, None, True).token for i in range(200)]
+        side.device_sync()
+        side.activity.flush()
+        assert set(side.activity.tag_of.values()) == set(tokens)  # one tie per copy, none for the calls around it
+        spans = side.resolve_many(tokens)
+        assert set(spans) == set(tokens)
+        small = sorted(spans[t][0] for t in tokens[1::2])
+        big = sorted(spans[t][0] for t in tokens[::2])
+        assert small[50] < 5e-6 and 10e-6 < big[50] < 200e-6, (small[50], big[50])
+    finally:
+        side.close()

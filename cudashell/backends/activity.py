@@ -7,10 +7,14 @@ demand after a flush."""
 
 from __future__ import annotations
 
+import ctypes as C
+import re
+import struct
 import threading
 
 BUFFER_BYTES = 8 << 20
 KEEP = 1 << 20  # tags and spans kept at most: the oldest go first
+WORK_CALLS = ("cuMemcpy", "cuMemset", "cuLaunchKernel", "cuLaunchHostFunc", "cuMemPrefetchAsync")  # and versions
 
 
 def _keep_newest(d: dict, n: int) -> None:
@@ -47,29 +51,20 @@ class Activity:
         self.tag_of: dict[int, int] = {}  # CUPTI correlation id → our tag
         self.unmatched: list[tuple[int, int, int]] = []  # (correlation id, start ns, end ns) not yet tagged
         self.spans: dict[int, list[tuple[int, int, int]]] = {}  # tag → its records (correlation id, start, end)
-        self.kinds = (cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET, cupti.ActivityKind.CONCURRENT_KERNEL)
-        self.external = cupti.ActivityKind.EXTERNAL_CORRELATION
+        kinds = cupti.ActivityKind
+        self.kinds = (kinds.MEMCPY, kinds.MEMSET, kinds.CONCURRENT_KERNEL)
+        self.external = kinds.EXTERNAL_CORRELATION
         self.custom = cupti.ExternalCorrelationKind.CUSTOM0
         # CUPTI writes an external-correlation record for each driver API record only: DRIVER must be on too
-        # (measured on the H100: without it, no record ties our tag to the work)
-        self.enabled = (*self.kinds, self.external, cupti.ActivityKind.DRIVER)
-        cupti.activity_register_callbacks(self._requested, self._completed)
-        for kind in self.enabled:
-            cupti.activity_enable(kind)
-        self.base_ns = cupti.get_timestamp()  # the trace's time zero, on CUPTI's clock
+        # (measured on the H100: without it, no record ties our tag to the work) — for the calls that queue work
+        self.enabled = (*self.kinds, self.external, kinds.DRIVER)
+        self.base_ns = cupti.get_timestamp()  # the trace's time zero, on CUPTI's clock (loads libcupti)
+        self.reader = RecordReader(cupti, self._completed, {int(k): ("work", _layout(cupti, k)) for k in self.kinds}
+                                   | {int(self.external): ("tag", _layout(cupti, self.external))})
+        self.resume()
 
-    @staticmethod
-    def _requested():
-        return BUFFER_BYTES, 0
-
-    def _completed(self, activities) -> None:
-        """On CUPTI's thread: keep what is needed, as plain numbers."""
-        tags, records = [], []
-        for a in activities:
-            if a.kind == self.external:
-                tags.append((a.correlation_id, a.external_id))
-            elif a.kind in self.kinds:
-                records.append((a.correlation_id, a.start, a.end))
+    def _completed(self, tags: list, records: list) -> None:
+        """On CUPTI's thread (a full buffer) or the flushing one: file what a buffer held."""
         with self.lock:
             self.tag_of.update(tags)
             self.unmatched += records
@@ -132,8 +127,13 @@ class Activity:
             self.cupti.activity_disable(kind)
 
     def resume(self) -> None:
+        """Records again: of the driver's calls, only those that queue work (a record is ~1 µs to read; the queries
+        and event records a command makes around its work were most of them)."""
         for kind in self.enabled:
             self.cupti.activity_enable(kind)
+        for name, cbid in self.cupti.driver_api_trace_cbid.__members__.items():
+            if name not in ("INVALID", "SIZE", "FORCE_INT"):
+                self.cupti.activity_enable_driver_api(int(cbid), name.startswith(WORK_CALLS))
 
     def close(self) -> None:
         try:
@@ -142,3 +142,81 @@ class Activity:
                 self.cupti.activity_disable(kind)
         except Exception:  # a dead context: there is nothing left to flush
             pass
+
+
+def _layout(cupti, kind) -> list[tuple[int, str]]:
+    """(offset, struct format) of the fields read from a record of `kind`: correlation id then start, end (work) or
+    the external id (a tag). From cupti-python's numpy type of the newest record version it knows — the C struct
+    its libcupti writes — not from offsets kept here."""
+    stem = {"MEMCPY": "memcpy", "MEMSET": "memset", "CONCURRENT_KERNEL": "kernel",
+            "EXTERNAL_CORRELATION": "external_correlation"}[kind.name]
+    versions = {int(m.group(1) or 0): name for name in dir(cupti)
+                if (m := re.fullmatch(rf"activity_{stem}(\d*)_dtype", name))}
+    dtype = getattr(cupti, versions[max(versions)])
+    wanted = ("correlation_id", "external_id") if stem == "external_correlation" else ("correlation_id", "start", "end")
+    formats = {("u", 4): "<I", ("u", 8): "<Q", ("i", 4): "<i", ("i", 8): "<q"}
+    return [(dtype.fields[f][1], formats[dtype.fields[f][0].kind, dtype.fields[f][0].itemsize]) for f in wanted]
+
+
+def _libcupti() -> C.CDLL:
+    """The libcupti cupti-python loaded (found where the process mapped it)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if "libcupti.so" in line:
+                return C.CDLL(line.split()[-1])
+    raise OSError("libcupti is not loaded")
+
+
+REQUESTED = C.CFUNCTYPE(None, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t), C.POINTER(C.c_size_t))
+COMPLETED = C.CFUNCTYPE(None, C.c_void_p, C.c_uint32, C.c_void_p, C.c_size_t, C.c_size_t)
+MAX_LIMIT_REACHED = 12  # CUPTI_ERROR_MAX_LIMIT_REACHED: the buffer has no more records
+
+
+class RecordReader:
+    """CUPTI's activity buffers, registered and read here through libcupti's C API. cupti-python's own callback
+    turns every record into an object before we see it, and its fields are slow to read: 28 µs a record on the
+    H100 (a 4-byte copy leaves three), more than the copy. Here a record is walked with
+    cuptiActivityGetNextRecord and only its kind and the fields `_layout` names are unpacked."""
+
+    def __init__(self, cupti, deliver, layouts: dict[int, tuple[str, list]]):
+        self.deliver, self.layouts = deliver, layouts
+        self.lib = _libcupti()
+        self.lib.cuptiActivityGetNextRecord.argtypes = [C.c_void_p, C.c_size_t, C.POINTER(C.c_void_p)]
+        self.free: list = []  # buffers CUPTI handed back, for reuse
+        self.lent: dict[int, object] = {}  # address → buffer CUPTI is filling (kept alive until it returns)
+        self.callbacks = REQUESTED(self._requested), COMPLETED(self._completed)  # alive as long as CUPTI calls them
+        res = self.lib.cuptiActivityRegisterCallbacks(*self.callbacks)
+        if res:
+            cupti.check_status(res)
+
+    def _requested(self, buffer, size, max_records) -> None:
+        buf = self.free.pop() if self.free else (C.c_uint64 * (BUFFER_BYTES // 8))()  # 8-byte aligned, as CUPTI asks
+        self.lent[C.addressof(buf)] = buf
+        buffer[0], size[0], max_records[0] = C.addressof(buf), BUFFER_BYTES, 0
+
+    def _completed(self, context, stream_id, address, size, valid) -> None:
+        try:
+            tags, records = self.read(address, valid)
+            self.deliver(tags, records)
+        except Exception:  # an exception must not unwind into CUPTI's thread: the records of this buffer are lost
+            pass
+        finally:
+            buf = self.lent.pop(address, None)
+            if buf is not None:
+                self.free.append(buf)
+
+    def read(self, address: int, valid: int) -> tuple[list, list]:
+        """(correlation id, our tag) pairs and (correlation id, start ns, end ns) work records in a buffer."""
+        if not valid:
+            return [], []
+        view = memoryview((C.c_char * valid).from_address(address)).cast("B")
+        record, tags, records = C.c_void_p(0), [], []
+        next_record, layouts, unpack = self.lib.cuptiActivityGetNextRecord, self.layouts, struct.unpack_from
+        while next_record(address, valid, C.byref(record)) == 0:
+            at = record.value - address
+            what = layouts.get(unpack("<I", view, at)[0])
+            if what is None:  # a driver call's own record: it only carries the correlation
+                continue
+            fields = tuple(unpack(fmt, view, at + off)[0] for off, fmt in what[1])
+            (tags if what[0] == "tag" else records).append(fields)
+        return tags, records

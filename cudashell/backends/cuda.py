@@ -44,8 +44,13 @@ def cuda_unavailable_reason() -> str | None:
     return gpu_packages_missing()
 
 
+PLAIN = frozenset({int, float, bool, str, bytes, tuple, frozenset, type(None)})  # cross the pipe as they are
+
+
 def _wire(x):
     """A session Buffer becomes a BufRef (in a Region too); a kernel loses its simulator function (not picklable, not needed)."""
+    if type(x) in PLAIN:  # most arguments: sizes, offsets, flags, streams (looking for attributes costs µs each)
+        return x
     if hasattr(x, "registered") and hasattr(x, "host_ptr"):
         return BufRef(x.handle, x.name, x.kind, x.size, x.host_ptr, x.device_ptr, x.registered)
     if isinstance(x, Region):
