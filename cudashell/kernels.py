@@ -8,8 +8,6 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from .errors import ShellError
 
 
@@ -85,19 +83,28 @@ def _b(name, kind):
     return Param(name, kind)
 
 
+
+def _filled(like, value):
+    """numpy's full_like (the simulator's arrays are float32, as the kernels' parameters are), without importing numpy
+    into the GPU worker, which reads this table."""
+    out = like.copy()
+    out.fill(value)
+    return out
+
+
 BUILTINS = {k.name: k for k in (
     Kernel("sum", (_b("A", "in"), _b("B", "in"), _b("C", "out")), "C[i] = A[i] + B[i] (the seeds' sumArraysGPU)",
            sim=lambda a, s: {"C": a["A"] + a["B"]}, symbol="k_sum"),
     Kernel("copy", (_b("X", "in"), _b("Y", "out")), "Y[i] = X[i]: a copy done by the GPU's threads (zero-copy)",
            sim=lambda a, s: {"Y": a["X"].copy()}, symbol="k_copy"),
     Kernel("fill", (_b("A", "out"), Param("value", "scalar")), "A[i] = value",
-           sim=lambda a, s: {"A": np.full_like(a["A"], s["value"])}, symbol="k_fill"),
+           sim=lambda a, s: {"A": _filled(a["A"], s["value"])}, symbol="k_fill"),
     Kernel("scale", (_b("A", "inout"), Param("factor", "scalar")), "A[i] *= factor",
-           sim=lambda a, s: {"A": a["A"] * np.float32(s["factor"])}, symbol="k_scale"),
+           sim=lambda a, s: {"A": a["A"] * a["A"].dtype.type(s["factor"])}, symbol="k_scale"),
     Kernel("saxpy", (Param("a", "scalar"), _b("X", "in"), _b("Y", "inout")), "Y[i] = a·X[i] + Y[i]",
-           sim=lambda a, s: {"Y": np.float32(s["a"]) * a["X"] + a["Y"]}, symbol="k_saxpy"),
+           sim=lambda a, s: {"Y": a["X"].dtype.type(s["a"]) * a["X"] + a["Y"]}, symbol="k_saxpy"),
     Kernel("increment", (_b("A", "inout"),), "A[i] += 1",
-           sim=lambda a, s: {"A": a["A"] + np.float32(1)}, symbol="k_increment"),
+           sim=lambda a, s: {"A": a["A"] + a["A"].dtype.type(1)}, symbol="k_increment"),
     Kernel("touch", (_b("A", "in"),), "reads every element: how fast a kernel reads this memory",
            sim=lambda a, s: {}, symbol="k_touch"),
     Kernel("spin", (Param("us", "scalar", "int64"),), "busy-waits US microseconds (to make overlap visible)",
@@ -210,6 +217,8 @@ _INTEGER = re.compile(r"[-+]?(0x[0-9a-f]+|[1-9][0-9]*|0)", re.I)
 def scalar(text: str, dtype: str, col: int | None = None):
     """A scalar argument: `2.5`, `3`, `0xff`, or with a suffix that names its type (`2.5f`, `7i`, `9ul`). Integers
     are read exactly (a 64-bit value past 2^53 keeps every bit)."""
+    import numpy as np  # here: the GPU worker imports this module and starts without numpy
+
     dt = np.dtype(dtype)
     if dt.kind in "iu" and _INTEGER.fullmatch(text):
         value = int(text, 0)

@@ -10,8 +10,6 @@ from html import escape
 from dataclasses import dataclass
 from typing import Callable
 
-from tabulate import tabulate
-
 from .errors import ShellError
 from .launchdims import dim3, shape_text
 from .sizes import format_size, format_size_exact
@@ -112,6 +110,8 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
                 if text is not None:
                     return text
             kw.update(colalign=colalign, disable_numparse=True)
+        from tabulate import tabulate  # here: 25–140 ms to import, and many commands never draw a table
+
         return tabulate(rows, headers, tablefmt, **kw)
 
     text = table(rows)
@@ -241,7 +241,7 @@ def _access(a) -> list[str]:
         rows = [[f"{name}[{k}]", " ".join(c["read"]) or "-", " ".join(c["write"]) or "-"]
                 for k, c in buf["elements"].items()]
         out += ["", f"  {name} ({buf['element_size']}-byte elements):",
-                tabulate(rows, ["element", "read by", "written by"], "simple")]
+                fit(rows, ["element", "read by", "written by"], "simple", 0)]
     return out
 
 

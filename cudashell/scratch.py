@@ -3,8 +3,6 @@ for `calibrate` and the benches."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .session import Buffer
 
 
@@ -35,4 +33,6 @@ class Scratch:
 
 
 def ones(n: int):
+    import numpy as np
+
     return np.ones(n, np.uint8)

@@ -24,7 +24,8 @@ def _keep_newest(d: dict, n: int) -> None:
 
 
 def unavailable_reason(driver_cuda_major: int) -> str | None:
-    """None when cupti-python can trace on this driver; else why not, in one line."""
+    """None when cupti-python is installed for this driver; else why not, in one line. (Whether it loads is seen
+    when tracing starts, at the first timed call: loading it is most of a second's start.)"""
     try:
         from importlib.metadata import PackageNotFoundError, version
         try:
@@ -34,9 +35,8 @@ def unavailable_reason(driver_cuda_major: int) -> str | None:
         if wanted > driver_cuda_major:
             return (f"cupti-python {wanted} needs a CUDA {wanted} driver, this one is CUDA {driver_cuda_major} "
                     f"(pip install 'cupti-python=={driver_cuda_major}.*'): engine times come from CUDA events")
-        from cupti import cupti  # noqa: F401
-    except Exception as e:  # a broken install: its libcupti missing, a cuda-bindings mismatch
-        return f"CUPTI did not load ({type(e).__name__}: {e}): engine times come from CUDA events"
+    except Exception as e:  # a broken install: unreadable metadata
+        return f"cupti-python's install is broken ({type(e).__name__}: {e}): engine times come from CUDA events"
     return None
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: the GPU side starts without it
+    import numpy as np
+
 
 # cuMemHostGetFlags bits
 HOST_PORTABLE, HOST_DEVICEMAP, HOST_WRITECOMBINED = 1, 2, 4
@@ -132,6 +135,8 @@ def round_stats(per_round) -> dict:
     """Median and spread of per-round host times (seconds), as `repeat` and `bench latency` report them. Read off
     the sorted array: np.median's first call loads numpy's machinery for it, 74 ms on the H100 machine — inside the
     events a demo records around its first `repeat`."""
+    import numpy as np  # here: not on the start path
+
     a = np.sort(np.asarray(per_round, dtype=float))
     if a.size == 0:
         return {"rounds": 0}

@@ -17,9 +17,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
-import numpy as np
 
 from .. import entry
 from ..errors import RESET_HINT, STICKY, ShellError
@@ -240,6 +243,8 @@ class CudaBackend(Backend):
         """Host bytes read by the worker's rescue thread: it answers while the worker hangs in a wait."""
         if buf.handle not in self.host_allocs:
             raise ShellError("NOT_HOST_ACCESSIBLE", f"{buf.name} is device memory")
+        import numpy as np
+
         out = np.empty(nbytes, np.uint8)
         for pos in range(0, nbytes, CHUNK):
             try:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported by the commands that use it: not at start (0.3 s on the H100 machine)
+    import numpy as np
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
@@ -28,6 +31,8 @@ SHOW_LIMIT = 1 << 20
 def splitmix64(seed: int, start: int, count: int) -> np.ndarray:
     """Counter-based random numbers (SplitMix64 of seed + k·golden, k = index + 1): the same in numpy and
     in the C that `export c` writes, element by element, however the fill is split into pieces."""
+    import numpy as np
+
     with np.errstate(over="ignore"):
         z = np.uint64(seed) + (np.arange(start, start + count, dtype=np.uint64) + np.uint64(1)) \
             * np.uint64(0x9E3779B97F4A7C15)
@@ -37,6 +42,8 @@ def splitmix64(seed: int, start: int, count: int) -> np.ndarray:
 
 
 def random_values(seed: int, start: int, count: int, dtype: np.dtype) -> np.ndarray:
+    import numpy as np
+
     z = splitmix64(seed, start, count)
     if dtype.kind == "f":  # 53 random bits → [0, 1)
         return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).astype(dtype)
@@ -44,6 +51,8 @@ def random_values(seed: int, start: int, count: int, dtype: np.dtype) -> np.ndar
 
 
 def _values(value, dtype: np.dtype, start: int, count: int, seed: int) -> np.ndarray:
+    import numpy as np
+
     if value == "iota":
         return np.arange(start, start + count).astype(dtype)
     if value == "random":
@@ -52,6 +61,8 @@ def _values(value, dtype: np.dtype, start: int, count: int, seed: int) -> np.nda
 
 
 def _check_value(value, dtype: np.dtype, col: int) -> None:
+    import numpy as np
+
     if isinstance(value, str):
         return
     if dtype.kind == "f" and isinstance(value, int) and abs(value) > 1e300:
@@ -72,6 +83,8 @@ def _check_value(value, dtype: np.dtype, col: int) -> None:
          details="The host writes every element of the buffer as dtype T (default uint8); trailing bytes "
                  "that do not make a whole element stay as they were. `random` is repeatable with `seed`.")
 def fill(session, backend, args):
+    import numpy as np
+
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     check_host_accessible(buf, args.col("NAME"))
     dtype = np.dtype(args.get("T", "uint8"))
@@ -99,6 +112,8 @@ def fill(session, backend, args):
                  "default the dtype its bytes were last written as: `fill … dtype`, float32 after a built-in kernel "
                  "wrote it, its source's after a `memcpy`, uint8 after a `memset`.")
 def show(session, backend, args):
+    import numpy as np
+
     part = region(session, args.get("NAME"), args.col("NAME"), "show")
     buf = part.buf
     check_host_accessible(buf, args.col("NAME"))
@@ -131,6 +146,8 @@ def show(session, backend, args):
 
 def first_difference(backend, a, b, nbytes: int) -> int | None:
     """The first byte (counted from each region's start) where two regions differ, or None."""
+    import numpy as np
+
     for pos in range(0, nbytes, STEP):
         n = min(STEP, nbytes - pos)
         if backend.known_zero(a.buf, a.offset + pos, n) and backend.known_zero(b.buf, b.offset + pos, n):
@@ -187,6 +204,8 @@ def expect_equal(session, backend, args):
 
 def checksum(backend, buf) -> int:
     """Σ byte[i]·(i mod 251 + 1) mod 2^64: position-sensitive, vectorised here and one loop in C."""
+    import numpy as np
+
     total = 0
     for pos in range(0, buf.size, STEP):
         if backend.known_zero(buf, pos, min(STEP, buf.size - pos)):

@@ -16,7 +16,7 @@ import time
 
 from ...errors import ShellError
 from ..bindings import call, cu, mismatch, text
-from ..activity import Activity, unavailable_reason
+from ..activity import unavailable_reason
 from ..base import DeviceInfo
 from .common import Ctx, Pending
 from .contexts import Contexts
@@ -45,17 +45,11 @@ class GpuSide(Memory, Work, Sync, Contexts, Measurement):
             raise ShellError("NO_GPU", why, "install the bindings that match the driver, or use --backend sim")
         if not 0 <= ordinal < call("cuDeviceGetCount"):
             raise ShellError("NO_GPU", f"the CUDA driver sees no GPU {ordinal}")
-        self.activity = None  # CUPTI, made before the context so that it sees all of it
+        self.activity = None  # CUPTI: started before the first timed call (Measurement._trace_ready), not here
         self.tracing_why = ("turned off (CUDASHELL_TRACING=off): engine times come from CUDA events"
                             if os.environ.get("CUDASHELL_TRACING") == "off"
                             else unavailable_reason(self.driver_version // 1000))
-        if self.tracing_why is None:
-            try:
-                self.activity = Activity()
-            except Exception as e:  # CUPTI refused (another profiler attached, an old driver)
-                self.tracing_why = (f"CUPTI could not start ({type(e).__name__}: {e}): engine times come from CUDA "
-                                    "events")
-        self.tracing = "CUPTI activity records" if self.activity else None
+        self.tracing = "CUPTI activity records" if self.tracing_why is None else None
         self.dev = int(call("cuDeviceGet", ordinal))
         self.ctx = int(call("cuDevicePrimaryCtxRetain", self.dev))  # what the runtime API (and `export c`) uses
         call("cuCtxSetCurrent", self.ctx)
@@ -81,8 +75,6 @@ class GpuSide(Memory, Work, Sync, Contexts, Measurement):
             self.flag = self.flag_dptr = None
             self._start_clock(self.home)  # time zero of the trace
             self.t0 = time.perf_counter()
-            if self.activity:
-                self.activity.base_ns = self.activity.cupti.get_timestamp()
         except BaseException:
             self.close()
             raise

@@ -7,7 +7,6 @@ import ctypes as C
 import threading
 import time
 
-import numpy as np
 
 from ...errors import held_error
 from ...kernels import BUILTINS
@@ -89,12 +88,13 @@ class Sync:
     def hold(self, streams):
         """Each stream waits for a pinned flag to reach this hold's number: cuStreamWaitValue32 where the device
         has stream memory operations, else a one-thread kernel polling the flag (nvbandwidth's spin gate)."""
+        self._trace_ready()  # not while held: starting CUPTI may wait for the GPU
         for ctx in {self._stream_ctx(s) for s in streams}:  # loaded now: loading a module while held may wait
             with self._in(ctx):  # for the held work
                 self._builtin(BUILTINS["fill"])
         if self.flag is None:  # portable: a kernel in any context reads it
             ptr = int(call("cuMemHostAlloc", 4, cu.CU_MEMHOSTALLOC_DEVICEMAP | cu.CU_MEMHOSTALLOC_PORTABLE))
-            self.flag = _host_array(ptr, 4).view(np.uint32)
+            self.flag = _host_array(ptr, 4).view("<u4")
             self.flag[0] = 0
             dp = self._host_device_ptr(self.flag.ctypes.data)
             self.flag_dptr = dp if isinstance(dp, int) else self.flag.ctypes.data
