@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from . import __version__, config, render
+from . import __version__, config, registry, render
 from .backends import open_backend
 from .backends.profile import BUILTIN
 from .config import DEFAULTS
@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     interactive = not args.scripts and args.commands is None and sys.stdin.isatty()
     settings = config.load(create=interactive)
     choice = args.backend or settings["backend"]
+    registry.load()  # while the GPU worker (started first) comes up: it takes the longer
+    if interactive:
+        from . import repl  # noqa: F401 — prompt_toolkit too, meanwhile
     try:
         backend, reason = open_backend(choice, args.sim_profile)
     except ShellError as e:

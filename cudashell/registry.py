@@ -61,24 +61,25 @@ def command(name: str, group: str, summary: str, example: str, cuda: str, *, arg
     return register
 
 
-def _load() -> None:
+def load() -> None:
+    """Import the handlers (once): the CLI does it while the GPU worker starts, the rest on first use."""
     if not REGISTRY:
         from . import commands  # noqa: F401  (importing it registers the handlers)
 
 
 def specs() -> list[Spec]:
     """Every spec, grouped in GROUPS order then by name."""
-    _load()
+    load()
     return sorted(REGISTRY.values(), key=lambda s: (GROUPS.index(s.group), s.name))
 
 
 def command_words() -> list[str]:
-    _load()
+    load()
     return sorted(set(REGISTRY) | set(_ALIASES))
 
 
 def lookup(name: str) -> Spec | None:
-    _load()
+    load()
     name = name.lower()
     return REGISTRY.get(_ALIASES.get(name, name))
 

@@ -10,6 +10,7 @@ import abc
 import inspect
 import os
 import pickle
+import select
 import signal
 import subprocess
 import threading
@@ -63,6 +64,21 @@ def _wire(x):
     if hasattr(x, "params") and hasattr(x, "sim"):
         return replace(x, sim=None)
     return x
+
+
+def _exited(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for the worker to end, woken when it does: Popen.wait(timeout) sleeps in steps of up to 50 ms, which every
+    `cudashell -c` paid at exit. TimeoutExpired when it has not ended in time."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux ≥ 5.3, or it is already reaped
+        proc.wait(timeout)
+        return
+    try:
+        select.select([fd], [], [], timeout)  # readable once the process has ended
+    finally:
+        os.close(fd)
+    proc.wait(0)
 
 
 class _Sigint:
@@ -231,7 +247,7 @@ class CudaBackend(Backend):
             except (EOFError, OSError):
                 pass
         try:
-            self.proc.wait(CLOSE_WAIT if self.answering else 0.5)
+            _exited(self.proc, CLOSE_WAIT if self.answering else 0.5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
