@@ -67,17 +67,22 @@ class Recorder:
         return out
 
 
+def plan_entries(templates: dict[int, dict], records, label: str) -> list[dict]:
+    """The trace entries of a plan's rounds, one per operation the backend timed (CUPTI, the simulator)."""
+    return [{**templates[k], "seconds": end - start, "start": start, "end": end, "timing": label, "token": None,
+             "issued": issued} for k, issued, start, end in records if k in templates]
+
+
 def trace_plan(session, recorder: Recorder, run: dict, label: str) -> int:
     """Put the rounds' operations into the trace, finished: one entry per operation where the backend timed
-    each (CUPTI, the simulator), else one for the whole run. Returns how many entries were added."""
+    each (CUPTI, the simulator), else one for the whole run — which stands for the operations until the trace is
+    read, where the backend reads their records later (`records_tag`: Session.refine). Returns how many entries
+    were added."""
     templates = recorder.templates(session)
-    added = 0
-    for k, issued, start, end in run["records"]:
-        t = templates.get(k)
-        if t is not None:
-            session.add_trace({**t, "seconds": end - start, "start": start, "end": end, "timing": label,
-                               "token": None, "issued": issued})
-            added += 1
+    entries = plan_entries(templates, run["records"], label)
+    for e in entries:
+        session.add_trace(e)
+    added = len(entries)
     if not run["records"] and run.get("span") and templates:
         first = next(iter(templates.values()))
         engines = {t["engine"] for t in templates.values()}
@@ -85,6 +90,7 @@ def trace_plan(session, recorder: Recorder, run: dict, label: str) -> int:
         session.add_trace({"op": "repeat", "engine": engines.pop() if len(engines) == 1 else engine_of("kernel"),
                            "stream": first["stream"], "bytes": sum(t["bytes"] for t in templates.values()),
                            "seconds": end - start, "start": start, "end": end, "timing": label, "token": None,
-                           "issued": None})
+                           "issued": None, **({"plan": (run["records_tag"], templates)}
+                                              if run.get("records_tag") is not None else {})})
         added = 1
     return added

@@ -310,7 +310,10 @@ class Session:
 
     def refine(self, backend) -> None:
         """Finished work gets its engine times from the backend's profiler records (CUPTI), where it has them:
-        events around an operation also count the time it waited in its queue."""
+        events around an operation also count the time it waited in its queue. A plan whose records were left to
+        be read now has its one entry replaced by an entry per operation, in place."""
+        for i in [i for i, e in enumerate(self.trace) if "plan" in e][::-1]:
+            self._read_plan(backend, i)
         todo = [e for e in self.trace if e.get("tag") is not None and e["end"] is not None]
         spans = backend.refine([e["tag"] for e in todo]) if todo else {}
         for e in todo:
@@ -320,6 +323,17 @@ class Session:
                 e["seconds"] = span[1] - span[0]
                 e["source"] = backend.tracing
             e["tag"] = None  # asked once: CUPTI forgets a record it has handed over
+
+    def _read_plan(self, backend, i: int) -> None:
+        from .plan import plan_entries
+
+        tag, templates = self.trace[i].pop("plan")
+        entries = plan_entries(templates, backend.plan_records(tag), self.trace[i]["timing"])
+        if not entries:  # no records (CUPTI dropped them): the run stays one entry, timed by its events
+            return
+        self.trace[i: i + 1] = entries
+        if self.held is not None and i < self.held["traced"] - self.trace_dropped:  # `release` counts what came after
+            self.held["traced"] += len(entries) - 1
 
     def traced(self) -> int:
         """How many operations the trace has seen (dropped ones too)."""

@@ -332,7 +332,7 @@ class Shell:
             if recorder is not None and why is None:
                 run = backend.run_plan(recorder.calls, times - 1)
                 trace_plan(self.session, recorder, run, backend.timing_label)
-                result.data["plan"] = {**{k: v for k, v in run.items() if k not in ("records", "span")},
+                result.data["plan"] = {**{k: v for k, v in run.items() if k not in ("records", "span", "records_tag")},
                                        "rounds": times - 1, "timing": backend.timing_label}
             else:
                 for i in range(1, times):

@@ -105,6 +105,36 @@ def test_repeat_puts_its_rounds_into_the_trace(cush):
         assert done["ops"] == 3
 
 
+def test_a_plans_records_read_later_replace_its_one_entry_in_place():
+    """The GPU side leaves a traced plan's records to be read when the trace is (reading them took 2–6 ms on the
+    H100, inside the figure of a user's next event): until then one entry stands for the run, and the first look at
+    the trace puts an entry per operation in its place — before the work that came after it, and counted in what a
+    `hold` before it sees queued."""
+    from cudashell.backends.sim import SimBackend
+    from tests.conftest import Cush
+
+    class LaterRecords(SimBackend):
+        def run_plan(self, calls, rounds, gate=False, trace=True):
+            run = super().run_plan(calls, rounds, gate, trace)
+            self.kept = run["records"]
+            span = min(r[2] for r in self.kept), max(r[3] for r in self.kept)
+            return {**run, "records": [], "records_tag": 7, "source": "CUDA events", "span": span}
+
+        def plan_records(self, tag):
+            kept, self.kept = (self.kept if tag == 7 else []), []
+            return kept
+
+    c = Cush(LaterRecords())
+    c.ok("alloc pinned 1MB as p; alloc device 1MB as d; repeat 20 <<< memcpy p d async; memcpy d p async >>>")
+    assert [e["op"] for e in c.shell.session.trace] == ["memcpy h2d", "memcpy d2h", "repeat"]
+    c.ok("hold; memset d 0 async")
+    assert c.ok("timeline")["ops"] == 40  # read now; the memset still waits
+    assert c.ok("release")["queued"] == 1  # what came after the hold, not the 38 entries put before it
+    c.ok("sync")
+    assert [e["op"] for e in c.shell.session.trace] == ["memcpy h2d", "memcpy d2h"] * 20 + ["memset"]
+    assert all(e["start"] is not None and "plan" not in e for e in c.shell.session.trace)
+
+
 def test_a_block_with_other_commands_runs_every_round_through_the_shell(cush):
     res = cush.ok("repeat 3 <<< alloc pinned 4KB; echo hi >>>")
     assert "plan" not in res and "alloc" in res["through_shell"]

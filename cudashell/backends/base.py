@@ -114,7 +114,8 @@ CONTRACT: dict[str, Call] = {
     "context_destroy": Call("contexts", C), "devices": Call("contexts", Q), "peer_access": Call("contexts", C),
     # measurement
     "resolve": Call("measurement", Q, forward=False), "resolve_many": Call("measurement", Q, forward=False),
-    "refine": Call("measurement", Q, forward=False), "fired_callbacks": Call("measurement", Q, forward=False),
+    "refine": Call("measurement", Q, forward=False), "plan_records": Call("measurement", Q),
+    "fired_callbacks": Call("measurement", Q, forward=False),
     "run_plan": Call("measurement", W, forward=False), "peer_copy": Call("measurement", W),
     "host_copy": Call("measurement", W), "memory_paths": Call("measurement", Q, forward=False),
     "versions": Call("measurement", Q, forward=False), "clock": Call("measurement", Q, forward=False, worker=False),
@@ -306,6 +307,11 @@ class Backend(ABC):
         """tag → (start, end) on the engine, from the profiler's activity records where the backend has them
         (CUPTI): finished work timed by the GPU itself, not by the events around it. {} where there are none."""
         return {}
+
+    def plan_records(self, tag: int) -> list:
+        """A traced plan's records, when run_plan left them to be read later (`records_tag`): [call index, issued,
+        start, end] for each work call of each round, [] where there are none. Asked once."""
+        return []
 
     tracing: str | None = None  # what gives engine times: "CUPTI activity records", "modeled"; None: events only
     tracing_why: str = ""  # why not CUPTI, in one line, when it is not

@@ -63,6 +63,7 @@ class GpuSide(Memory, Work, Sync, Contexts, Measurement):
             self.stream_ctx: dict[int, Ctx] = {}  # the context each stream was made in
             self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a's primary context reaches GPU b's memory
             self.pending: dict[int, Pending] = {}
+            self.unread_plans: dict[int, tuple] = {}  # plan tag → (work call indices, rounds): see plan_records
             self.next_token = 1
             self.streams: set[int] = set()
             self.clock_khz = self._attr("CLOCK_RATE", 1_980_000)
