@@ -90,7 +90,8 @@ def trace_plan(session, recorder: Recorder, run: dict, label: str) -> int:
         session.add_trace({"op": "repeat", "engine": engines.pop() if len(engines) == 1 else engine_of("kernel"),
                            "stream": first["stream"], "bytes": sum(t["bytes"] for t in templates.values()),
                            "seconds": end - start, "start": start, "end": end, "timing": label, "token": None,
-                           "issued": None, **({"plan": (run["records_tag"], templates)}
+                           "issued": None, **({"plan": (run["records_tag"], templates,
+                                                         run.get("traced_rounds", 0) < run.get("rounds", 0))}
                                               if run.get("records_tag") is not None else {})})
         added = 1
     return added

@@ -327,10 +327,14 @@ class Session:
     def _read_plan(self, backend, i: int) -> None:
         from .plan import plan_entries
 
-        tag, templates = self.trace[i].pop("plan")
-        entries = plan_entries(templates, backend.plan_records(tag), self.trace[i]["timing"])
+        run = self.trace[i]
+        tag, templates, partial = run.pop("plan")
+        entries = plan_entries(templates, backend.plan_records(tag), run["timing"])
         if not entries:  # no records (CUPTI dropped them): the run stays one entry, timed by its events
             return
+        if partial:  # the rounds CUPTI did not trace: one entry, from the traced ones' end to the run's
+            start = max(e["end"] for e in entries)
+            entries.append({**run, "start": start, "seconds": run["end"] - start})
         self.trace[i: i + 1] = entries
         if self.held is not None and i < self.held["traced"] - self.trace_dropped:  # `release` counts what came after
             self.held["traced"] += len(entries) - 1

@@ -96,6 +96,31 @@ def test_repeat_runs_its_rounds_on_the_gpu_side_with_the_same_effect(cush):
     assert cush.ok("history")["entries"][-2]["text"].startswith("repeat 50")
 
 
+def test_a_long_plan_traced_in_part_keeps_its_untraced_rounds_as_one_entry():
+    """CUPTI costs ~2 µs an operation, so a long plan is traced for its first rounds only: the trace gets those
+    operations and one entry for the rest, from the last traced one's end to the run's end."""
+    from cudashell.backends.sim import SimBackend
+    from tests.conftest import Cush
+
+    class FirstRoundsTraced(SimBackend):
+        def run_plan(self, calls, rounds, gate=False, trace=True):
+            run = super().run_plan(calls, rounds, gate, trace)
+            self.kept = run["records"][:2 * 3]  # three rounds of two copies
+            span = run["records"][0][2], max(r[3] for r in run["records"])
+            return {**run, "records": [], "records_tag": 7, "rounds": rounds, "traced_rounds": 3, "span": span}
+
+        def plan_records(self, tag):
+            return self.kept
+
+    c = Cush(FirstRoundsTraced())
+    res = c.ok("alloc pinned 1MB as p; alloc device 1MB as d; repeat 200 <<< memcpy p d async; memcpy d p async >>>")
+    assert res["plan"]["traced_rounds"] == 3
+    c.ok("timeline")
+    trace = c.shell.session.trace
+    assert [e["op"] for e in trace] == ["memcpy h2d", "memcpy d2h"] * 4 + ["repeat"]
+    assert trace[-1]["start"] == trace[-2]["end"] and trace[-1]["end"] > trace[-1]["start"]
+
+
 def test_repeat_puts_its_rounds_into_the_trace(cush):
     cush.ok("alloc pinned 1MB as p; alloc device 1MB as d; repeat 20 <<< memcpy p d async; memcpy d p async >>>")
     done = cush.ok("timeline")

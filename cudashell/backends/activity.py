@@ -131,9 +131,27 @@ class Activity:
         and event records a command makes around its work were most of them)."""
         for kind in self.enabled:
             self.cupti.activity_enable(kind)
+        self.work_cbids = []
         for name, cbid in self.cupti.driver_api_trace_cbid.__members__.items():
             if name not in ("INVALID", "SIZE", "FORCE_INT"):
                 self.cupti.activity_enable_driver_api(int(cbid), name.startswith(WORK_CALLS))
+                if name.startswith(WORK_CALLS):
+                    self.work_cbids.append(int(cbid))
+
+    def pause_work(self) -> None:
+        """No records of work until `resume_work` (a long plan's untraced rounds), cheaply: the work kinds and the
+        work calls' driver records off, DRIVER itself left on (turning it on again would need its list of calls
+        made again: 0.4 ms on the H100 host, where this takes a few tens of µs)."""
+        for kind in self.kinds:
+            self.cupti.activity_disable(kind)
+        for cbid in self.work_cbids:
+            self.cupti.activity_enable_driver_api(cbid, 0)
+
+    def resume_work(self) -> None:
+        for kind in self.kinds:
+            self.cupti.activity_enable(kind)
+        for cbid in self.work_cbids:
+            self.cupti.activity_enable_driver_api(cbid, 1)
 
     def close(self) -> None:
         try:

@@ -3,6 +3,7 @@ work resolved when it finished, plans run as a loop of driver calls, bench copie
 
 from __future__ import annotations
 
+import math
 import time
 
 
@@ -15,6 +16,8 @@ from ..base import WORK_CALLS, Timing, round_stats
 from .common import OBSERVABLE, EVENT_MIN_BYTES, _nvidia_driver, Ctx, Pending
 
 KEEP_PLANS = 1000  # traced plans whose records nobody has asked for yet: the oldest are forgotten
+TRACE_ALL = 100  # a plan of this many operations or fewer is traced whole; a longer one, its first rounds:
+TRACED_SHARE = 0.02  # this share of them (at least one): CUPTI costs ~2 µs an operation (a third of a 4-byte copy's)
 
 
 class Measurement:
@@ -297,6 +300,11 @@ class Measurement:
         per = np.empty(rounds)
         tag, act = self.next_token, self.activity if trace else None
         self.next_token += 1
+        work = [k for k, (m, _) in enumerate(calls) if m in WORK_CALLS]
+        traced = rounds if act is None or rounds * len(work) <= TRACE_ALL else \
+            min(rounds, max(1, math.ceil(rounds * TRACED_SHARE)))
+        untraced_from = traced if traced < rounds else -1  # the round before which CUPTI pauses
+        i = -1
         if self.activity and not trace:  # CUPTI stamps each operation on the GPU too: a bench must not pay that
             self.activity.pause()
         try:
@@ -306,6 +314,9 @@ class Measurement:
             self.in_call = self.held
             t0 = last = time.perf_counter()
             for i in range(rounds):
+                if i == untraced_from:  # tens of µs; the records of work in flight still come
+                    act.untag()
+                    act.pause_work()
                 for f, cargs, name in fns:
                     res = f(*cargs)[0]
                     if res is not OK:
@@ -316,28 +327,34 @@ class Measurement:
                 self.beat = i
             self.in_call = False
             host = last - t0
-            act and act.untag()
+            if act and untraced_from < 0:
+                act.untag()
             for ev, s in zip(ends, streams):
                 check(record(ev, s)[0], "cuEventRecord")
         except BaseException:
             self.in_call = False
             act and self._untag_quietly()
+            if act and 0 <= untraced_from <= i:  # paused in the loop: CUPTI records again for what comes next
+                self.activity.resume_work()
             raise
         finally:
             self.release() if gate else None
         call("cuCtxSynchronize")
         if self.activity and not trace:
             self.activity.resume()
+        elif act and untraced_from >= 0:
+            act.resume_work()
         ctx = self.cur
         first = ctx.origin_at + min(self._elapsed(ctx.origin, e) for e in starts)
         last_end = ctx.origin_at + max(self._elapsed(ctx.origin, e) for e in ends)
         ctx.free_events += starts + ends
         if act:  # its records are read when the trace is (plan_records), not now: see there
-            self.unread_plans[tag] = ([k for k, (m, _) in enumerate(calls) if m in WORK_CALLS], rounds)
+            self.unread_plans[tag] = (work, traced)
             while len(self.unread_plans) > KEEP_PLANS:
                 del self.unread_plans[next(iter(self.unread_plans))]
         return {"host_seconds": host, "per_round": round_stats(per), "gpu_seconds": last_end - first,
-                "busy_seconds": None, "records": [], "records_tag": tag if act else None, "source": "CUDA events",
+                "busy_seconds": None, "records": [], "records_tag": tag if act else None,
+                "rounds": rounds, "traced_rounds": traced if act else 0, "source": "CUDA events",
                 "span": (first, last_end)}
 
     def plan_records(self, tag):
