@@ -14,7 +14,8 @@ import threading
 
 BUFFER_BYTES = 8 << 20
 KEEP = 1 << 20  # tags and spans kept at most: the oldest go first
-WORK_CALLS = ("cuMemcpy", "cuMemset", "cuLaunchKernel", "cuLaunchHostFunc", "cuMemPrefetchAsync")  # and versions
+# the driver calls that queue work (every version and variant of each name): the only ones CUPTI records
+TRACED_DRIVER_CALLS = ("cuMemcpy", "cuMemset", "cuLaunchKernel", "cuLaunchHostFunc", "cuMemPrefetchAsync")
 
 
 def _keep_newest(d: dict, n: int) -> None:
@@ -127,15 +128,15 @@ class Activity:
             self.cupti.activity_disable(kind)
 
     def resume(self) -> None:
-        """Records again: of the driver's calls, only those that queue work (a record is ~1 µs to read; the queries
-        and event records a command makes around its work were most of them)."""
+        """Records again: of the driver's calls, only those that queue work (each record costs µs to make and to
+        read; the queries and event records a command makes around its work were most of them)."""
         for kind in self.enabled:
             self.cupti.activity_enable(kind)
         self.work_cbids = []
         for name, cbid in self.cupti.driver_api_trace_cbid.__members__.items():
             if name not in ("INVALID", "SIZE", "FORCE_INT"):
-                self.cupti.activity_enable_driver_api(int(cbid), name.startswith(WORK_CALLS))
-                if name.startswith(WORK_CALLS):
+                self.cupti.activity_enable_driver_api(int(cbid), name.startswith(TRACED_DRIVER_CALLS))
+                if name.startswith(TRACED_DRIVER_CALLS):
                     self.work_cbids.append(int(cbid))
 
     def pause_work(self) -> None:
@@ -187,7 +188,6 @@ def _libcupti() -> C.CDLL:
 
 REQUESTED = C.CFUNCTYPE(None, C.POINTER(C.c_void_p), C.POINTER(C.c_size_t), C.POINTER(C.c_size_t))
 COMPLETED = C.CFUNCTYPE(None, C.c_void_p, C.c_uint32, C.c_void_p, C.c_size_t, C.c_size_t)
-MAX_LIMIT_REACHED = 12  # CUPTI_ERROR_MAX_LIMIT_REACHED: the buffer has no more records
 
 
 class RecordReader:
