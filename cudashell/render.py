@@ -141,11 +141,9 @@ def _simple_left(rows, headers) -> str | None:
         return None
     cells = [[c.strip() for c in row] for row in rows]
     widths = [max([len(h) + 2] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
-
-    def line(row):
-        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-
-    return "\n".join([line(heads), "  ".join("-" * w for w in widths), *map(line, cells)])
+    line = "  ".join(f"{{:<{w}}}" for w in widths).format
+    return "\n".join([line(*heads).rstrip(), "  ".join("-" * w for w in widths),
+                      *(line(*row).rstrip() for row in cells)])
 
 
 def wrap(lines: list[str], width: int) -> list[str]:

@@ -85,5 +85,6 @@ class Ctx:
 @dataclass
 class Pending:
     start: int | None  # None: CUPTI times it, the end event only says when it is done
-    end: int
+    end: int | None  # None too: issued while held, it has only its CUPTI record (see Measurement._record_only)
     ctx: Ctx
+    stream: int | None = None
