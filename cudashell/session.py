@@ -312,9 +312,14 @@ class Session:
         """Finished work gets its engine times from the backend's profiler records (CUPTI), where it has them:
         events around an operation also count the time it waited in its queue. A plan whose records were left to
         be read now has its one entry replaced by an entry per operation, in place."""
-        for i in [i for i, e in enumerate(self.trace) if "plan" in e][::-1]:
+        plans, todo = [], []
+        for i, e in enumerate(self.trace):  # one pass: the trace may hold 100,000 entries
+            if "plan" in e:
+                plans.append(i)
+            elif e.get("tag") is not None and e["end"] is not None:
+                todo.append(e)
+        for i in reversed(plans):
             self._read_plan(backend, i)
-        todo = [e for e in self.trace if e.get("tag") is not None and e["end"] is not None]
         spans = backend.refine([e["tag"] for e in todo]) if todo else {}
         for e in todo:
             span = spans.get(e["tag"])
