@@ -1,8 +1,9 @@
 """What the GPU worker process costs per backend call, and where a command's time goes: a round trip on the
 pipe, a driver query and a 4-byte async copy through the worker against the same in-process (a GpuSide in this
-process, measured in the same run), and the whole command through the shell. Timings the
-shell reports are taken inside the worker, so this cost never shows in them; it shows in how long a
-command takes at the prompt, and in `repeat`. Needs a GPU: `python benchmarks/worker_roundtrip.py`."""
+process, measured in the same run), and the whole command through the shell — beside the same command on the
+in-process simulator (the shell's own Python path, with a backend that costs little) and the round trips each
+command made. Timings the shell reports are taken inside the worker, so this cost never shows in them; it shows
+in how long a command takes at the prompt, and in `repeat`. Needs a GPU: `python benchmarks/worker_roundtrip.py`."""
 
 from __future__ import annotations
 
@@ -27,6 +28,18 @@ def per_call(fn, n: int = N) -> float:
     return statistics.median(runs)
 
 
+def python_speed() -> float:
+    """A pure-Python loop's speed here against the development machine's (0.159 s, Python 3.11): host Python
+    speed, which bounds every shell-side figure."""
+    def loop() -> float:
+        t0, total = time.perf_counter(), 0
+        for i in range(3_000_000):
+            total += i * i % 7
+        return time.perf_counter() - t0
+
+    return 0.159 / min(loop() for _ in range(3))
+
+
 def main() -> int:
     from cudashell.backends.cuda import CudaBackend, cuda_unavailable_reason
 
@@ -36,6 +49,7 @@ def main() -> int:
         return 0
     from cudashell.backends.gpu import GpuSide
 
+    from cudashell.backends.sim import SimBackend
     from cudashell.session import Buffer
 
     import io
@@ -58,23 +72,37 @@ def main() -> int:
                                   ("d", "device", local.alloc("device", 4096, frozenset())[0])))
         local_copy = per_call(lambda: local.memcpy(lp, 0, ld, 0, 4, None, True), 1000)
 
-        def through_shell(line: str, n: int = 2000) -> float:
-            """Median seconds of `line` through Shell.execute with table output, one run at a time."""
-            times = []
-            for _ in range(n):
-                t0 = time.perf_counter()
-                shell.execute(line)
-                times.append(time.perf_counter() - t0)
-                out.seek(0)
-                out.truncate()
-            return statistics.median(times)
+        sim_out = io.StringIO()
+        sim = Shell(SimBackend(), out=sim_out, err=sim_out)
+        sim.execute("alloc pinned 4KB as p; alloc device 4KB as d")
+        trips = {}
+
+        def through_shell(line: str, n: int = 2000) -> tuple[float, float]:
+            """Median seconds of `line` through Shell.execute with table output, one run at a time, on the GPU and
+            on the in-process simulator; the worker round trips it made (on the GPU) are kept in `trips`."""
+            medians = []
+            for sh, o in ((shell, out), (sim, sim_out)):
+                times = []
+                calls = remote.trips
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    sh.execute(line)
+                    times.append(time.perf_counter() - t0)
+                    o.seek(0)
+                    o.truncate()
+                if sh is shell:
+                    trips[line] = (remote.trips - calls) / n
+                medians.append(statistics.median(times))
+            return medians[0], medians[1]
 
         whole = through_shell("memcpy p d 4 async")
         for i in range(8):
             shell.execute(f"alloc device 4KB as x{i}")
+            sim.execute(f"alloc device 4KB as x{i}")
         ls = through_shell("ls")
         query = through_shell("stream query 0")
         shell.execute("sync")
+        sim.close()
         from small_sizes import raw_pycuda_per_copy
 
         raw = raw_pycuda_per_copy(10000)
@@ -89,10 +117,15 @@ def main() -> int:
     print(f"cuStreamQuery through the worker:        {remote_query * 1e6:7.1f} µs (in-process {local_query * 1e6:.1f})")
     print(f"4-byte async copy through the worker:    {remote_copy * 1e6:7.1f} µs (in-process GpuSide "
           f"{local_copy * 1e6:.1f}: events, CUPTI tag, Timing)")
-    print("through Shell.execute, table output, median of 2,000 (issue 23's targets):")
-    for what, got, target in (("memcpy p d 4 async", whole, 30e-6), ("ls, 10 buffers", ls, 60e-6),
-                              ("stream query 0", query, 15e-6)):
-        print(f"  {what:28s} {got * 1e6:7.1f} µs  (target {target * 1e6:.0f}: {'met' if got <= target else 'missed'})")
+    print(f"this host runs Python at {python_speed():.2f}× the speed of the machine the targets' shell path was "
+          "written on (a pure-Python loop)")
+    print("through Shell.execute, table output, median of 2,000 (issue 23's targets), beside the same command on the "
+          "in-process simulator, and the worker round trips it made:")
+    for (what, line), (got, floor), target in zip(
+            (("memcpy p d 4 async", "memcpy p d 4 async"), ("ls, 10 buffers", "ls"), ("stream query 0", "stream query 0")),
+            (whole, ls, query), (30e-6, 60e-6, 15e-6)):
+        print(f"  {what:20s} {got * 1e6:7.1f} µs  (target {target * 1e6:.0f}: {'met' if got <= target else 'missed'}; "
+              f"simulator {floor * 1e6:.1f} µs; {trips[line]:.2f} round trips)")
     print(f"  repeat 10000 <<< memcpy h2d p d 4 >>>: {per_round * 1e6:.2f} µs a round, raw PyCUDA loop "
           f"{raw * 1e6:.2f} µs: {per_round / raw:.2f}× (target 1.2×: {'met' if per_round <= 1.2 * raw else 'missed'})")
     return 0

@@ -100,7 +100,7 @@ def _whole(column) -> bool:
 
 
 def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -> str:
-    """A table no wider than the terminal. First the `shorter` form of the rows (columns abbreviated: a size
+    """A table no wider than the terminal. First the `shorter()` form of the rows (columns abbreviated: a size
     without its exact bytes), then long cells wrap between words — pointers never. `colalign` given, the cells are
     taken as written (tabulate's guessing of numbers costs more than the rest of a command)."""
     def table(rows, **kw):
@@ -118,7 +118,7 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
     if not width or max(map(len, text.splitlines())) <= width:
         return text
     if shorter is not None:
-        rows, headers = shorter
+        rows, headers = shorter()
         text = table(rows)
     columns = list(zip(*rows)) if rows else []
     for limit in (24, 18, 14, 10, 8):
@@ -139,8 +139,9 @@ def _simple_left(rows, headers) -> str | None:
         return None
     if not (text.isascii() and text.isprintable()) or any(len(r) != len(heads) for r in rows):
         return None
-    cells = [[c.strip() for c in row] for row in rows]
-    widths = [max([len(h) + 2] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    cells = [list(map(str.strip, row)) for row in rows]
+    columns = zip(*cells) if cells else [()] * len(heads)
+    widths = [max(len(h) + 2, max(map(len, c), default=0)) for h, c in zip(heads, columns)]
     line = "  ".join(f"{{:<{w}}}" for w in widths).format
     return "\n".join([line(*heads).rstrip(), "  ".join("-" * w for w in widths),
                       *(line(*row).rstrip() for row in cells)])
@@ -173,8 +174,10 @@ def _ls(d, tablefmt, width=0):
             + ([r["context"]] if ctxs else []) for r in d["buffers"]]
     headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else []) \
         + (["context"] if ctxs else [])
-    short = [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)]
-    return [fit(rows, headers, tablefmt, width, (short, headers), ["left"] * len(headers))]
+    def short():
+        return [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)], headers
+
+    return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))]
 
 
 def _info(d):

@@ -254,7 +254,14 @@ class Session:
             self.counters[letter] = max(self.counters.get(letter, 0), int(buf.name[1:]) + 1)
 
     def bytes_in_use(self, kind: str) -> int:
-        return sum(b.size for b in self.buffers.values() if b.kind == kind)
+        return self.totals()[kind]
+
+    def totals(self) -> dict[str, int]:
+        """Bytes in use by kind of memory, in one pass over the buffers."""
+        sums = dict.fromkeys(KIND_LETTER, 0)
+        for b in self.buffers.values():
+            sums[b.kind] += b.size
+        return sums
 
     def pinned_bytes(self) -> int:
         """Page-locked host bytes: pinned allocations and registered ranges (kept as they change: O(1))."""

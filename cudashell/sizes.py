@@ -4,6 +4,7 @@ Pure: the grammar, the settings and the renderers all read and write sizes throu
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .errors import usage
 
@@ -54,6 +55,7 @@ def parse_count(text: str, col: int | None = None) -> int:
     return parse_size(text, col)
 
 
+@lru_cache(maxsize=4096)  # a session's few sizes, drawn again on every `ls`
 def format_size(n: int) -> str:
     """`64 MiB` for round sizes, `390.62 KiB` otherwise, plain bytes under 1 KiB."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -63,6 +65,7 @@ def format_size(n: int) -> str:
     return f"{n} B"
 
 
+@lru_cache(maxsize=4096)
 def format_size_exact(n: int) -> str:
     return f"{format_size(n)} ({n} B)" if n >= 1024 else f"{n} B"
 

@@ -11,9 +11,10 @@ import threading
 
 import pytest
 
-from cudashell.backends import cuda, gpu
+from cudashell.backends import cuda, gpu, wire
 from cudashell.errors import ShellError
-from cudashell.backends.worker import BufRef, Worker
+from cudashell.backends.wire import BufRef
+from cudashell.backends.worker import Worker
 from cudashell.session import Buffer
 from tests.conftest import Cush, make_backend
 
@@ -52,7 +53,7 @@ def test_the_worker_answers_the_contract_only():
 
 def test_a_buffer_crosses_as_a_reference_and_the_worker_resolves_it():
     buf = Buffer("p", "pinned", 4096, frozenset(), 0x1000, 0x1000, handle=7, registered=None)
-    ref = cuda._wire([buf, 3])[0]
+    ref = wire.to_ref([buf, 3])[0]
     assert isinstance(ref, BufRef) and ref.handle == 7 and ref.name == "p"
     w = Worker.__new__(Worker)
     w.allocs = {7: "the allocation"}

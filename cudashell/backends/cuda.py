@@ -9,14 +9,11 @@ from __future__ import annotations
 import abc
 import inspect
 import os
-import pickle
 import select
 import signal
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
@@ -28,9 +25,9 @@ if TYPE_CHECKING:
 from .. import entry
 from ..errors import RESET_HINT, STICKY, ShellError
 from ..packages import gpu_packages_missing
-from ..session import Region
 from .base import CONTRACT, Backend
-from .worker import BufRef, Channel
+from . import wire
+from .worker import Channel
 
 POLL_MS = 50  # between looks at a worker that has not answered yet (whether it died, whether time is up)
 ATOMIC_SEND = 16384  # a message shorter than this goes in one system call
@@ -46,24 +43,6 @@ def cuda_unavailable_reason() -> str | None:
     """None when the packages the GPU worker needs are installed; else which is missing. Whether a GPU answers is
     the worker's to find out: it says so, and `auto` falls back to the simulator."""
     return gpu_packages_missing()
-
-
-PLAIN = frozenset({int, float, bool, str, bytes, tuple, frozenset, type(None)})  # cross the pipe as they are
-
-
-def _wire(x):
-    """A session Buffer becomes a BufRef (in a Region too); a kernel loses its simulator function (not picklable, not needed)."""
-    if type(x) in PLAIN:  # most arguments: sizes, offsets, flags, streams (looking for attributes costs µs each)
-        return x
-    if hasattr(x, "registered") and hasattr(x, "host_ptr"):
-        return BufRef(x.handle, x.name, x.kind, x.size, x.host_ptr, x.device_ptr, x.registered)
-    if isinstance(x, Region):
-        return replace(x, buf=_wire(x.buf))
-    if isinstance(x, list):
-        return [_wire(v) for v in x]
-    if hasattr(x, "params") and hasattr(x, "sim"):
-        return replace(x, sim=None)
-    return x
 
 
 def _exited(proc: subprocess.Popen, timeout: float) -> None:
@@ -104,16 +83,21 @@ class _Sigint:
         raise KeyboardInterrupt
 
 
-@contextmanager
-def _whole_message():
-    _Sigint.depth += 1
-    try:
-        yield
-    finally:
+class _WholeMessage:
+    """Ctrl-C held while a message crosses (see _Sigint), delivered after it. A class, not a generator-based
+    context manager: this wraps every reply, and @contextmanager costs µs each time."""
+
+    def __enter__(self):
+        _Sigint.depth += 1
+
+    def __exit__(self, kind, value, tb):
         _Sigint.depth -= 1
-    if _Sigint.caught and not _Sigint.depth:
-        _Sigint.caught = False
-        raise KeyboardInterrupt
+        if kind is None and _Sigint.caught and not _Sigint.depth:  # the message's own error goes first
+            _Sigint.caught = False
+            raise KeyboardInterrupt
+
+
+_whole_message = _WholeMessage()
 
 
 def _forwarder(name: str):
@@ -145,6 +129,7 @@ class CudaBackend(Backend):
         self.gpu_timeout: float | None = None  # `set gpu-timeout`: give the GPU up after this long in one wait
         self.ask_abandon = None  # the REPL's question on Ctrl-C: (what, seconds waited) -> abandon?
         self.proc = None
+        self.trips = 0  # requests sent to the worker: what a command costs in round trips (benchmarks)
         _Sigint.install()
         self._start()
 
@@ -169,13 +154,14 @@ class CudaBackend(Backend):
     def _call(self, method: str, *args):
         if not self.answering:
             raise ShellError(self.dead, "the GPU side was given up; nothing more can run on it", RESET_HINT)
-        data = pickle.dumps((method, tuple(_wire(a) for a in args)), pickle.HIGHEST_PROTOCOL)
+        data = wire.request(method, args)
+        self.trips += 1
         try:
             if len(data) < ATOMIC_SEND:  # one write: Ctrl-C cannot fall in the middle of it
-                self.conn.send_pickled(data)
+                self.conn.send(data)
             else:
-                with _whole_message():
-                    self.conn.send_pickled(data)
+                with _whole_message:
+                    self.conn.send(data)
         except OSError:  # BrokenPipeError: it is gone
             self._died(method)
         return self._reply(method)
@@ -200,8 +186,8 @@ class CudaBackend(Backend):
                 continue
             if ready:
                 try:
-                    with _whole_message():
-                        message = self.conn.recv()
+                    with _whole_message:
+                        message = wire.read_reply(self.conn.recv())
                 except (EOFError, OSError):
                     self._died(what)
                 status, value = message[0], message[1]
@@ -241,7 +227,7 @@ class CudaBackend(Backend):
             return
         if self.answering:
             try:
-                self.conn.send(("close", ()))
+                self.conn.send(wire.request("close", ()))
                 if self.conn.ready(int(CLOSE_WAIT * 1000)):
                     self.conn.recv()
             except (EOFError, OSError):
@@ -334,7 +320,7 @@ class CudaBackend(Backend):
         return self._call("hold", list(streams))
 
     def run_plan(self, calls, rounds, gate=False, trace=True):
-        return self._call("run_plan", [[m, [_wire(a) for a in args]] for m, args in calls], rounds, gate, trace)
+        return self._call("run_plan", [[m, [wire.to_ref(a) for a in args]] for m, args in calls], rounds, gate, trace)
 
     def mem_info(self) -> tuple[int, int]:
         """(free, total) device bytes, as cuMemGetInfo says: for leak checks."""

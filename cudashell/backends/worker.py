@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import pickle
 import select
 import signal
 import socket
@@ -20,13 +19,15 @@ import threading
 import time
 import traceback
 from itertools import islice
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from multiprocessing.connection import Connection
 
 from ..errors import ShellError
 from .base import CONTRACT, Timing
 from ..kernels import BUILTINS, Kernel
 from ..session import Region
+from . import wire
+from .wire import BufRef
 
 # After a reply, look for the next request this long before sleeping in recv: a sleeping worker wakes tens of µs
 # late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
@@ -36,9 +37,9 @@ SETTLE_AT_ONCE = 8  # the oldest work in flight looked at after each request (an
 
 
 class Channel:
-    """The main pipe: length-prefixed pickles on a Unix socket, through the socket's own C methods (a
-    multiprocessing Connection's buffered read loops cost several µs a message). One message is in flight at a
-    time in each direction, so a read may take a whole message at once."""
+    """The main pipe: length-prefixed messages (`wire` writes them) on a Unix socket, through the socket's own C
+    methods (a multiprocessing Connection's buffered read loops cost several µs a message). One message is in
+    flight at a time in each direction, so a read may take a whole message at once."""
 
     HEAD = struct.Struct("!Q")
 
@@ -47,10 +48,7 @@ class Channel:
         self.poller = select.poll()  # one system call a look
         self.poller.register(sock.fileno(), select.POLLIN)
 
-    def send(self, obj) -> None:
-        self.send_pickled(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
-
-    def send_pickled(self, data: bytes) -> None:
+    def send(self, data: bytes) -> None:
         if len(data) < 1 << 16:
             self.sock.sendall(self.HEAD.pack(len(data)) + data)
         else:  # no copy of a large buffer's bytes
@@ -65,7 +63,7 @@ class Channel:
         body = chunk[8:]
         if len(body) < n:
             body += self._exact(n - len(body))
-        return pickle.loads(body)
+        return body
 
     def _exact(self, n: int) -> bytes:
         buf = bytearray(n)
@@ -82,19 +80,6 @@ class Channel:
 
     def close(self) -> None:
         self.sock.close()
-
-
-@dataclass
-class BufRef:
-    """What crosses the pipe for a session buffer: the worker's handle number and the fields GpuSide reads."""
-
-    handle: object
-    name: str
-    kind: str
-    size: int
-    host_ptr: int | None
-    device_ptr: int | None
-    registered: frozenset | None
 
 
 def _die_with_parent() -> None:
@@ -192,7 +177,7 @@ class Worker:
                 until = clock() + SPIN
                 while not look(0) and clock() < until:
                     pass
-                method, args = self.conn.recv()
+                method, args = wire.read_request(self.conn.recv())
             except (EOFError, OSError):  # the shell is gone
                 self.side.close()
                 return
@@ -206,12 +191,12 @@ class Worker:
             except Exception as e:
                 reply = _error(e)
             # callbacks that fired, and what became of work in flight, ride along: no extra round trip to settle
-            self.conn.send((*reply, self.side.fired_callbacks(), *self.settled()))
+            self.conn.send(wire.reply((*reply, self.side.fired_callbacks(), *self.settled())))
         try:
             self.side.close()
-            self.conn.send(("ok", None))
+            self.conn.send(wire.reply(("ok", None)))
         except Exception as e:
-            self.conn.send(_error(e))
+            self.conn.send(wire.reply(_error(e)))
         # the context is released and CUPTI flushed: nothing is left for the interpreter's own teardown (0.1 s on the
         # H100 machine, which every `cudashell -c` waited for) to do
         os._exit(0)
@@ -244,12 +229,12 @@ def main() -> None:
     try:
         worker = Worker(conn, rescue, side, ordinal)
     except Exception as e:
-        conn.send(_error(e))
+        conn.send(wire.reply(_error(e)))
         return
     side = worker.side
-    conn.send(("ok", {"info": side.info, "timing_label": side.timing_label, "versions": side.versions(), "priority_range": side.priority_range(),
+    conn.send(wire.reply(("ok", {"info": side.info, "timing_label": side.timing_label, "versions": side.versions(), "priority_range": side.priority_range(),
                       "pin_limit": side.pin_limit(), "memory_paths": side.memory_paths(), "pid": os.getpid(),
-                      "tracing": side.tracing, "tracing_why": getattr(side, "tracing_why", "")}))
+                      "tracing": side.tracing, "tracing_why": getattr(side, "tracing_why", "")})))
     worker.serve()
 
 

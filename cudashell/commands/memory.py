@@ -135,7 +135,7 @@ def free(session, backend, args):
 def ls(session, backend, args):
     session.settle(backend)
     rows = [buffer_row(b) for b in session.buffers.values()]
-    totals = {k: session.bytes_in_use(k) for k in ("pageable", "pinned", "device", "managed")}
+    totals = session.totals()
     return Result("ls", {"buffers": rows, "totals": totals})
 
 
