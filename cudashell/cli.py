@@ -1,22 +1,77 @@
 """The `cudashell` command: scripts, -c, stdin, or the interactive shell when stdin is a terminal.
-Exit codes: 0 ok, 1 a command failed unexpectedly, 2 the command line itself was wrong."""
+Exit codes (`ExitStatus`): 0 ok, 1 a command failed unexpectedly, 2 the command line itself was wrong (or the
+backend asked for cannot start, or a script cannot be read), 130 interrupted, 141 the reader of stdout left.
+All input and output goes through an `Environment` (the process's, unless one is given)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from . import __version__, config, registry, render
 from .backends import open_backend
 from .backends.profile import BUILTIN
 from .config import DEFAULTS
+from .environment import Environment, ExitStatus
 from .errors import ShellError
 from .shell import Shell
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cudashell", description="Explore how CUDA host and device memory behave.")
+class ParserExit(Exception):
+    """The parser is done: --help or --version was answered, or the arguments were wrong (said already)."""
+
+    def __init__(self, status: ExitStatus):
+        super().__init__(status)
+        self.status = status
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse writing to the environment's streams, and ending with ParserExit rather than sys.exit (as httpie's
+    parser does): --help and --version on stdout, a usage error on stderr with ExitStatus.USAGE."""
+
+    def __init__(self, *args, env: Environment | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.env = env or Environment()
+
+    def _print_message(self, message: str, file=None) -> None:
+        file = file or self.env.stderr
+        if message and file is not None:
+            try:
+                file.write(message)
+            except (AttributeError, OSError):  # as argparse: a stream that cannot take it is not an error here
+                pass
+
+    def print_usage(self, file=None) -> None:
+        self._print_message(self.format_usage(), file or self.env.stdout)
+
+    def print_help(self, file=None) -> None:
+        self._print_message(self.format_help(), file or self.env.stdout)
+
+    def exit(self, status: int = ExitStatus.SUCCESS, message: str | None = None):
+        if message:
+            self._print_message(message, self.env.stderr)
+        raise ParserExit(ExitStatus(status))
+
+    def error(self, message: str):
+        self.print_usage(self.env.stderr)
+        self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
+
+
+class _Version(argparse.Action):
+    """--version on the environment's stdout (argparse's own action writes to the process's)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(f"cudashell {__version__}\n", parser.env.stdout)
+        parser.exit(ExitStatus.SUCCESS)
+
+
+def build_parser(env: Environment | None = None) -> Parser:
+    p = Parser(prog="cudashell", description="Explore how CUDA host and device memory behave.", env=env,
+               epilog="exit status: 0 ok, 1 a command failed, 2 a usage or startup error, 130 interrupted, "
+                      "141 the reader of the output left")
     p.add_argument("scripts", nargs="*", metavar="FILE.cush", help="scripts to run in order")
     p.add_argument("-c", dest="commands", metavar="CMDS", help="run these commands (`;` separates them)")
     p.add_argument("--backend", choices=("auto", "sim", "cuda"),
@@ -31,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print each script command before its output (default: on for script files)")
     p.add_argument("--quiet", action="store_true", help="no banner")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
-    p.add_argument("--version", action="version", version=f"cudashell {__version__}")
+    p.add_argument("--version", action=_Version, help="show the version and exit")
+    p.add_argument("--json-schema", action="store_true",
+                   help="print the JSON Schema of a --json line (every kind of result, key by key) and exit")
     return p
 
 
@@ -43,10 +100,21 @@ def banner(reason: str, backend=None) -> str:
     return line
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    interactive = not args.scripts and args.commands is None and sys.stdin.isatty()
-    settings = config.load(create=interactive)
+def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitStatus:
+    """The command, on `env`'s streams (the process's when none is given); its exit status."""
+    env = env or Environment()
+    try:
+        args = build_parser(env).parse_args(argv)
+    except ParserExit as e:
+        return e.status
+    if args.json_schema:
+        from .docs import schema_json
+
+        if env.stdout is not None:
+            env.stdout.write(schema_json())
+        return ExitStatus.SUCCESS
+    interactive = not args.scripts and args.commands is None and env.stdin_isatty
+    settings = config.load(create=interactive, env=env)
     choice = args.backend or settings["backend"]
     registry.load()  # while the GPU worker (started first) comes up: it takes the longer
     if interactive:
@@ -54,54 +122,67 @@ def main(argv: list[str] | None = None) -> int:
     try:
         backend, reason = open_backend(choice, args.sim_profile)
     except ShellError as e:
-        print(render.error_line(e), file=sys.stderr)
-        return 2
+        if env.stderr is not None:
+            print(render.error_line(e), file=env.stderr)
+        return ExitStatus.USAGE
     echo = args.echo if args.echo is not None else bool(args.scripts)
-    out = sys.stdout or open(os.devnull, "w")  # a stream closed at start is None: write nowhere, say so below
-    shell = Shell(backend, reason, out=out, err=sys.stderr or out, json_mode=args.json, keep_going=args.keep_going,
+    out = env.stdout or open(os.devnull, "w")  # a stream closed at start is None: write nowhere, say so below
+    shell = Shell(backend, reason, out=out, err=env.stderr or out, json_mode=args.json, keep_going=args.keep_going,
                   debug=args.debug, echo=echo)
-    if sys.stdout is None:
+    if env.stdout is None:
         shell.output_lost = "stdout is closed"
     apply_settings(shell, settings)
     try:
         if interactive:
             from .repl import repl
 
-            code = repl(shell, banner(reason, backend), settings)
+            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env))
         else:
             if not args.quiet and not args.json:
                 shell._write(shell.err, banner(reason, backend))
-            code = run_batch(shell, args)
+            code = run_batch(shell, args, env)
     except KeyboardInterrupt:
         shell._write(shell.err, "interrupted")
-        code = 130
+        code = ExitStatus.INTERRUPTED
     finally:
         try:
             shell.close()
         except KeyboardInterrupt:  # a second Ctrl-C while closing: the process ends with its context anyway
-            code = 130
-    return _output_checked(shell, code)
+            code = ExitStatus.INTERRUPTED
+    return _output_checked(shell, code, env)
 
 
-def _output_checked(shell: Shell, code: int) -> int:
+def _output_checked(shell: Shell, code: ExitStatus, env: Environment) -> ExitStatus:
     """Output that could not be written fails the run: quietly for a reader that left (`| head`), as tools
     killed by SIGPIPE do, with one line otherwise (a full disk, a closed stdout)."""
     if not shell.output_lost:
         return code
     broken = "Broken pipe" in shell.output_lost
     if not broken:
-        try:
-            os.write(2, f"cudashell: output was lost: {shell.output_lost}\n".encode())
-        except OSError:
-            pass
+        _say_lost(f"cudashell: output was lost: {shell.output_lost}\n", env.stderr)
     devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):  # so that Python's own flush at exit cannot fail again
+    for stream in (env.stdout, env.stderr):  # so that Python's own flush at exit cannot fail again
         try:
             if stream is not None:
                 os.dup2(devnull, stream.fileno())
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):  # no file behind it (a StringIO), or a closed one
             pass
-    return 141 if broken else code or 1
+    os.close(devnull)
+    return ExitStatus.BROKEN_PIPE if broken else code or ExitStatus.ERROR
+
+
+def _say_lost(text: str, stderr) -> None:
+    """Straight to stderr's file, past a Python buffer that may be what failed; a stream with no file (a
+    StringIO) is written to."""
+    if stderr is None:
+        return
+    try:
+        os.write(stderr.fileno(), text.encode())
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is the first two
+        try:
+            stderr.write(text)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def apply_settings(shell: Shell, settings: dict) -> None:
@@ -110,10 +191,10 @@ def apply_settings(shell: Shell, settings: dict) -> None:
         if settings[key] == DEFAULTS[key]:
             continue
         if not shell.execute_quietly(f"set {setting} {settings[key]}"):
-            print(f"config: ignoring {key} = {settings[key]}", file=sys.stderr)
+            shell._write(shell.err, f"config: ignoring {key} = {settings[key]}")
 
 
-def run_batch(shell: Shell, args) -> int:
+def run_batch(shell: Shell, args, env: Environment) -> ExitStatus:
     ok, unreadable = True, False
     if args.commands is not None:
         ok = shell.run_items(shell.script_items(args.commands), "-c") and ok
@@ -123,12 +204,12 @@ def run_batch(shell: Shell, args) -> int:
         try:
             ok = shell.run_script(path) and ok
         except ShellError as e:  # a script file that cannot be read: with --keep-going, the next one still runs
-            print(render.error_line(e), file=sys.stderr)
+            shell._write(shell.err, render.error_line(e))
             unreadable = True
     if args.commands is None and not args.scripts:
-        ok = shell.run_items(shell.script_items(sys.stdin.read()), "<stdin>")
+        ok = shell.run_items(shell.script_items(env.read_stdin()), "<stdin>")
     if unreadable:
-        return 2
+        return ExitStatus.USAGE
     if shell.interrupted and not args.keep_going:
-        return 130  # as an interrupted program does
-    return 1 if shell.failed or not ok else 0
+        return ExitStatus.INTERRUPTED  # as an interrupted program does
+    return ExitStatus.ERROR if shell.failed or not ok else ExitStatus.SUCCESS

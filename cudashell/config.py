@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import configparser
-import os
-import sys
 from pathlib import Path
+
+from .environment import Environment, xdg_config_dir, xdg_state_dir
 
 TEMPLATE = """\
 # cudashell configuration. Lines starting with # are comments; delete one's # to use it.
@@ -40,21 +40,25 @@ DEFAULTS = {"backend": "auto", "tablefmt": "simple", "history_size": "10000", "e
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "cudashell"
+    return xdg_config_dir()
 
 
 def state_dir() -> Path:
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "cudashell"
+    return xdg_state_dir()
 
 
-def _warn_stderr(text: str) -> None:
-    print(text, file=sys.stderr)
-
-
-def load(create: bool = False, warn=_warn_stderr) -> dict:
+def load(create: bool = False, warn=None, env: Environment | None = None) -> dict:
     """The settings, defaults filled in. `create` writes the commented template when there is none. A file that
-    cannot be read or parsed is a warning naming file:line (its settings are then the defaults), never fatal."""
-    path = config_dir() / "config"
+    cannot be read or parsed is a warning naming file:line (its settings are then the defaults), never fatal;
+    `warn` says it, by default on the environment's stderr. The file is the environment's config file (the XDG
+    one of the process when no environment is given)."""
+    if warn is None:
+        stderr = (env or Environment()).stderr
+
+        def warn(text: str) -> None:
+            if stderr is not None:
+                print(text, file=stderr)
+    path = env.config_file if env is not None else config_dir() / "config"
     if create and not path.exists():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

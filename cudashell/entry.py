@@ -1,7 +1,8 @@
 """The `cudashell` command's first step, before the shell imports its own parts: when the GPU may be wanted, start
 the GPU worker now, so that the two come up side by side (on the H100 machine the shell's imports take about
 0.6 s, the worker's start about 0.5 s). The cuda backend adopts the worker started here; one that is not adopted
-(the simulator was chosen after all) is ended with the process. Standard library only: it runs before numpy."""
+(the simulator was chosen after all) is ended with the process. Standard library only: it runs before numpy.
+Here the process's `Environment` (its streams, terminals, config paths) is made, once, and handed to the CLI."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import socket
 import subprocess
 import sys
 
+from .environment import Environment, ExitStatus
+
 _started: tuple | None = None  # (process, main socket, rescue socket, side, ordinal)
 
 
-def _wanted(argv: list[str]) -> bool:
-    if any(a in ("-h", "--help", "--version") for a in argv):
+def _wanted(argv: list[str], env: Environment | None = None) -> bool:
+    if any(a in ("-h", "--help", "--version", "--json-schema") for a in argv):
         return False
     choice = None
     for i, a in enumerate(argv):
@@ -25,7 +28,7 @@ def _wanted(argv: list[str]) -> bool:
     if choice is None:
         from . import config
 
-        choice = config.load(warn=lambda _: None)["backend"]  # its warnings are said once, by the shell
+        choice = config.load(warn=lambda _: None, env=env)["backend"]  # its warnings are said once, by the shell
     if choice == "sim":
         return False
     from .packages import gpu_packages_missing
@@ -57,15 +60,17 @@ def take(side: str, ordinal: int) -> tuple | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitStatus:
+    """`cudashell`: its exit status. `env` is the process's unless given (tests give one of StringIO streams)."""
     global _started
+    env = env or Environment()
     args = sys.argv[1:] if argv is None else argv
-    if os.environ.get("CUDASHELL_PRESTART") != "off" and _wanted(args):
+    if os.environ.get("CUDASHELL_PRESTART") != "off" and _wanted(args, env):
         _started = (*spawn(), "gpu", 0)
     from .cli import main as cli_main
 
     try:
-        return cli_main(argv)
+        return cli_main(args, env)
     finally:
         if _started is not None:  # never adopted: the simulator ran
             _started[0].kill()

@@ -1,5 +1,6 @@
 """Results as pictures (matplotlib, imported only when a picture is asked for): `bench … --plot`, and in a notebook
-the timeline, the benches and the profile inline. Part of rendering, like render.py: no command logic here."""
+the timeline, the benches, the profile and a traced launch inline (each result's `figure()` picks its picture here).
+Part of rendering, like render.py: no command logic here."""
 
 from __future__ import annotations
 
@@ -126,16 +127,3 @@ def access_figure(data: dict):
     fig.suptitle(f"launch {data['kernel']}: which thread wrote (w, colour) and read (r) each element", fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def figure(kind: str, data: dict):
-    """The picture of a result, or None where a table says it all."""
-    if kind == "launch" and data.get("access"):
-        return access_figure(data)
-    if kind == "bench" and data.get("rows"):
-        return bench_figure(data)
-    if kind == "timeline" and data.get("spans"):
-        return timeline_figure(data)
-    if kind == "profile" and data.get("gpu"):
-        return profile_figure(data)
-    return None

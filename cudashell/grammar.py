@@ -185,6 +185,10 @@ class Arg:
     optional: bool = False
     many: bool = False
     accepts: Callable | None = field(default=None, compare=False)  # (buffer, words typed) -> bool: completion
+    noun: str = ""  # what a choice names, for messages: alloc's KIND is "memory" ("pinned memory")
+    # completion's own offer where the kind's is not enough: (session, words typed, value's index) -> [(text, why)]
+    complete: Callable | None = field(default=None, compare=False)
+    also: tuple[tuple[str, str], ...] = ()  # words offered besides the kind's values (`free all`)
 
     def buffers(self, value) -> list[str]:
         """The buffer names a value of this argument holds (a part's name; each of a repeated argument)."""
@@ -209,7 +213,8 @@ class Opt:
 
     keyword: str
     arg: Arg
-    only_with: tuple[str, ...] = ()  # as Flag.only_with
+    only_with: tuple[str, ...] = ()  # as Flag.only_with (the parser refuses it with another value)
+    needs: str = ""  # a flag it makes sense only with (memcpy's `stream` needs `async`)
 
     def usage(self) -> str:
         return f"[{self.keyword} {self.arg.label()}]"
@@ -217,9 +222,13 @@ class Opt:
 
 @dataclass(frozen=True)
 class Flag:
+    """A flag word. `only_with`: the values of the first argument it goes with (alloc's kind): the parser refuses it
+    with any other, and completion offers it only there. `excludes`: flags it cannot be given with."""
+
     word: str
     aliases: tuple[str, ...] = ()
-    only_with: tuple[str, ...] = ()  # the values of the first argument it goes with (alloc's kind), for completion
+    only_with: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
 
     def usage(self) -> str:
         return "[" + "|".join((self.word,) + self.aliases) + "]"
@@ -288,6 +297,55 @@ def convert(arg: Arg, tok: Token):
     return text
 
 
+@dataclass(frozen=True)
+class Step:
+    """One word of a command as the parser reads it: `what` is "opt" (a keyword: its value is the next word),
+    "flag", "arg" (a value of `item`, an Arg; `count` values of it came before), "rest" (the rest of the line is
+    `item`'s) or "extra" (no argument takes it)."""
+
+    what: str
+    item: object
+    index: int
+    count: int = 0
+
+
+def walk(words: list[str], quoted: list[bool], args: tuple[Arg, ...], opts: tuple[Opt, ...],
+         flags: tuple[Flag, ...]):
+    """The parser's reading of a command's words, a Step at a time, and last the Arg the next word would fill (or
+    None): parsing converts what it reads, completion asks where the cursor is — one walk, so they cannot
+    disagree. Keywords and flag words count only unquoted; an optional choice argument is skipped when the word
+    is not one of its choices."""
+    opt_by_kw = {o.keyword: o for o in opts}
+    flag_by_word = {w: f.word for f in flags for w in (f.word,) + f.aliases}
+    pi, i, count = 0, 0, 0
+    while i < len(words):
+        low = words[i].lower()
+        if not quoted[i] and low in opt_by_kw:
+            yield Step("opt", opt_by_kw[low], i)
+            i += 2
+            continue
+        if not quoted[i] and low in flag_by_word:
+            yield Step("flag", flag_by_word[low], i)
+            i += 1
+            continue
+        while pi < len(args) and args[pi].choices and args[pi].optional and low not in args[pi].choices:
+            pi, count = pi + 1, 0
+        if pi >= len(args):
+            yield Step("extra", None, i)
+            return
+        arg = args[pi]
+        if arg.kind == "rest":
+            yield Step("rest", arg, i)
+            return
+        yield Step("arg", arg, i, count)
+        if arg.many:
+            count += 1
+        else:
+            pi, count = pi + 1, 0
+        i += 1
+    yield Step("next", args[pi] if pi < len(args) else None, i, count)
+
+
 def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, ...],
                opts: tuple[Opt, ...], flags: tuple[Flag, ...]) -> Parsed:
     """Match the tokens after the command words against positional args, `keyword VALUE` options
@@ -295,50 +353,60 @@ def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, 
     p = Parsed(end_col=(tokens[-1].end + 2) if tokens else end + 2,
                names=frozenset([a.name for a in args] + [o.arg.name for o in opts] + [f.word for f in flags])
                or frozenset({""}))
-    opt_by_kw = {o.keyword: o for o in opts}
-    flag_by_word = {w: f.word for f in flags for w in (f.word,) + f.aliases}
-    pi, i = 0, 0
-    while i < len(tokens):
-        tok = tokens[i]
-        low = tok.text.lower()
-        if not tok.quoted and low in opt_by_kw:
-            opt = opt_by_kw[low]
-            if i + 1 >= len(tokens):
+    for step in walk([t.text for t in tokens], [t.quoted for t in tokens], args, opts, flags):
+        if step.what == "next":
+            break
+        tok = tokens[step.index]
+        if step.what == "opt":
+            opt = step.item
+            if step.index + 1 >= len(tokens):
                 wanted = opt.arg.label() if opt.arg.kind == "dim3" else f"a {opt.arg.name}"
                 raise usage(f"'{opt.keyword}' needs {wanted}", tok.end + 2)
             if opt.arg.name in p.values:
                 raise usage(f"'{opt.keyword}' given twice", tok.col)
-            val_tok = tokens[i + 1]
+            val_tok = tokens[step.index + 1]
             p.values[opt.arg.name] = convert(opt.arg, val_tok)
             p.cols[opt.arg.name] = val_tok.col
-            i += 2
-            continue
-        if not tok.quoted and low in flag_by_word:
-            p.flags.add(flag_by_word[low])
-            p.cols.setdefault(flag_by_word[low], tok.col)
-            i += 1
-            continue
-        while pi < len(args) and args[pi].choices and args[pi].optional and low not in args[pi].choices:
-            pi += 1
-        if pi >= len(args):
+        elif step.what == "flag":
+            p.flags.add(step.item)
+            p.cols.setdefault(step.item, tok.col)
+        elif step.what == "extra":
             raise usage(f"unexpected '{tok.text}'", tok.col)
-        arg = args[pi]
-        if arg.kind == "rest":
-            single_quoted = tok.quoted and i == len(tokens) - 1
-            p.values[arg.name] = tok.text if single_quoted else line[tok.col - 1 : end].strip()
-            p.cols[arg.name] = tok.col
-            break
-        value = convert(arg, tok)
-        if arg.many:
-            p.values.setdefault(arg.name, []).append(value)
-            p.cols.setdefault(arg.name, tok.col)
-            p.many_cols.setdefault(arg.name, []).append(tok.col)
+        elif step.what == "rest":
+            single_quoted = tok.quoted and step.index == len(tokens) - 1
+            p.values[step.item.name] = tok.text if single_quoted else line[tok.col - 1: end].strip()
+            p.cols[step.item.name] = tok.col
         else:
-            p.values[arg.name] = value
-            p.cols[arg.name] = tok.col
-            pi += 1
-        i += 1
+            arg, value = step.item, convert(step.item, tok)
+            if arg.many:
+                p.values.setdefault(arg.name, []).append(value)
+                p.cols.setdefault(arg.name, tok.col)
+                p.many_cols.setdefault(arg.name, []).append(tok.col)
+            else:
+                p.values[arg.name] = value
+                p.cols[arg.name] = tok.col
     for arg in args:
         if not arg.optional and arg.name not in p.values:
             raise usage(f"missing {arg.name}", p.end_col)
+    _check_combinations(p, args, opts, flags)
     return p
+
+
+def _check_combinations(p: Parsed, args, opts, flags) -> None:
+    """What the spec says goes together: a flag or option only with some values of the first argument, flags that
+    exclude each other. Refused here, so no handler checks it again."""
+    first = args[0] if args else None
+    value = p.values.get(first.name) if first else None
+    what = f"{value} {first.noun}".strip() if first else ""
+    for word, only, col in [(f.word, f.only_with, p.cols.get(f.word)) for f in flags if f.word in p.flags] + \
+                           [(o.keyword, o.only_with, p.cols.get(o.arg.name)) for o in opts if o.arg.name in p.values]:
+        if only and value not in only:
+            raise usage(f"'{word}' does not apply to {what}", col,
+                        f"'{word}' goes with {' or '.join(only)}" + (f" {first.noun}" if first.noun else ""))
+    for o in opts:
+        if o.needs and o.arg.name in p.values and o.needs not in p.flags:
+            raise usage(f"'{o.keyword}' applies only with '{o.needs}'", p.cols.get(o.arg.name), f"add `{o.needs}`")
+    for f in flags:
+        clash = [x for x in f.excludes if f.word in p.flags and x in p.flags]
+        if clash:
+            raise usage(f"'{f.word}' and '{clash[0]}' exclude each other: give one", p.cols.get(f.word))

@@ -16,6 +16,7 @@ class Param:
     name: str
     kind: str  # "in", "out", "inout" (a buffer) or "scalar"
     dtype: str = "float32"
+    unit: str = ""  # "us": microseconds, which the launch turns into the GPU's clock ticks (spin)
 
     @property
     def is_buffer(self) -> bool:
@@ -37,6 +38,9 @@ class Kernel:
     handle: object = field(default=None, compare=False)  # the backend's function, for user kernels
     source: str = field(default="", compare=False, repr=False)  # user kernels: their CUDA C, for `reset`
     path: str = field(default="", compare=False, repr=False)  # the file it came from: #include looks beside it
+    counted: bool = True  # a built-in whose last parameter is the element count n (the launch passes it)
+    block: int = 256  # a launch's block when none is given
+    runs_for: Callable | None = field(default=None, compare=False)  # (arguments) -> seconds: the simulator's time
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"
@@ -107,8 +111,8 @@ BUILTINS = {k.name: k for k in (
            sim=lambda a, s: {"A": a["A"] + a["A"].dtype.type(1)}, symbol="k_increment"),
     Kernel("touch", (_b("A", "in"),), "reads every element: how fast a kernel reads this memory",
            sim=lambda a, s: {}, symbol="k_touch"),
-    Kernel("spin", (Param("us", "scalar", "int64"),), "busy-waits US microseconds (to make overlap visible)",
-           sim=lambda a, s: {}, symbol="k_spin"),
+    Kernel("spin", (Param("us", "scalar", "int64", unit="us"),), "busy-waits US microseconds (to make overlap visible)",
+           sim=lambda a, s: {}, symbol="k_spin", counted=False, block=1, runs_for=lambda named: int(named["us"]) * 1e-6),
 )}
 
 # ------------------------------------------------------------------ user kernels

@@ -1,13 +1,13 @@
 """`%load_ext cudashell`: the shell in a Jupyter or Colab notebook. `%%cush` runs a cell as a .cush script and
 `%cush` one line, both in the notebook's one session (later cells see earlier buffers); results show as HTML
 tables and text with their measured/modeled label, the timeline, benches and profile also as pictures. A thin
-layer over `Shell`, like the REPL and the script runner: no command logic here."""
+layer over `Shell`, like the REPL and the script runner: no command logic here. Its output goes to an `Environment`
+(by default one that writes to the kernel's stdout and stderr of the moment)."""
 
 from __future__ import annotations
 
 import io
 import shlex
-import sys
 from html import escape
 
 import numpy as np
@@ -17,25 +17,10 @@ from IPython.display import HTML, Image, display
 
 from . import figures, render
 from .backends import open_backend
+from .environment import Environment
 from .errors import ShellError
 from .results import Result
 from .shell import Shell
-
-
-class _Live:
-    """The notebook's current stdout or stderr (the kernel swaps them per cell), as the shell's stream."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def write(self, text: str) -> int:
-        return getattr(sys, self.name).write(text)
-
-    def flush(self) -> None:
-        getattr(sys, self.name).flush()
-
-    def isatty(self) -> bool:
-        return False
 
 
 class Shown:
@@ -77,7 +62,8 @@ class Cush:
     """The notebook's one shell, made at the first `%cush`/`%%cush` with its options (`--backend`, `--sim-profile`);
     other options later start a fresh session and say so."""
 
-    def __init__(self):
+    def __init__(self, env: Environment | None = None):
+        self.env = env or Environment.live()  # the kernel swaps stdout and stderr per cell
         self.shell: Shell | None = None
         self.options: tuple = ()
         self.shown: list[Shown] = []
@@ -94,8 +80,9 @@ class Cush:
         chosen, reason = open_backend(wanted[0], profile)  # first: a switch that fails keeps the session there is
         if self.shell is not None:
             self.shell.close()
-            print(f"cudashell: a fresh session on backend {wanted[0]} (the previous one is released)")
-        self.shell, self.options = Shell(chosen, reason, out=_Live("stdout"), err=_Live("stderr")), wanted
+            print(f"cudashell: a fresh session on backend {wanted[0]} (the previous one is released)",
+                  file=self.env.stdout)
+        self.shell, self.options = Shell(chosen, reason, out=self.env.stdout, err=self.env.stderr), wanted
         self.shell.display = self._display
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
         return self.shell
@@ -108,7 +95,7 @@ class Cush:
         display(shown)
         picture = None
         try:
-            picture = figures.figure(result.kind, result.data)
+            picture = result.figure()
         except ImportError:  # no matplotlib: the table is there
             return
         if picture is not None:
@@ -121,7 +108,7 @@ class Cush:
         try:
             shell = self._shell(options.backend, options.sim_profile)
         except ShellError as e:
-            print(render.error_line(e), file=sys.stderr)
+            print(render.error_line(e), file=self.env.stderr)
             return None
         shell.keep_going, shell.debug = options.keep_going, options.debug
         self.shown = []
@@ -141,7 +128,7 @@ class Cush:
             if shell.quitting:  # `quit` ends this session; the next %cush starts a fresh one, and says so
                 shell.close()
                 self.shell = None
-                print("cudashell: the session ended (quit); the next %cush starts a fresh one")
+                print("cudashell: the session ended (quit); the next %cush starts a fresh one", file=self.env.stdout)
 
 
 @magics_class
@@ -163,16 +150,17 @@ class CushMagics(Magics):
             words = shlex.split(line, posix=True) if line.strip().startswith("--") else []
         except ValueError as e:  # `%cush --debug "x`: one line, as every error is
             print(render.error_line(ShellError("USAGE", f"the options cannot be read: {e}",
-                                               "close the quote, or quote the whole command")), file=sys.stderr)
+                                               "close the quote, or quote the whole command")),
+                  file=self.state.env.stderr)
             return None
         options = parse_argstring(CushMagics.cush, " ".join(shlex.quote(w) for w in words))
         command = line if not words else " ".join(options.command)
         return self.state.run(cell if cell is not None else command, options, cell is not None)
 
 
-def load_ipython_extension(ipython) -> None:
+def load_ipython_extension(ipython, env: Environment | None = None) -> None:
     """`%load_ext cudashell`: registers the magics and puts `cush` (the notebook's shell) in the namespace."""
-    cush = Cush()
+    cush = Cush(env)
     ipython.register_magics(CushMagics(ipython, cush))
     ipython.push({"cush": cush})
 

@@ -28,6 +28,7 @@ class Spec:
     handler: Callable | None = field(default=None, compare=False)
     exported: bool = True  # `export c` and `explain` write C for it (False: it stands for no CUDA work)
     saved: bool = True  # `save` keeps it (False: about the session or the script, not part of the experiment)
+    narrates: bool = False  # its output comes as it runs (a script, a demo): the prompt does not hold it for the pager
 
     def syntax(self) -> str:
         parts = [self.name] + [a.usage() for a in self.args]
@@ -46,13 +47,14 @@ _ALIASES: dict[str, str] = {}
 
 
 def command(name: str, group: str, summary: str, example: str, cuda: str, *, args=(), opts=(),
-            flags=(), aliases=(), details: str = "", exported: bool = True, saved: bool = True):
+            flags=(), aliases=(), details: str = "", exported: bool = True, saved: bool = True,
+            narrates: bool = False):
     """Decorator used by the handlers in `commands/`: registers the handler with its spec."""
     assert group in GROUPS, group
 
     def register(fn):
         spec = Spec(name, group, summary, example, cuda, tuple(args), tuple(opts), tuple(flags),
-                    tuple(aliases), details, fn, exported, saved)
+                    tuple(aliases), details, fn, exported, saved, narrates)
         REGISTRY[name] = spec
         for alias in aliases:
             _ALIASES[alias] = name

@@ -1,14 +1,13 @@
 """The interactive shell on prompt_toolkit: input (completion, highlighting, validation, history, toolbar)
-kept apart from evaluation, which is Shell.execute. Input and output are injectable for tests."""
+kept apart from evaluation, which is Shell.execute. Input and output are injectable for tests; the terminal's
+size, whether stdout is one, and where the history lives come from the `Environment`."""
 
 from __future__ import annotations
 
 import io
 import os
 import shlex
-import shutil
 import subprocess
-import sys
 from functools import lru_cache
 
 from prompt_toolkit import PromptSession
@@ -22,7 +21,8 @@ from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.styles import Style
 from prompt_toolkit.validation import ValidationError, Validator
 
-from . import config, render
+from . import render
+from .environment import Environment, ExitStatus
 from .errors import ShellError
 from .grammar import parse_dim3, split_commands, tokenize
 from .sizes import format_size, parse_size
@@ -166,7 +166,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def toolbar(shell, width: int | None = None) -> str:
+def toolbar(shell, width: int | None = None, env: Environment | None = None) -> str:
     """The session at a glance, in one line that fits the terminal: items are dropped from the least needed
     (the last of the list) until it fits."""
     s, b = shell.session, shell.backend
@@ -175,7 +175,7 @@ def toolbar(shell, width: int | None = None) -> str:
              "HELD" if s.held is not None else "", _plural(len(s.streams) + 1, "stream"),
              "F1 help", f"time {s.settings['time']}", f"explain {s.settings['explain']}"]
     items = [i for i in items if i]
-    width = width or shutil.get_terminal_size().columns
+    width = width or (env or Environment()).terminal_size().columns
     while len(items) > 1 and len(" " + " · ".join(items) + " ") > width:
         items.pop()
     return (" " + " · ".join(items) + " ")[:width]
@@ -229,12 +229,12 @@ class ColorErrors:
         self.stream.flush()
 
 
-def use_color(setting: str) -> bool:
+def use_color(setting: str, env: Environment | None = None) -> bool:
     if setting == "always":
         return True
     if setting == "never" or "NO_COLOR" in os.environ:
         return False
-    return sys.stdout.isatty()
+    return (env or Environment()).stdout_isatty
 
 
 class KeptHistory(FileHistory):
@@ -255,12 +255,13 @@ class KeptHistory(FileHistory):
             self.say(f"history: cannot write {self.filename}: {e.strerror}; this session's history stays in memory")
 
 
-def make_session(shell, settings: dict, input=None, output=None) -> PromptSession:
+def make_session(shell, settings: dict, input=None, output=None, env: Environment | None = None) -> PromptSession:
+    env = env or Environment()
     history = InMemoryHistory()
     if input is None:  # a real terminal keeps its history in the XDG state dir
-        path = config.state_dir() / "history"
+        path = env.history_file
         try:
-            config.state_dir().mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             trim_history(path, max(0, int(settings.get("history_size", 10000))))
             history = KeptHistory(str(path), lambda text: shell._write(shell.err, text))
         except (OSError, ValueError) as e:
@@ -269,9 +270,9 @@ def make_session(shell, settings: dict, input=None, output=None) -> PromptSessio
     return PromptSession(
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
         validate_while_typing=True, auto_suggest=SessionAutoSuggest(shell), history=history,
-        complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell), key_bindings=key_bindings(shell),
+        complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell, env=env), key_bindings=key_bindings(shell),
         style=STYLES.get(settings.get("theme"), STYLES["default"]), enable_history_search=False,
-        color_depth=None if use_color(settings.get("color", "auto")) else _mono(),
+        color_depth=None if use_color(settings.get("color", "auto"), env) else _mono(),
         vi_mode=settings.get("editing_mode") == "vi", input=input, output=output)
 
 
@@ -307,19 +308,21 @@ def ask_abandon(what: str, waited: float) -> bool:
         return True
 
 
-def repl(shell, banner: str, settings: dict | None = None, input=None, output=None) -> int:
+def repl(shell, banner: str, settings: dict | None = None, input=None, output=None,
+         env: Environment | None = None) -> ExitStatus:
     settings = settings or {}
-    session = make_session(shell, settings, input, output)
-    if use_color(settings.get("color", "auto")) and input is None:
+    env = env or Environment()
+    session = make_session(shell, settings, input, output, env)
+    if use_color(settings.get("color", "auto"), env) and input is None:
         shell.err = ColorErrors(shell.err)
     info = shell.backend.info
     welcome = [banner, f"{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
                "Tab to complete, `quit` or Ctrl-D to leave"]
-    shell.out.write("\n".join(render.wrap(welcome, shutil.get_terminal_size().columns)) + "\n")
+    shell.out.write("\n".join(render.wrap(welcome, env.terminal_size().columns)) + "\n")
     if input is None:
         shell.backend.ask_abandon = ask_abandon
     while not shell.quitting:
-        shell.session.settings["width"] = shutil.get_terminal_size().columns
+        shell.session.settings["width"] = env.terminal_size().columns
         try:
             line = session.prompt("cush> ", multiline=True, prompt_continuation="  ...> ")
         except KeyboardInterrupt:  # Ctrl-C at the prompt cancels the input
@@ -327,7 +330,8 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
         except EOFError:
             break
         screen = shell.out
-        if line.split()[:1] not in (["run"], ["demo"]):  # a script or demo narrates as it goes: never held back
+        first = lookup(line.split()[0]) if line.split() else None
+        if first is None or not first.narrates:  # a script or a demo narrates as it goes: never held back
             shell.out = io.StringIO()  # held back, to page it when it is taller than the screen
         try:  # Shell.execute reports its own failures; this guard is for the loop itself
             for _, text in joined_source_lines(line.split("\n")):  # a pasted block runs line by line
@@ -342,8 +346,8 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
         finally:
             if shell.out is not screen:
                 held, shell.out = shell.out.getvalue(), screen
-                page(held, settings.get("pager", "off"), screen, shutil.get_terminal_size().lines,
+                page(held, settings.get("pager", "off"), screen, env.terminal_size().lines,
                      input is None and getattr(screen, "isatty", lambda: False)())
     left = shell.close()
     shell.out.write(("released: " + ", ".join(left) if left else "nothing was left allocated") + "\n")
-    return 0
+    return ExitStatus.SUCCESS

@@ -8,18 +8,18 @@ import os
 import re
 import select
 import stat
-import sys
 import time
 from contextlib import suppress
 from pathlib import Path
 
 from . import cemit, render
 from .backends.base import Backend
+from .environment import Environment
 from .errors import ShellError
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
 from .registry import parse_segment
-from .results import Result
+from .results import Action, Block, Output, Quit, Repeat, Result, RunScript
 from .session import Session
 
 MAX_DEPTH = 16
@@ -34,8 +34,10 @@ class Shell:
         self.backend = backend
         self.reason = reason
         self.session = Session()
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
+        if out is None or err is None:  # the process's streams, unless given
+            env = Environment()
+            out, err = out or env.stdout, err or env.stderr
+        self.out, self.err = out, err
         if json_mode:
             self.session.settings["format"] = "json"
         self.keep_going = keep_going
@@ -64,6 +66,7 @@ class Shell:
         try:
             return self._run_segment(seg, file, lineno)
         except KeyboardInterrupt:  # between the handler and the report: the command ran; say so, briefly
+            self.interrupted = True  # a script stops here with 130, as at any other Ctrl-C
             self.last_error = ShellError("INTERRUPTED", "interrupted while reporting", None)
             self._report(seg.text, None, self.last_error, file, lineno)
             return False
@@ -88,16 +91,8 @@ class Shell:
                 before = cemit.alive(self.session, WORD.findall(seg.text))  # what the command (and a block in it) names
             self.backend.command_started()
             result = cmd.spec.handler(self.session, self.backend, cmd.args)
-            if result.action == "run":
-                self._run_nested(result)
-            elif result.action == "repeat":
-                self._repeat(result)
-            elif result.action == "block":
-                self._block(result)
-            elif result.action == "quit":
-                self.quitting = True
-            elif result.action == "output":
-                self._output_to(result)
+            if result.action is not None:
+                self._act(result.action, result)
         except ShellError as e:
             error = e
         except KeyboardInterrupt:  # Ctrl-C during a long command: back to the prompt
@@ -141,7 +136,7 @@ class Shell:
         """Host callbacks that fired while the command ran (cuLaunchHostFunc runs them on a driver thread)."""
         for fired in self.backend.fired_callbacks():  # host callbacks, and what a user kernel printed
             kind = fired.get("result", "callback")
-            self._report(f"({kind.replace('_', ' ')})", Result(kind, fired), None, None, None)
+            self._report(f"({kind.replace('_', ' ')})", Result.KINDS[kind](fired), None, None, None)
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
                 wall: float | None = None, explained: tuple[str, str] | None = None) -> None:
@@ -150,18 +145,18 @@ class Shell:
         if error is not None:
             error.shown = True
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
-            here = self.out if result is None or result.action == "output" else self.redirect or self.out
+            here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
             self._write(here, render.json_line(text, result, error, file, lineno, wall, explained))
         elif error is not None:
             self._write(self.err, render.error_line(error, file, lineno))
         elif self.display is not None and self.redirect is None:
             self.display(result)
         else:
-            csv = self.session.settings["format"] == "csv" and not render.VIEWS[result.kind].prose
+            csv = self.session.settings["format"] == "csv" and not result.prose
             body = render.csv_text(result) if csv else \
                 render.human(result, self.session.settings["tablefmt"], int(self.session.settings["width"]))
             if body:  # `output`'s own word goes to the screen
-                self._write(self.out if result.action == "output" else self.redirect or self.out, body)
+                self._write(self.out if isinstance(result.action, Output) else self.redirect or self.out, body)
         if explained and not self.json_mode:
             c = explained[0].replace("\n", "\n          ")
             self._write(self.out, f"  C:      {c}\n  driver: {explained[1]}")
@@ -310,22 +305,36 @@ class Shell:
             return False
         return self.run_items(items, name)
 
-    def _repeat(self, result: Result) -> None:
+    def _act(self, action: Action, result: Result) -> None:
+        """The work a handler asked of the shell, by its type."""
+        match action:
+            case RunScript():
+                self._run_nested(action)
+            case Repeat():
+                self._repeat(action, result)
+            case Block():
+                self._block(action)
+            case Quit():
+                self.quitting = True
+            case Output():
+                self._output_to(action)
+
+    def _repeat(self, block: Repeat, result: Result) -> None:
         """Run a block N times with its output held back; a failure stops it and is the repeat's error. Round 1
         goes through the shell; when the block is only GPU calls, the other rounds run on the GPU side as a loop
         of driver calls (plan.py) — unless `shell` asks for every round through the shell."""
-        segments = split_commands(result.data["commands"].replace("\n", ";"))
-        times = result.data["times"]
+        segments = split_commands(block.commands.replace("\n", ";"))
+        times = block.times
         out, err, echo, backend, redirect = self.out, self.err, self.echo, self.backend, self.redirect
         self.out = self.err = io.StringIO()
         self.redirect = None  # held back from `output FILE` as from the screen
         self.echo = self.recording = False
-        recorder = Recorder(backend, self.session) if times > 1 and not result.data["shell"] else None
+        recorder = Recorder(backend, self.session) if times > 1 and not block.shell else None
         t0 = time.perf_counter()
         try:
             self.backend = recorder or backend
             try:
-                self._round(segments, 1, result)
+                self._round(segments, 1, block)
             finally:
                 self.backend = backend
             why = recorder.why_not(self.session) if recorder else ("asked" if times > 1 else None)
@@ -336,36 +345,36 @@ class Shell:
                                        "rounds": times - 1, "timing": backend.timing_label}
             else:
                 for i in range(1, times):
-                    self._round(segments, i + 1, result)
+                    self._round(segments, i + 1, block)
         finally:
             self.out, self.err, self.echo, self.recording, self.redirect = out, err, echo, True, redirect
         result.data.update(wall=time.perf_counter() - t0, ran=times * len(segments), through_shell=why)
 
-    def _block(self, result: Result) -> None:
+    def _block(self, block: Block) -> None:
         """`if gpus N <<< … >>>`: the block's commands, each shown as a typed one is; the first failure stops it."""
-        for seg in split_commands(result.data["commands"].replace("\n", ";")):
+        for seg in split_commands(block.commands.replace("\n", ";")):
             if not self.run_segment(seg):
                 raise ShellError("SCRIPT_FAILED", f"the block stopped at `{seg.text}`", "its error is printed above",
-                                 result.data["col"])
+                                 block.col)
 
-    def _round(self, segments, n: int, result: Result) -> None:
+    def _round(self, segments, n: int, block: Repeat) -> None:
         for seg in segments:
             self.out.seek(0)
             self.out.truncate()
             if not self.run_segment(seg):
                 e = self.last_error
-                raise ShellError(e.code, f"`{seg.text}` failed in round {n}: {e.message}", e.hint, result.data["col"])
+                raise ShellError(e.code, f"`{seg.text}` failed in round {n}: {e.message}", e.hint, block.col)
 
-    def _output_to(self, result: Result) -> None:
+    def _output_to(self, output: Output) -> None:
         """`output FILE` appends the results that follow to FILE (pgcli's \\o); `output off` ends it."""
-        path = result.data["path"]
+        path = output.path
         self._end_redirect()
         if path is None:
             return
         try:
             self.redirect = open(path, "a", encoding="utf-8")
         except OSError as e:
-            raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, result.data["col"]) from None
+            raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, output.col) from None
 
     def _end_redirect(self, failure: OSError | None = None) -> None:
         """Close `output FILE`; a write or close that failed (a full disk) is said once, naming the file and the
@@ -381,9 +390,8 @@ class Shell:
             self._write(self.err, f"output: cannot write {redirect.name}: "
                                   f"{failure.strerror or failure}; results come to the screen again")
 
-    def _run_nested(self, result: Result) -> None:
-        path = result.data["path"]
-        scope = result.data.get("scope")
+    def _run_nested(self, script: RunScript) -> None:
+        path, scope = script.path, script.scope
         ok = self._run_scoped(path, scope) if scope is not None else self.run_script(path)
         if ok:
             return
@@ -391,9 +399,9 @@ class Shell:
             raise self.last_error  # printed once, where it happened: each enclosing `run` passes it on silently
         if self.keep_going:
             raise ShellError("SCRIPT_FAILED", f"script {path} had failed commands and went on (--keep-going)",
-                             "their errors are printed above", result.data["col"])
+                             "their errors are printed above", script.col)
         raise ShellError("SCRIPT_FAILED", f"script {path} stopped at a failed command",
-                         "its error is printed above", result.data["col"])
+                         "its error is printed above", script.col)
 
     def _run_scoped(self, path: str, settings: dict) -> bool:
         """Run a script (a demo) on a session of its own — the same backend, the user's settings with `settings`

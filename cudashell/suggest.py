@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import ShellError
-from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize
+from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize, walk
 from .registry import REGISTRY, command_words, lookup
 from .settings import SETTINGS
 from .shipped import demos
@@ -71,15 +71,6 @@ def _files(partial: str) -> list[tuple[str, str]]:
     return out
 
 
-def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
-    """`launch K …`: buffers the GPU can reach where K's parameter number `index` is a pointer."""
-    kernel = session.kernels.get(words[1]) if len(words) > 1 else None
-    if kernel is None or index >= len(kernel.params) or not kernel.params[index].is_buffer:
-        return []
-    return [(b.name, f"{kernel.params[index].name}: {b.kind} {b.size} B") for b in session.buffers.values()
-            if b.device_accessible]
-
-
 SHAPES = {"B": ("256", "16,16", "8,8,4"), "G": ("64", "64,64", "16,16,16")}  # block, grid
 
 
@@ -93,18 +84,19 @@ def _shapes(arg: Arg, partial: str) -> list[tuple[str, str]]:
     return [(sh, f"{rank[sh.count(',') + 1]} {'block' if arg.name == 'B' else 'grid'}") for sh in shapes]
 
 
-def _values_for(arg: Arg, session, spec_name: str, words: list[str], partial: str,
-                index: int = 0) -> list[tuple[str, str]]:
-    if spec_name == "launch" and arg.name == "ARG":
-        return _kernel_arg(session, words, index)
-    if spec_name == "set" and arg.name == "VALUE":
-        setting = SETTINGS.get(words[1].lower()) if len(words) > 1 else None
-        return [(w, "value") for w in setting.words()] if setting else []
+def _values_for(arg: Arg, session, words: list[str], partial: str, index: int = 0) -> list[tuple[str, str]]:
+    """What completion offers for a value of `arg`: the spec's own offer (Arg.complete), else its kind's values."""
+    if arg.complete is not None:
+        return arg.complete(session, words, index)
+    return _kind_values(arg, session, words, partial) + list(arg.also)
+
+
+def _kind_values(arg: Arg, session, words: list[str], partial: str) -> list[tuple[str, str]]:
     if arg.choices:
         return [(c, arg.name.lower()) for c in arg.choices]
     kind = arg.kind
     if kind in ("buffer", "part"):
-        return _buffer_names(session, arg, words, partial) + ([("all", "every buffer")] if spec_name == "free" else [])
+        return _buffer_names(session, arg, words, partial)
     if kind == "stream":
         return [("0", "default stream")] + [(s, "stream") for s in session.streams]
     if kind == "event":
@@ -156,39 +148,29 @@ def _summary(name: str) -> str:
 
 
 def _next(spec, rest: list[str], session, words: list[str], partial: str) -> list[tuple[str, str]]:
-    """Walk the typed arguments like the parser does, then offer what fits at the cursor."""
-    opt_by_kw = {o.keyword: o for o in spec.opts}
-    flag_words = {w: f.word for f in spec.flags for w in (f.word,) + f.aliases}
-    seen_opts, seen_flags, pi, i, many = set(), set(), 0, 0, 0
-    args = list(spec.args)
-    while i < len(rest):
-        w = rest[i].lower()
-        if w in opt_by_kw:
-            if i + 1 == len(rest):  # the cursor is at this option's value
-                return _values_for(opt_by_kw[w].arg, session, spec.name, words, partial)
-            seen_opts.add(w)
-            i += 2
-            continue
-        if w in flag_words:
-            seen_flags.add(flag_words[w])
-            i += 1
-            continue
-        while pi < len(args) and args[pi].choices and args[pi].optional and w not in args[pi].choices:
-            pi += 1
-        if pi < len(args) and args[pi].kind == "rest":
+    """Ask the parser's walk (grammar.walk) where the cursor is, then offer what fits there."""
+    seen, at, more = set(), None, True
+    for step in walk(rest, [False] * len(rest), spec.args, spec.opts, spec.flags):
+        if step.what == "opt":
+            if step.index + 1 == len(rest):  # the cursor is at this option's value
+                return _values_for(step.item.arg, session, words, partial)
+            seen.add(step.item.keyword)
+        elif step.what == "flag":
+            seen.add(step.item)
+        elif step.what == "rest":
             return []
-        if pi < len(args) and not args[pi].many:
-            pi += 1
-        elif pi < len(args):
-            many += 1  # values given so far to a repeated argument
-        i += 1
+        elif step.what == "extra":  # no argument is left to fill: flags and options still fit
+            more = False
+        elif step.what == "next":
+            at = step
     out: list[tuple[str, str]] = []
-    for arg in args[pi:]:
-        out += _values_for(arg, session, spec.name, words, partial, many if arg.many else 0)
-        if not arg.optional:
-            break
-    out += [(f.word, "flag") for f in spec.flags if f.word not in seen_flags]
-    out += [(o.keyword, o.arg.name) for o in spec.opts if o.keyword not in seen_opts]
+    if more and at is not None and at.item is not None:
+        for arg in spec.args[spec.args.index(at.item):]:
+            out += _values_for(arg, session, words, partial, at.count if arg is at.item else 0)
+            if not arg.optional:
+                break
+    out += [(f.word, "flag") for f in spec.flags if f.word not in seen]
+    out += [(o.keyword, o.arg.name) for o in spec.opts if o.keyword not in seen]
     first = rest[0].lower() if rest else ""
     only = {**{f.word: f.only_with for f in spec.flags if f.only_with},  # what fits the first argument typed
             **{o.keyword: o.only_with for o in spec.opts if o.only_with}}

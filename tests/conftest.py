@@ -124,3 +124,150 @@ def no_uva():
     """The simulator's teaching pair without UVA (pre-UVA rules for pinned memory and contexts)."""
     yield from _on_profile("two-gpus-no-uva")
 
+
+
+# ------------------------------------------------------------------ what real runs give: codes, results, arguments
+class RealRuns:
+    """What came out of fuzzed lines on the simulator (every command but the slow ones, with good, edge and hostile
+    arguments, on one GPU and on two), every shipped demo and a cheap line of each bench: each error code reported,
+    results of each kind, and what each command's handler asked of its arguments."""
+
+    def __init__(self):
+        self.codes: set[str] = set()
+        self.results: dict[str, list] = {}  # kind → a few of its results, as the handlers returned them
+        self.ran: set[str] = set()  # the commands whose handlers ran
+        self.declared: dict[str, set[frozenset]] = {}  # command → the names its arguments said it declares
+        self.asked: dict[str, set[str]] = {}  # command → the names its handler asked for (get, col)
+
+
+BENCH_LINES = ["bench memcpy h2d pinned pageable sizes 4KB reps 1", "bench alloc pinned device sizes 4KB",
+               "bench zerocopy 2^10", "bench overlap streams 1", "bench latency"]
+
+
+@pytest.fixture(scope="session")
+def real_runs(tmp_path_factory) -> RealRuns:
+    import dataclasses
+    import os
+
+    import cudashell.commands  # noqa: F401
+    from cudashell import registry
+    from cudashell.grammar import Parsed
+    from cudashell.shell import Shell
+    from cudashell.shipped import demos
+    from tests import fuzzing
+
+    runs, work = RealRuns(), tmp_path_factory.mktemp("real_runs")
+
+    class Collecting(Shell):
+        def _report(self, text, result, error, *args, **kwargs):
+            if error is not None:
+                runs.codes.add(error.code)
+            elif result is not None and len(runs.results.setdefault(result.kind, [])) < 3:
+                runs.results[result.kind].append(result)
+            return super()._report(text, result, error, *args, **kwargs)
+
+    def watched(spec):
+        def handler(session, backend, args):
+            runs.ran.add(spec.name)
+            runs.declared.setdefault(spec.name, set()).add(frozenset(args.names))
+            args._command = spec.name
+            return spec.handler(session, backend, args)
+        return dataclasses.replace(spec, handler=handler)
+
+    def asking(real):
+        def ask(self, name, *rest):
+            if hasattr(self, "_command"):
+                runs.asked.setdefault(self._command, set()).add(name)
+            return real(self, name, *rest)
+        return ask
+
+    def shell_on(profile=None):
+        sh = Collecting(SimBackend(dataclasses.replace(Profile.load(profile), storage_budget=fuzzing.STORAGE)),
+                        "real runs", out=io.StringIO(), err=io.StringIO())
+        sh.session.script_dir, sh.dirs = work, [work]
+        return sh
+
+    home = os.getcwd()
+    registry._PARSED.clear()  # a cached parse would name the unwatched spec
+    with pytest.MonkeyPatch.context() as mp:
+        for name, spec in list(registry.REGISTRY.items()):
+            mp.setitem(registry.REGISTRY, name, watched(spec))
+        mp.setattr(Parsed, "get", asking(Parsed.get))
+        mp.setattr(Parsed, "col", asking(Parsed.col))
+        os.chdir(work)
+        try:
+            fuzz = fuzzing.Fuzzer(7, work)
+            for profile in (None, None, "two-h200"):
+                shell = shell_on(profile)
+                try:
+                    for _ in range(400):
+                        shell.execute(fuzz.line(shell))
+                        shell.quitting = False
+                        shell.out.seek(0), shell.out.truncate(), shell.err.seek(0), shell.err.truncate()
+                finally:
+                    shell.close()
+            for name in demos():
+                shell = shell_on()
+                try:
+                    shell.execute(f"demo {name}")
+                finally:
+                    shell.close()
+            for profile, lines in ((None, BENCH_LINES), ("two-h200", ["bench peer 1MB reps 1"])):
+                shell = shell_on(profile)
+                try:
+                    for line in lines:
+                        shell.execute(line)
+                finally:
+                    shell.close()
+        finally:
+            os.chdir(home)
+            registry._PARSED.clear()  # parses cached meanwhile name the watched specs: parse afresh from here on
+    return runs
+
+
+# ------------------------------------------------------------------ Ctrl-C once the shell side waits for the worker
+def waiting_for(method: str, besides: frozenset = frozenset()) -> bool:
+    """Whether the main thread is now waiting for the GPU worker's reply to `method` (CudaBackend._reply), and
+    inside none of the functions named in `besides` (read from another thread: its stack as it stands)."""
+    import sys
+    import threading
+
+    frame, waiting = sys._current_frames().get(threading.main_thread().ident), False
+    while frame is not None:
+        if frame.f_code.co_name in besides:
+            return False
+        if frame.f_code.co_name == "_reply" and frame.f_locals.get("what") == method:
+            waiting = True
+        frame = frame.f_back
+    return waiting
+
+
+def until(ready, what: str, timeout: float = 30) -> None:
+    """Poll `ready()` until it is true; TimeoutError naming `what` when it never is."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.001)
+
+
+def ctrl_c_once(ready, what: str):
+    """A thread that sends this process SIGINT once `ready()` is true (as Ctrl-C in the terminal would); its
+    `problems` list holds the reason when that never happens. Join it after the call it interrupts."""
+    import os
+    import signal
+    import threading
+
+    def send():
+        try:
+            until(ready, what)
+            os.kill(os.getpid(), signal.SIGINT)
+        except TimeoutError as e:
+            thread.problems.append(str(e))
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.problems = []
+    thread.start()
+    return thread

@@ -25,7 +25,8 @@ def test_json_lines_are_stable():
     r = cli("--json", "-c", "alloc pinned 1MB; alloc device 1MB; memcpy p0 d0; ls; free x")
     objs = [json.loads(x) for x in r.stdout.splitlines()]
     assert r.returncode == 1 and len(objs) == 5
-    assert all(set(o) == {"cmd", "ok", "error", "result"} for o in objs)
+    assert all(set(o) == {"cmd", "ok", "kind", "error", "result"} for o in objs)
+    assert [o["kind"] for o in objs] == ["alloc", "alloc", "copy", "ls", None]
     copy = objs[2]["result"]
     assert {"bytes", "seconds", "gbps", "blocking", "timing"} <= set(copy) and copy["timing"] == "modeled"
     row = objs[3]["result"]["buffers"][0]

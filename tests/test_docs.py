@@ -2,8 +2,6 @@
 
 from cudashell.docs import REFERENCE, reference_markdown
 from cudashell.registry import specs
-from tests.conftest import Cush
-from cudashell.backends.sim import SimBackend
 
 
 def test_command_reference_is_current():
@@ -16,8 +14,8 @@ def test_every_command_is_documented_with_syntax_example_and_cuda_call():
         assert f"### `{s.name}`" in text and s.syntax() in text and s.example in text and s.cuda
 
 
-def test_help_lists_every_command_and_explains_one():
-    c = Cush(SimBackend())
+def test_help_lists_every_command_and_explains_one(sim):
+    c = sim
     listed = {cmd["name"] for cmds in c.ok("help")["groups"].values() for cmd in cmds}
     assert listed == {s.name for s in specs()}
     h = c.ok("help memcpy")

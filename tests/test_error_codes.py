@@ -1,29 +1,182 @@
-"""Every code the shell raises is in the catalogue the reference lists (errors.SHELL_CODES)."""
+"""Every code the shell gives is in the catalogue the reference lists (errors.SHELL_CODES, docs/commands.md), and
+every code in the catalogue is one the shell gives. Checked on what comes out of real runs, not on the source's
+text: a code raised through a variable (`ShellError(e.code, …)`, a fault's code, `backend.dead`) counts too."""
 
 from __future__ import annotations
 
+import io
 import re
-from pathlib import Path
 
-from cudashell.errors import SHELL_CODES
+import pytest
 
-SOURCE = Path(__file__).resolve().parent.parent / "cudashell"
+import cudashell.commands  # noqa: F401  (the registry the fuzzer draws from)
+from cudashell.backends.profile import Profile
+from cudashell.backends.sim import SimBackend
+from cudashell.docs import REFERENCE
+from cudashell.errors import SHELL_CODES, ShellError
+from cudashell.shell import Shell
+from tests.conftest import gpu_missing
 
-
-def raised_codes() -> set[str]:
-    codes = set()
-    for path in SOURCE.rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        codes |= set(re.findall(r'(?:ShellError|Fault|CompileError)\(\s*"([A-Z_]+)"', text))
-        codes |= set(re.findall(r'self\.dead\s*(?:,\s*self\.answering)?\s*=\s*"([A-Z_]+)"', text))
-    return {c for c in codes if not c.startswith("CUDA_ERROR_")}
+DRIVER = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
 
 
-def test_every_code_raised_is_in_the_catalogue():
-    codes = raised_codes()
-    assert len(codes) > 25  # the scan finds them
-    assert codes - set(SHELL_CODES) == set()
+class Collecting(Shell):
+    """A shell that keeps the code of every error it reports, nested ones (a script's, a block's) included."""
+
+    def __init__(self, backend, **kw):
+        super().__init__(backend, "codes", out=io.StringIO(), err=io.StringIO(), **kw)
+        self.codes: list[str] = []
+
+    def _report(self, text, result, error, *args, **kwargs):
+        if error is not None:
+            self.codes.append(error.code)
+        return super()._report(text, result, error, *args, **kwargs)
 
 
-def test_the_catalogue_has_no_code_nothing_raises():
-    assert set(SHELL_CODES) - raised_codes() - {"USAGE"} == set()  # USAGE comes from errors.usage()
+def shell_on(profile: str | None = None, tmp_path=None) -> Collecting:
+    sh = Collecting(SimBackend(Profile.load(profile)))
+    if tmp_path is not None:
+        sh.session.script_dir, sh.dirs = tmp_path, [tmp_path]
+    return sh
+
+
+def undocumented(codes) -> set[str]:
+    return {c for c in codes if c not in SHELL_CODES and not DRIVER.fullmatch(c)}
+
+
+# ------------------------------------------------------------------ each catalogued code, produced by what makes it
+KERNEL = "kernel define {name} <<< __global__ void {name}(int *a) {{ {body} }} >>>"
+# code → (simulator profile, lines run in order; the last one must fail with the code)
+TRIGGERS = {
+    "USAGE": (None, ["alloc pinned 64QB"]),
+    "UNKNOWN_COMMAND": (None, ["allocate pinned 4KB"]),
+    "NO_SUCH_BUFFER": (None, ["free nosuch"]),
+    "NO_SUCH_STREAM": (None, ["sync stream 9"]),
+    "NO_SUCH_EVENT": (None, ["event record a", "elapsed a nope"]),
+    "NO_SUCH_KERNEL": (None, ["alloc device 4KB", "launch nosuch d0"]),
+    "NO_SUCH_DEMO": (None, ["demo nosuch"]),
+    "NO_SUCH_FILE": (None, ["run missing.cush"]),
+    "NAME_TAKEN": (None, ["alloc pinned 4KB as a", "alloc pinned 4KB as a"]),
+    "OUT_OF_BOUNDS": (None, ["alloc pinned 4KB", "show p0 offset 5KB"]),
+    "NOT_HOST_ACCESSIBLE": (None, ["alloc device 4KB", "show d0"]),
+    "NOT_DEVICE_ACCESSIBLE": (None, ["alloc pageable 4KB as a; alloc device 4KB as b", "launch sum a b b"]),
+    "KIND_MISMATCH": (None, ["alloc pinned 4KB; alloc device 4KB", "memcpy d2h p0 d0"]),
+    "PIN_LIMIT": (None, ["set pinlimit 1MB", "alloc pinned 2MB"]),
+    "STREAMS_HELD": (None, ["hold", "demo zero-copy"]),
+    "ALREADY_HELD": (None, ["hold", "hold"]),
+    "NOT_HELD": (None, ["release"]),
+    "EXPECT_FAILED": (None, ["ls", "expect error NO_SUCH_BUFFER"]),
+    "SCRIPT_FAILED": (None, ["run fails.cush"]),
+    "RECURSION": (None, ["run self.cush"]),
+    "IO_ERROR": (None, ["output /nonexistent-dir/x.txt"]),
+    "NOT_SUPPORTED_ON_SIM": (None, ["kernel define k <<< __global__ void k(float *o) { o[0] = copysignf(1.0f, o[1]); } >>>"]),
+    "DIVERGENT_BARRIER": (None, [KERNEL.format(name="half", body="if (threadIdx.x < 16) { __syncthreads(); } "
+                                                                "a[threadIdx.x] = 1;"),
+                                 "alloc device 256B as d", "launch half d grid 1 block 64"]),
+    "NOT_EXPORTABLE": (None, ["repeat 2 <<< alloc pinned 4KB >>>", "export c s.cu"]),
+    "FILE_EXISTS": (None, ["alloc pinned 4KB", "save kept.cush", "save kept.cush"]),
+    "RUNAWAY_KERNEL": (None, [KERNEL.format(name="forever", body="while (a[0] == 0) { }"), "alloc device 4B as o",
+                              "launch forever o grid 1 block 1"]),
+    "NOT_INSTALLED": (None, ["bench overlap streams 1 --plot o.png"]),
+    "ONE_GPU": (None, ["bench peer 1MB"]),
+    "NO_PEER_ACCESS": ("two-h200", ["device use 0; alloc device 4MB as d0; device use 1; stream create as s1",
+                                    "device use 0", "launch increment d0 stream s1"]),
+    "OTHER_GPU": ("two-h200", ["device use 1; alloc device 1MB as d1; device use 0", "memset d1 0"]),
+    "OTHER_CONTEXT": ("two-gpus-no-uva", ["alloc device 1MB as d0; context create as other", "launch increment d0"]),
+    "NO_SUCH_CONTEXT": (None, ["context use other"]),
+    "CONTEXT_IN_USE": (None, ["context create as other; stream create as s1", "context destroy other"]),
+    "GPU_ABANDONED": (None, ["set gpu-timeout 0.001", "launch spin 100000", "sync"]),
+    "INTERRUPTED": (None, ["alloc pinned 4KB", "sync"]),
+    "INTERNAL_ERROR": (None, ["alloc pinned 4KB", "ls"]),
+}
+# Not from a command on the simulator: a profile file that cannot be used (at startup), the cuda backend with no
+# GPU (only where there is none), a worker process that dies (the cuda backend's pipe, with the simulator behind
+# it), and two the GPU side alone raises (a NUMA node the kernel will not bind host pages to; a call a GPU-side
+# loop cannot make without the shell).
+ELSEWHERE = {"BAD_PROFILE", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE"}
+
+
+def _rigged(code: str, shell: Shell, monkeypatch) -> None:
+    """What the trigger needs beyond its lines: a Ctrl-C, a bug, a missing package, a loop that would run 10 s."""
+    if code == "INTERRUPTED":
+        def interrupted():
+            raise KeyboardInterrupt
+        monkeypatch.setattr(shell.backend, "device_sync", interrupted)
+    elif code == "INTERNAL_ERROR":
+        from cudashell import render
+
+        def broken(*a, **k):
+            raise ZeroDivisionError("a bug")
+        monkeypatch.setattr(render, "human", broken)
+        monkeypatch.setattr(render, "json_line", broken)
+    elif code == "NOT_INSTALLED":
+        monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
+        monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
+    elif code == "RUNAWAY_KERNEL":
+        from cudashell.simt import interp
+
+        monkeypatch.setattr(interp, "RUNAWAY_ROUNDS", 1000)
+        monkeypatch.setattr(interp, "RUNAWAY_SECONDS", 0.0)
+
+
+@pytest.mark.parametrize("code", sorted(TRIGGERS))
+def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkeypatch):
+    (tmp_path / "fails.cush").write_text("free nosuch\n")
+    (tmp_path / "self.cush").write_text("run self.cush\n")
+    monkeypatch.chdir(tmp_path)
+    profile, lines = TRIGGERS[code]
+    shell = shell_on(profile, tmp_path)
+    try:
+        *before, last = lines
+        for line in before:
+            assert shell.execute(line), (line, shell.err.getvalue())
+        _rigged(code, shell, monkeypatch)
+        assert shell.execute(last) is False
+        monkeypatch.undo()
+        assert shell.last_error.code == code, shell.err.getvalue()
+        assert code in shell.codes and undocumented(shell.codes) == set()
+    finally:
+        shell.close()
+
+
+def test_the_codes_no_simulator_command_gives_are_given_where_they_arise(tmp_path):
+    from cudashell.backends import open_backend
+    from cudashell.backends.cuda import CudaBackend
+    from tests.conftest import Cush
+
+    (tmp_path / "lab.json").write_text('{"bogus": 1}')
+    with pytest.raises(ShellError) as e:
+        open_backend("sim", str(tmp_path / "lab.json"))
+    assert e.value.code == "BAD_PROFILE"
+    if gpu_missing():  # here the cuda backend cannot start, and says why with its code
+        with pytest.raises(ShellError) as e:
+            open_backend("cuda")
+        assert e.value.code == "NO_GPU"
+    piped = Cush(CudaBackend(side="sim"))
+    try:
+        piped.ok("alloc pinned 4KB as p; alloc device 4KB as d")
+        piped.backend.proc.kill()
+        piped.backend.proc.wait()
+        assert piped.fails("memcpy p d")["code"] == "GPU_WORKER_DIED"
+    finally:
+        piped.shell.close()
+
+
+def test_the_catalogue_is_exactly_the_codes_given():
+    assert set(TRIGGERS) | ELSEWHERE == set(SHELL_CODES)
+    assert not set(TRIGGERS) & ELSEWHERE
+
+
+def test_the_reference_lists_the_whole_catalogue():
+    text = REFERENCE.read_text()
+    for code, meaning in SHELL_CODES.items():
+        assert f"| `{code}` | {meaning} |" in text
+
+
+# ------------------------------------------------------------------ whatever comes out of real runs
+def test_every_code_that_comes_out_of_real_runs_is_catalogued(real_runs):
+    """Fuzzed lines, every shipped demo and the benches (conftest.real_runs): every code any of them reported,
+    nested ones (a script's, a round's) too."""
+    assert len(real_runs.codes) > 15  # the runs met refusals of many kinds
+    assert undocumented(real_runs.codes) == set()
+    assert "INTERNAL_ERROR" not in real_runs.codes

@@ -3,9 +3,6 @@ contents lost, everything else made again. The same scenarios on both backends."
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 
 import pytest
 
@@ -108,16 +105,17 @@ SPIN_FOREVER = "kernel define forever <<< __global__ void forever(int *flag) { w
 
 @pytest.mark.gpu
 def test_ctrl_c_gives_a_kernel_that_never_ends_up(request):
-    from tests.conftest import Cush, make_backend
+    from tests.conftest import Cush, ctrl_c_once, make_backend, waiting_for
 
     c = Cush(make_backend("cuda"))
     request.addfinalizer(c.shell.close)
     c.ok("alloc pinned 4KB as p; fill p iota; alloc device 4KB as zero; memset zero 0; " + SPIN_FOREVER)
     before = checksums(c, ["p"])
     c.ok("launch forever zero grid 1 block 1")
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    ctrl_c = ctrl_c_once(lambda: waiting_for("device_sync"), "the sync never waited for the GPU")
     err = c.fails("sync")
+    ctrl_c.join()
+    assert ctrl_c.problems == []
     assert err["code"] == "GPU_ABANDONED" and "Ctrl-C" in err["message"]
     old = c.backend.proc
     r = c.ok("reset")

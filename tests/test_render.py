@@ -1,20 +1,32 @@
-"""Every kind of result a handler can return has one view (render.VIEWS), and text output at 80 and 120
-columns keeps parts of buffers and pointers whole."""
+"""Every kind of result a handler can return is a registered result type (Result.KINDS) with its view, and
+text output at 80 and 120 columns keeps parts of buffers and pointers whole."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+import pytest
 
 from cudashell import render
+from cudashell.results import Result
 
-SOURCE = Path(render.__file__).parent
+
+def test_every_result_kind_has_a_type_with_a_view():
+    assert len(Result.KINDS) > 30
+    for kind, cls in Result.KINDS.items():
+        assert cls.kind == kind
+        assert cls.text is not Result.text or cls.lines is not Result.lines, f"{kind}: neither text() nor lines()"
 
 
-def test_every_result_kind_in_the_code_has_a_view():
-    kinds = {m for f in SOURCE.rglob("*.py") for m in re.findall(r'Result\(\s*"(\w+)"', f.read_text())}
-    assert len(kinds) > 30
-    assert kinds - set(render.VIEWS) == set()
+@pytest.mark.parametrize("width", [80, 120])
+def test_every_result_that_comes_out_of_real_runs_is_its_kinds_type_and_renders(real_runs, width):
+    """The results of fuzzed lines, the demos and the benches (conftest.real_runs): each one's type is the one
+    registered for its kind, and its view draws it as text (a table fits the width it is given)."""
+    assert len(real_runs.results) > 30  # the runs returned results of many kinds
+    assert set(real_runs.results) <= set(Result.KINDS)
+    for kind, results in real_runs.results.items():
+        for result in results:
+            assert type(result) is Result.KINDS[kind]
+            text = render.human(result, "simple", width)
+            assert isinstance(text, str)
 
 
 def test_a_copy_of_parts_reads_back_in_the_shells_own_syntax():

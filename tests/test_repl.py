@@ -78,48 +78,113 @@ def test_validation_marks_the_column_before_enter():
     ShellValidator().validate(Document("alloc pinned 64MB; ls"))
 
 
-def drive(shell, *keys: str) -> str:
-    """Type the keys one group at a time, as a person would: completion runs in the background."""
+class Prompt:
+    """What the person at the keyboard sees, read from the real PromptSession while it runs: the line being edited,
+    how many prompts have been shown, and the screen (the shell's output so far)."""
+
+    def __init__(self, shell):
+        self.screen_io, self.session, self.prompts = shell.out, None, 0
+
+    def make_session(self, real):
+        def made(*args, **kwargs):
+            session = self.session = real(*args, **kwargs)
+            shown = session.prompt
+
+            def prompt(*a, **k):
+                self.prompts += 1
+                return shown(*a, **k)
+
+            session.prompt = prompt
+            return session
+        return made
+
+    @property
+    def screen(self) -> str:
+        return self.screen_io.getvalue()
+
+    def line(self) -> str | None:
+        """The text being edited at the prompt, or None while no prompt is up."""
+        s = self.session
+        return s.default_buffer.text if s is not None and s.app.is_running else None
+
+    def at_prompt(self, n: int) -> bool:
+        """The n-th prompt is up, empty: the line before it has run."""
+        return self.prompts == n and self.line() == ""
+
+
+def typed(text: str):
+    return lambda p: p.line() == text
+
+
+def prompt(n: int):
+    return lambda p: p.at_prompt(n)
+
+
+def drive(shell, monkeypatch, *steps) -> str:
+    """Type as a person would, one group of keys at a time, each once the screen shows what the last one did (a
+    completion, which runs in the background; a command's output; the next prompt): steps are (keys, ready) pairs,
+    ready(Prompt) saying when the keys have had their effect. Ends with Ctrl-D."""
+    import cudashell.repl as repl_module
+
+    view, problems = Prompt(shell), []
+    monkeypatch.setattr(repl_module, "make_session", view.make_session(repl_module.make_session))
     with create_pipe_input() as inp:
         def typist():
-            for k in keys:
-                time.sleep(0.15)
-                inp.send_text(k)
+            waits = [(None, prompt(1)), *steps]
+            for i, (keys, ready) in enumerate(waits):
+                if keys is not None:
+                    inp.send_text(keys)
+                deadline = time.monotonic() + 20
+                while not ready(view):
+                    if time.monotonic() > deadline:
+                        problems.append(f"step {i} ({keys!r}): the line is {view.line()!r} at prompt {view.prompts}")
+                        inp.close()  # the prompt reads end-of-input: the session ends
+                        return
+                    time.sleep(0.005)
+            inp.send_text("\x04")
 
-        threading.Thread(target=typist, daemon=True).start()
+        thread = threading.Thread(target=typist, daemon=True)
+        thread.start()
         repl(shell, "banner", {"color": "never"}, input=inp, output=DummyOutput())
+        thread.join(timeout=30)
+    assert problems == []
     return shell.out.getvalue()
 
 
-def test_typing_tab_completion_and_ctrl_d_in_the_real_prompt(shell):
-    out = drive(shell, "allo", "\t", " pinned 1MB", "\r", "ls\r", "\x04")
+def test_typing_tab_completion_and_ctrl_d_in_the_real_prompt(shell, monkeypatch):
+    out = drive(shell, monkeypatch, ("allo", typed("allo")), ("\t", typed("alloc")),
+                (" pinned 1MB", typed("alloc pinned 1MB")), ("\r", prompt(2)), ("ls\r", prompt(3)))
     assert "p0: pinned 1 MiB" in out and "released: p0 (pinned 1048576 B)" in out
     assert shell.session.buffers == {}
 
 
-def test_a_malformed_line_is_not_run_and_ctrl_c_cancels_it(shell):
-    out = drive(shell, "alloc pinned 64QB", "\r", "\x03", "alloc device 1KB\r", "\x04")
+def test_a_malformed_line_is_not_run_and_ctrl_c_cancels_it(shell, monkeypatch):
+    def refused(p):  # still the line, marked (validated while typing), still the first prompt
+        return p.line() == "alloc pinned 64QB" and p.session.default_buffer.validation_error is not None
+
+    out = drive(shell, monkeypatch, ("alloc pinned 64QB", refused), ("\r", refused), ("\x03", prompt(2)),
+                ("alloc device 1KB\r", prompt(3)))
     assert [e.text for e in shell.session.history] == ["alloc device 1KB as d0"]
     assert "d0: device" in out
 
 
-def test_inline_help_with_a_question_mark(shell):
-    out = drive(shell, "memcpy ?\r", "\x04")
+def test_inline_help_with_a_question_mark(shell, monkeypatch):
+    out = drive(shell, monkeypatch, ("memcpy ?\r", prompt(2)))
     assert "memcpy [h2d|d2h|d2d|h2h] SRC DST" in out and "cudaMemcpy" in out
 
 
 def test_the_installed_command_in_a_pseudo_terminal(tmp_path):
     pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
-               TERM="xterm", NO_COLOR="1")
+               TERM="xterm", NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
     child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",
                           timeout=20, dimensions=(40, 120))
     child.expect("type `help`")
     child.expect("cush>")
     child.send("alloc pi")
-    time.sleep(0.5)
+    child.expect("got 'pi'")  # the screen shows the line as typed, marked while typing
     child.send("\t")  # completes `pinned`
-    time.sleep(0.5)
+    child.expect("missing SIZE")  # the line is `alloc pinned` now: the completion is in it, marked as unfinished
     child.send(" 1MB mapped\r")
     child.expect("p0: pinned 1 MiB")
     child.expect("cush>")
@@ -145,14 +210,9 @@ def test_ctrl_c_during_a_long_command_returns_to_the_prompt_consistent(shell, mo
     assert shell.execute("sync; alloc device 1KB") is True
 
 
-def test_the_toolbar_fits_the_terminal_and_counts_right():
-    import io
-
-    from cudashell.backends.sim import SimBackend
+def test_the_toolbar_fits_the_terminal_and_counts_right(shell):
     from cudashell.repl import toolbar
-    from cudashell.shell import Shell
 
-    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
     shell.execute("alloc pinned 1MB; stream create; hold")
     narrow, wide = toolbar(shell, 80), toolbar(shell, 200)
     assert len(narrow) <= 80 and "1 buffer ·" in narrow and "HELD" in narrow
@@ -180,14 +240,9 @@ def test_the_validator_gives_the_did_you_mean_hint_scripts_give():
     assert "did you mean `alloc`" in e.value.message
 
 
-def test_completion_offers_kernel_pointers_and_setting_values():
-    import io
-
-    from cudashell.backends.sim import SimBackend
-    from cudashell.shell import Shell
+def test_completion_offers_kernel_pointers_and_setting_values(shell):
     from cudashell.suggest import suggest
 
-    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
     shell.execute("alloc pinned 1MB as a; alloc device 1MB as b; alloc pageable 1MB as h")
 
     def texts(line):
@@ -197,23 +252,20 @@ def test_completion_offers_kernel_pointers_and_setting_values():
     assert texts("set tablefmt g") == ["github", "grid"] and texts("set time ") == ["on", "off"]
 
 
-def test_history_suggestions_naming_missing_buffers_are_not_offered():
-    import io
-
-    from cudashell.backends.sim import SimBackend
+def test_history_suggestions_naming_missing_buffers_are_not_offered(shell):
     from cudashell.repl import names_exist
-    from cudashell.shell import Shell
 
-    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
     shell.execute("alloc pinned 1MB as a; alloc device 1MB as b")
     assert names_exist("memcpy a b", shell.session) and names_exist("free all", shell.session)
     assert not names_exist("memcpy a d3", shell.session) and not names_exist("free a zz", shell.session)
     assert names_exist("alloc pinned 1MB as brand_new", shell.session)
 
 
-def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell):
-    out = drive(shell, "repeat 2 <<<\r", "echo looped\r", ">>>\r", "\x1b[200~alloc pinned 4KB as a\nls\n"
-                "free a\x1b[201~", "\r", "\x04")
+def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell, monkeypatch):
+    paste = "alloc pinned 4KB as a\nls\nfree a"
+    out = drive(shell, monkeypatch, ("repeat 2 <<<\r", typed("repeat 2 <<<\n")),
+                ("echo looped\r", typed("repeat 2 <<<\necho looped\n")), (">>>\r", prompt(2)),
+                (f"\x1b[200~{paste}\x1b[201~", typed(paste)), ("\r", prompt(3)))
     assert "repeated 2×" in out
     assert [e.text for e in shell.session.history][-3:] == ["alloc pinned 4KB as a", "ls", "free a"]
     assert "a: pinned 4 KiB" in out and "USAGE" not in shell.err.getvalue()
@@ -244,7 +296,7 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
 
     pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
-               TERM="xterm", NO_COLOR="1", LESS="")
+               TERM="xterm", NO_COLOR="1", LESS="", PROMPT_TOOLKIT_NO_CPR="1")
     child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",
                           timeout=30, dimensions=(rows, cols))
     child.expect("cush>")

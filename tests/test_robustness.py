@@ -136,7 +136,19 @@ def test_json_lines_follow_output_to_its_file(sim, tmp_path):
     assert [x["cmd"] for x in lines] == ["alloc device 1MB as d"] and lines[0]["result"]["buffer"]["name"] == "d"
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used (user + system), from /proc/PID/stat."""
+    import os
+
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/stat"), reason="reads /proc/PID/stat")
 def test_ctrl_c_ends_a_script_with_130_at_once(tmp_path):
+    """The Ctrl-C comes once the script is inside its long loop: its line is shown, and the process has spent a
+    further 0.3 s of CPU on it (round 1 runs through the shell in milliseconds; the rest is the GPU-side loop)."""
+    import os
     import signal
     import time
 
@@ -144,12 +156,25 @@ def test_ctrl_c_ends_a_script_with_130_at_once(tmp_path):
     script.write_text("alloc pinned 4KB as h\nalloc device 4KB as d\nrepeat 1000000 <<< memcpy h2d h d async >>>\n"
                       "echo after\n")
     p = subprocess.Popen([sys.executable, "-m", "cudashell", "--backend", "sim", str(script)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(2.5)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
-    assert p.returncode == 130 and "INTERRUPTED" in err and "after" not in out
+    try:
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if line.startswith("cush> repeat"):
+                break
+        assert seen and seen[-1].startswith("cush> repeat"), seen
+        at_loop, deadline = _cpu_seconds(p.pid), time.monotonic() + 60
+        while _cpu_seconds(p.pid) < at_loop + 0.3:
+            assert p.poll() is None and time.monotonic() < deadline, "the loop ended or never ran"
+            time.sleep(0.01)  # a poll interval, not a guess at how long anything takes
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 130 and "INTERRUPTED" in err and "after" not in out, (p.returncode, err[-500:])
 
 
 def test_output_file_gets_what_the_screen_gets_under_repeat(tmp_path):
@@ -180,11 +205,25 @@ def test_a_reader_that_left_stops_the_commands_after_it(tmp_path):
     assert not witness.exists()
 
 
-def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused(sim):
-    result = sim.ok("bench memcpy h2d pinned sizes 1MB,1GB,2GB")
-    assert [r["size"] for r in result["rows"]] == [1 << 20, 1 << 30]
-    assert result["stopped"].startswith("CUDA_ERROR_OUT_OF_MEMORY")
-    sim.ok("alloc device 1MB as d; ls")
+def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused():
+    """A simulator with 64 MiB of real RAM to give (the default 4 GiB refuses a 2 GB point the same way, after
+    half a minute of copying 1 GB): 48 MB of pinned source and device target do not fit."""
+    from dataclasses import replace
+
+    from cudashell.backends.profile import Profile
+    from cudashell.backends.sim import SimBackend
+    from tests.conftest import Cush
+
+    sim = Cush(SimBackend(replace(Profile.load(None), storage_budget=64 << 20)))
+    try:
+        result = sim.ok("bench memcpy h2d pinned sizes 1MB,16MB,48MB")
+        assert [r["size"] for r in result["rows"]] == [1 << 20, 16 << 20]
+        assert result["stopped"].startswith("CUDA_ERROR_OUT_OF_MEMORY") and "budget" in result["stopped"]
+        assert sim.backend.budget.used == 0  # the refused point's buffers were given back too
+        sim.ok("alloc device 1MB as d")
+        assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["d"]
+    finally:
+        sim.shell.close()
 
 
 def test_a_bench_past_the_storage_budget_is_refused_before_it_touches_memory(sim):

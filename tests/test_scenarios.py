@@ -226,10 +226,17 @@ def test_timings_say_how_they_were_obtained(cush):
     cush.ok("alloc pinned 1MB; alloc device 1MB")
     label = cush.ok("memcpy p0 d0")["timing"]
     assert label == ("modeled" if cush.backend.name == "sim" else "measured")
+    cush.ok("launch spin 20000")  # 20 ms of kernel ahead of it: the copy is still queued when its call returns
     async_copy = cush.ok("memcpy p0 d0 async")
+    assert async_copy["timing"] == label and async_copy["blocking"] is False
     done = cush.ok("sync")
-    if async_copy["seconds"] is None:  # still running when the call returned: resolved at sync
-        assert done["completed"][0]["op"] == "memcpy h2d" and done["completed"][0]["seconds"] > 0
+    assert [c["op"] for c in done["completed"]] == ["kernel spin", "memcpy h2d"]  # both settle at the sync
+    copy = done["completed"][1]
+    assert copy["bytes"] == 1 << 20 and copy["seconds"] > 0
+    if cush.backend.name == "sim":  # modeled when the call is made; the sync reports the same figure
+        assert async_copy["seconds"] == pytest.approx(copy["seconds"], rel=1e-6)
+    else:  # measured: unknown until the copy has run, resolved at the sync
+        assert async_copy["seconds"] is None
 
 
 def test_calibrate_writes_a_profile_the_simulator_loads(cush, tmp_path):
@@ -246,7 +253,10 @@ def test_calibrate_writes_a_profile_the_simulator_loads(cush, tmp_path):
     assert cush.ok("ls")["buffers"] == []  # its scratch buffers are gone
     assert p["gpus"] == len(cush.ok("devices")["devices"])
     sim = Cush(SimBackend(Profile.load(str(path))))
-    modeled = sim.ok("alloc pinned 64MB; alloc device 64MB; memcpy p0 d0")
+    try:
+        modeled = sim.ok("alloc pinned 64MB; alloc device 64MB; memcpy p0 d0")
+    finally:
+        sim.shell.close()
     curve = dict((n, t) for n, t in p["copy_curves"]["pinned h2d"])
     assert modeled["seconds"] == pytest.approx(curve[64 * 2**20])  # the model uses the measured curve
     small, large = p["copy_curves"]["pageable h2d"][0], p["copy_curves"]["pageable h2d"][-1]

@@ -156,17 +156,18 @@ def test_the_front_end_is_imported_only_when_a_kernel_is_defined():
 def test_show_access_is_a_picture_in_a_notebook(sim):
     pytest.importorskip("matplotlib")
     from cudashell import figures
+    from cudashell.results import Result
 
     sim.ok("kernel define copy2 <<< __global__ void copy2(const int *a, int *b) { b[threadIdx.x] = a[threadIdx.x]; } >>>")
     sim.ok("alloc device 32B as a; alloc device 32B as b")
     result = sim.ok("launch copy2 a b grid 1 block 8 show-access")
-    fig = figures.figure("launch", result)
+    fig = Result.KINDS["launch"](result).figure()
     try:
         assert [ax.get_title(loc="left") for ax in fig.axes] == ["a", "b"]
         assert len(fig.axes[1].patches) == 8  # one cell an element written
     finally:
         figures.close(fig)
-    assert figures.figure("launch", sim.ok("launch copy2 a b grid 1 block 8")) is None
+    assert Result.KINDS["launch"](sim.ok("launch copy2 a b grid 1 block 8")).figure() is None
 
 
 def test_shared_atomics_are_each_blocks_own(sim):

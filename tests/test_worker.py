@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 import signal
 import threading
+import time
 
 import pytest
 
@@ -16,7 +16,7 @@ from cudashell.errors import ShellError
 from cudashell.backends.wire import BufRef
 from cudashell.backends.worker import Worker
 from cudashell.session import Buffer
-from tests.conftest import Cush, make_backend
+from tests.conftest import Cush, make_backend, until, waiting_for
 
 
 def test_the_shell_side_meets_the_whole_contract():
@@ -102,13 +102,36 @@ def test_a_stalled_worker_is_given_up_after_the_timeout_then_reset_kills_it(pipe
 
 
 def test_ctrl_c_asks_and_waits_on_when_told_to(piped):
-    asked = []
-    piped.backend.ask_abandon = lambda what, waited: asked.append(what) or len(asked) > 1
-    for delay in (0.2, 0.5):
-        threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+    """Two Ctrl-Cs, each sent once the shell side is waiting for the stalled worker's reply: the first is answered
+    `wait on` (the wait goes on), the second `give up`."""
+    asked, problems = [], []
+
+    def ask(what, waited):
+        asked.append((what, waited))
+        return len(asked) > 1
+
+    def waiting() -> bool:  # inside the wait for the stall's reply, and not inside the question
+        return waiting_for("stall", besides=frozenset({"ask"}))
+
+    def ctrl_c_twice():
+        try:
+            until(waiting, "the shell never waited for the stall")
+            os.kill(os.getpid(), signal.SIGINT)
+            until(lambda: len(asked) == 1 and waiting(), "the first Ctrl-C was not asked about, or the wait ended")
+            os.kill(os.getpid(), signal.SIGINT)
+        except TimeoutError as e:
+            problems.append(str(e))
+
+    piped.backend.ask_abandon = ask
+    sender = threading.Thread(target=ctrl_c_twice)
+    sender.start()
     with pytest.raises(ShellError) as e:
         piped.backend._call("stall", 30)
-    assert e.value.code == "GPU_ABANDONED" and asked == ["stall", "stall"]
+    sender.join()
+    assert problems == []
+    assert e.value.code == "GPU_ABANDONED" and "waiting in stall (Ctrl-C)" in e.value.message
+    assert [what for what, _ in asked] == ["stall", "stall"] and asked[0][1] <= asked[1][1] < 30
+    assert piped.fails("alloc device 4KB")["code"] == "GPU_ABANDONED"  # given up: nothing more runs until `reset`
 
 
 def test_a_worker_that_dies_is_reported_and_reset_starts_another(piped):
@@ -129,13 +152,25 @@ def test_a_bug_in_the_worker_is_one_line_and_the_session_goes_on(piped):
     piped.ok("fill p 1; checksum p")
 
 
-def test_exit_ends_the_worker_in_every_state(piped):
-    piped.ok("set gpu-timeout 0.2")
-    with pytest.raises(ShellError):
-        piped.backend._call("stall", 30)
+@pytest.mark.parametrize("state, status", [("answering", 0), ("abandoned", -signal.SIGKILL),
+                                           ("died", -signal.SIGKILL)])
+def test_exit_ends_the_worker_in_every_state(piped, state, status):
+    """Closing the shell ends the worker however it stands: one that answers is asked to close and exits 0 (it
+    pops its context); one given up while it still sleeps in a wait is killed; one already dead is reaped."""
+    piped.ok("alloc pinned 4KB as p")
     proc = piped.backend.proc
+    if state == "abandoned":
+        piped.ok("set gpu-timeout 0.2")
+        with pytest.raises(ShellError) as e:
+            piped.backend._call("stall", 30)
+        assert e.value.code == "GPU_ABANDONED" and proc.poll() is None  # still asleep in the stall
+    elif state == "died":
+        proc.kill()
+        proc.wait()
+    t0 = time.monotonic()
     piped.shell.close()
-    assert proc.returncode is not None
+    assert proc.returncode == status and time.monotonic() - t0 < 5  # not the stall's 30 s, nor CLOSE_WAIT's 10
+    assert piped.backend.closed
 
 
 def test_the_backend_adopts_the_worker_the_command_started_before_its_imports(monkeypatch):

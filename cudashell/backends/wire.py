@@ -49,8 +49,8 @@ def to_ref(x):
         return replace(x, buf=to_ref(x.buf))
     if kind is list:
         return [to_ref(v) for v in x]
-    if hasattr(x, "params") and hasattr(x, "sim"):
-        return replace(x, sim=None)
+    if hasattr(x, "params") and hasattr(x, "sim"):  # functions do not pickle: the worker has its own built-ins
+        return replace(x, sim=None, runs_for=None)
     return x
 
 

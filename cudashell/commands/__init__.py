@@ -1,3 +1,8 @@
-"""Command handlers: each takes (session, backend, parsed args) and returns a Result."""
+"""Command handlers: each takes (session, backend, parsed args) and returns a Result. Every module here is imported
+(each registers its specs and its results): a new command is a new module, or a handler in one of these."""
 
-from . import bench, calibrate, contexts, copies, data, doctor, events, export, gpus, hold, kernels, memory, meta, recovery, streams, timeline  # noqa: F401  (each registers its specs)
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

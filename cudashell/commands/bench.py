@@ -19,6 +19,9 @@ from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
 from ..scratch import Scratch
+from ..render import fit, host_table
+from ..sizes import format_size
+from typing import NotRequired, TypedDict
 
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")
@@ -178,7 +181,7 @@ def bench_memcpy(session, backend, args):
         progress.close()
     data = {"bench": "memcpy", "direction": direction, "rows": rows, "peak": peak, "peak_of": peak_what,
             "interrupted": interrupted, "stopped": stopped, "timing": backend.timing_label}
-    return _outputs(Result("bench", data), args)
+    return _outputs(Bench(data), args)
 
 
 def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
@@ -252,7 +255,7 @@ def bench_latency(session, backend, args):
         if ev is not None:
             backend.event_destroy(ev)
         s.free_all()
-    return _outputs(Result("bench", {"bench": "latency", "rows": rows, "timing": backend.timing_label}), args)
+    return _outputs(Bench({"bench": "latency", "rows": rows, "timing": backend.timing_label}), args)
 
 
 @command("bench alloc", "memory", "what allocating, pinning and freeing cost per GiB",
@@ -277,7 +280,7 @@ def bench_alloc(session, backend, args):
         stopped = _stopped(e, rows)
     finally:
         progress.close()
-    return _outputs(Result("bench", {"bench": "alloc", "rows": rows, "interrupted": interrupted, "stopped": stopped,
+    return _outputs(Bench({"bench": "alloc", "rows": rows, "interrupted": interrupted, "stopped": stopped,
                                      "timing": backend.timing_label}), args)
 
 
@@ -334,7 +337,7 @@ def bench_zerocopy(session, backend, args):
             break
         wins_from = r["n"]
     kernel_cross = next((r["n"] for r in rows if r["zc_kernel_us"] > 2 * r["dev_kernel_us"]), None)
-    return _outputs(Result("bench", {"bench": "zerocopy", "rows": rows, "zc_step_wins_from": wins_from,
+    return _outputs(Bench({"bench": "zerocopy", "rows": rows, "zc_step_wins_from": wins_from,
                                      "kernel_2x": kernel_cross, "interrupted": interrupted, "stopped": stopped,
                                      "timing": backend.timing_label}), args)
 
@@ -406,7 +409,7 @@ def bench_overlap(session, backend, args):
         s.free_all()
     for r in rows:
         r["speedup"] = rows[0]["ms"] / r["ms"]
-    return _outputs(Result("bench", {"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args)
+    return _outputs(Bench({"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args)
 
 
 @command("bench peer", "copies", "copies between GPUs: every pair, each direction, peer access off and on",
@@ -451,7 +454,7 @@ def bench_peer(session, backend, args):
                 progress.step()
     finally:
         progress.close()
-    return _outputs(Result("bench", {"bench": "peer", "rows": rows, "host_rows": host_rows,
+    return _outputs(Bench({"bench": "peer", "rows": rows, "host_rows": host_rows,
                                      "timing": backend.timing_label}), args)
 
 
@@ -486,3 +489,127 @@ def _plot(data: dict, path: str, col: int) -> None:
         raise usage(f"cannot plot into '{path}': name a .png, .svg or .pdf file", col) from None
     finally:
         close(fig)
+
+
+# ------------------------------------------------------------------ the results of these commands
+class BenchDataRowsItem(TypedDict):
+    n: NotRequired[int]
+    zc_kernel_us: NotRequired[float]
+    dev_kernel_us: NotRequired[float]
+    zc_step_us: NotRequired[float]
+    dev_step_us: NotRequired[float]
+    kind: NotRequired[str]
+    size: NotRequired[int]
+    call: NotRequired[str]
+    alloc_s_per_gib: NotRequired[float]
+    free_s_per_gib: NotRequired[float]
+    what: NotRequired[str]
+    median_us: NotRequired[float]
+    p10_us: NotRequired[float]
+    p90_us: NotRequired[float]
+    rounds: NotRequired[int]
+    gbps: NotRequired[float | None]
+    cv: NotRequired[float]
+    percent_of_peak: NotRequired[float]
+    us_per_copy: NotRequired[float]
+    copies: NotRequired[int]
+    reps: NotRequired[int]
+    gated: NotRequired[bool]
+    streams: NotRequired[int]
+    ms: NotRequired[float]
+    speedup: NotRequired[float]
+    src: NotRequired[int]
+    dst: NotRequired[int]
+    peer: NotRequired[bool]
+    seconds: NotRequired[float | None]
+    link: NotRequired[str]
+
+
+class BenchDataHostRowsItem(TypedDict):
+    gpu: int
+    node: int
+    to_device: bool
+    near: bool
+    size: int
+    reps: int
+    seconds: float | None
+    gbps: float | None
+
+
+class BenchData(TypedDict):
+    bench: str
+    rows: list[BenchDataRowsItem]
+    zc_step_wins_from: NotRequired[int]
+    kernel_2x: NotRequired[int | None]
+    interrupted: NotRequired[bool]
+    stopped: NotRequired[str | None]
+    timing: str
+    direction: NotRequired[str]
+    peak: NotRequired[float]
+    peak_of: NotRequired[str]
+    host_rows: NotRequired[list[BenchDataHostRowsItem]]
+
+
+class Bench(Result, kind="bench"):
+    Data = BenchData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        rows, bench, label = d["rows"], d["bench"], d["timing"]
+        if bench == "memcpy":
+            flags = {r.get("gated", True) for r in rows}
+            gated = "ungated" if flags == {False} else "gated" if flags == {True} else \
+                "gated; " + ", ".join(dict.fromkeys(r["kind"] for r in rows if not r["gated"])) + " as issued"
+            head = f"bench memcpy {d['direction']} ({label}, {gated}); % of {d['peak_of']}" + (
+                f" = {d['peak'] / 1e9:.1f} GB/s" if d["peak"] else "")
+            table = [[r["kind"], format_size(r["size"]), f"{r['gbps']:.2f}",
+                      f"{r['us_per_copy']:.2f}" if r.get("us_per_copy") is not None else "", f"{100 * r['cv']:.1f}%",
+                      f"{r['percent_of_peak']:.0f}%" if r["percent_of_peak"] is not None else "-", r["copies"]]
+                     for r in rows]
+            headers = ["kind", "size", "GB/s (median)", "µs/copy", "CV", "of peak", "copies/rep"]
+        elif bench == "latency":
+            head = f"bench latency ({label}): host time of one round, {rows[0]['rounds'] if rows else 0} rounds each"
+            table = [[r["what"], f"{r['median_us']:.2f}", f"{r['p10_us']:.2f}–{r['p90_us']:.2f}"] for r in rows]
+            headers = ["operation", "µs (median)", "p10–p90 µs"]
+        elif bench == "alloc":
+            head = f"bench alloc ({label}): seconds per GiB"
+            table = [[r["kind"], format_size(r["size"]), r["call"], f"{r['alloc_s_per_gib']:.4f}",
+                      f"{r['free_s_per_gib']:.4f}"] for r in rows]
+            headers = ["kind", "size", "call", "alloc s/GiB", "free s/GiB"]
+        elif bench == "zerocopy":
+            head = f"bench zerocopy ({label}): sumArraysGPU, µs"
+            table = [[r["n"], f"{r['zc_kernel_us']:.1f}", f"{r['dev_kernel_us']:.1f}", f"{r['zc_step_us']:.1f}",
+                      f"{r['dev_step_us']:.1f}"] for r in rows]
+            headers = ["n", "zero-copy kernel", "device kernel", "zero-copy step", "device step (copies)"]
+        elif bench == "peer":
+            head = f"bench peer ({label}): cudaMemcpyPeerAsync, {format_size(rows[0]['size'])} × {rows[0]['reps']}, GB/s"
+            pairs = {}
+            for r in rows:
+                pairs.setdefault((r["src"], r["dst"]), {"link": r["link"]})[r["peer"]] = r["gbps"]
+            table = [[f"GPU {a} → GPU {b}", p["link"], f"{p[False]:.1f}",
+                      f"{p[True]:.1f}" if True in p else "no peer access",
+                      f"{p[True] / p[False]:.1f}×" if True in p else "-"] for (a, b), p in pairs.items()]
+            headers = ["copy", "link", "peer access off", "peer access on", "on / off"]
+        else:
+            head = f"bench overlap ({label})"
+            table = [[r["streams"], f"{r['ms']:.3f}", f"{r['speedup']:.2f}×"] for r in rows]
+            headers = ["streams", "ms", "speedup"]
+        out = [head, fit(table, headers, tablefmt, width)]
+        if bench == "zerocopy":
+            w, k = d["zc_step_wins_from"], d["kernel_2x"]
+            out.append((f"whole step (copies from pageable memory included): zero-copy wins from n = {w} on"
+                        if w else "whole step: device memory wins at the largest n measured")
+                       + (f"; the zero-copy kernel alone is over 2× slower from n = {k}" if k else ""))
+        if bench == "peer" and d.get("host_rows"):
+            out += ["", "host ↔ GPU (pinned host memory on each NUMA node, cudaMemcpyAsync), GB/s",
+                    fit(host_table(d["host_rows"]), ["host memory", "GPU", "host → GPU", "GPU → host"], tablefmt,
+                        width)]
+        if d.get("interrupted"):
+            out.append("interrupted: the points measured so far")
+        if d.get("stopped"):
+            out.append(f"stopped at the next point — {d['stopped']}: the points measured so far")
+        return out
+
+    def figure(self):
+        return bench_figure(self.data) if self.data.get("rows") else None
+

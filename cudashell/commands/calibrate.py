@@ -16,6 +16,8 @@ from ..launchdims import dim3
 from ..registry import command
 from ..results import Result
 from ..scratch import Scratch
+from ..render import fmt_seconds
+from typing import TypedDict
 
 SIZE = 64 << 20
 REPS = 5
@@ -240,4 +242,62 @@ def calibrate(session, backend, args):
             Path(path).write_text(json.dumps(profile, indent=2) + "\n")
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
-    return Result("calibrate", {"profile": profile, "path": path, "timing": backend.timing_label})
+    return Calibration({"profile": profile, "path": path, "timing": backend.timing_label})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class CalibrateDataProfile(TypedDict):
+    name: str
+    compute_capability: str
+    pci_bus_id: str
+    device_memory: int
+    unified_addressing: bool
+    can_map_host_memory: bool
+    pageable_memory_access: bool
+    managed_memory: bool
+    concurrent_managed_access: bool
+    async_engine_count: int
+    concurrent_kernels: bool
+    pinned_h2d: float
+    pinned_d2h: float
+    writecombined_h2d: float
+    pageable_h2d: float
+    pageable_d2h: float
+    d2d: float
+    copy_latency: float
+    sync_latency: float
+    engine_switch: float
+    launch_latency: float
+    async_call: float
+    shell_overhead: float
+    pinned_alloc_per_mib: float
+    kernel_device_read: float
+    kernel_zero_copy_read: float
+    kernel_floor: float
+    copy_curves: dict[str, list[list[float]]]
+    gpus: int
+    priority_least: int
+    priority_greatest: int
+
+
+class CalibrateData(TypedDict):
+    profile: CalibrateDataProfile
+    path: str
+    timing: str
+
+
+class Calibration(Result, kind="calibrate"):
+    Data = CalibrateData
+
+    def text(self):
+        d = self.data
+        p = d["profile"]
+        out = [f"{p['name']} — figures {d['timing']}" + (f", written to {d['path']}" if d["path"] else "")]
+        for key, value in p.items():
+            if key.endswith(("_h2d", "_d2h", "d2d", "_read")):
+                out.append(f"  {key:<24} {value / 1e9:10.2f} GB/s")
+            elif key.endswith(("latency", "per_mib")):
+                out.append(f"  {key:<24} {fmt_seconds(value):>13}")
+        if d["path"]:
+            out.append(f"use it with: cudashell --sim-profile {d['path']}")
+        return out

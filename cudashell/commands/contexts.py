@@ -9,6 +9,8 @@ from ..registry import command
 from ..results import Result, timing_data
 from ..session import Context
 from .checks import check_name
+from ..render import fit, fmt_seconds
+from typing import NotRequired, TypedDict
 
 
 def context_row(session, c: Context) -> dict:
@@ -25,7 +27,7 @@ def _switch(session, backend, c: Context, action: str, call: str, t=None) -> Res
     used = backend.context_use(c.handle)
     session.current = c.name
     t = t or used
-    return Result("context", {**context_row(session, c), "action": action, "call": call, **timing_data(t)})
+    return ContextChange({**context_row(session, c), "action": action, "call": call, **timing_data(t)})
 
 
 @command("contexts", "session", "the contexts: each one's GPU, whether it is the GPU's primary, what lives in it",
@@ -35,7 +37,7 @@ def _switch(session, backend, c: Context, action: str, call: str, t=None) -> Res
                  "has its own default stream (`ctx1:0` in the trace). `info BUF` shows which contexts reach a "
                  "buffer.")
 def contexts(session, backend, args):
-    return Result("contexts", {"contexts": [context_row(session, c) for c in session.contexts.values()],
+    return ContextList({"contexts": [context_row(session, c) for c in session.contexts.values()],
                                "current": session.current, "timing": backend.timing_label})
 
 
@@ -95,5 +97,65 @@ def context_destroy(session, backend, args):
     del session.contexts[c.name]
     if session.current == c.name:
         session.current = "gpu0"
-    return Result("context", {**context_row(session, c), "current": False, "action": "destroyed",
+    return ContextChange({**context_row(session, c), "current": False, "action": "destroyed",
                               "call": "cuCtxDestroy", "now": session.current, "timing": backend.timing_label})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class ContextData(TypedDict):
+    name: str
+    device: int
+    kind: str
+    current: bool
+    buffers: list[str]
+    streams: list[str]
+    events: list[str]
+    action: str
+    call: str
+    seconds: NotRequired[float | None]
+    host_seconds: NotRequired[float]
+    blocking: NotRequired[bool]
+    timing: str
+    sync_rule: NotRequired[str | None]
+    blocking_basis: NotRequired[str | None]
+    now: NotRequired[str]
+
+
+class ContextChange(Result, kind="context"):
+    Data = ContextData
+
+    def text(self):
+        d = self.data
+        what = {"created": f"context {d['name']} created on GPU {d['device']}, now current",
+                "current": f"context {d['name']} ({d['kind']}, GPU {d['device']}) is current",
+                "destroyed": f"context {d['name']} destroyed; {d.get('now')} is current"}[d["action"]]
+        took = f" — {d['call']}" + (f", {fmt_seconds(d['host_seconds'])} ({d['timing']})" if "host_seconds" in d else "")
+        return [what + took]
+
+
+class ContextsDataContextsItem(TypedDict):
+    name: str
+    device: int
+    kind: str
+    current: bool
+    buffers: list[str]
+    streams: list[str]
+    events: list[str]
+
+
+class ContextsData(TypedDict):
+    contexts: list[ContextsDataContextsItem]
+    current: str
+    timing: str
+
+
+class ContextList(Result, kind="contexts"):
+    Data = ContextsData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        rows = [[("* " if c["current"] else "  ") + c["name"], c["device"], c["kind"],
+                 ", ".join(c["buffers"]) or "-", ", ".join(c["streams"]), ", ".join(c["events"]) or "-"]
+                for c in d["contexts"]]
+        return [fit(rows, ["context", "GPU", "kind", "buffers", "streams", "events"], tablefmt, width),
+                "(* current: what is made now is made in it; `info BUF` says which contexts reach a buffer)"]

@@ -7,6 +7,9 @@ from ..grammar import Arg, Flag, Opt
 from ..registry import command
 from ..results import Result, timing_data
 from .checks import check_device_accessible, check_on_this_gpu, check_range, common_size, region
+from ..render import gpu_time, how_text, timing_note
+from ..sizes import format_size_exact
+from typing import TypedDict
 
 DIRECTIONS = ("h2d", "d2h", "d2d", "h2h")
 SIDE_WORD = {"h": "host", "d": "device", "hd": "managed (host or device)"}
@@ -46,10 +49,7 @@ def _fits(buf, words: list[str], end: int) -> bool:
 
 
 def stream_for(session, args):
-    stream_name = args.get("S")
-    if stream_name is not None and "async" not in args.flags:
-        raise usage("a stream applies only to async work", args.col("S"), "add `async`")
-    return session.stream(stream_name, args.col("S"))
+    return session.stream(args.get("S"), args.col("S"))
 
 
 @command("memcpy", "copies", "copy between buffers or parts of them (direction inferred when left out)",
@@ -57,7 +57,7 @@ def stream_for(session, args):
          args=(Arg("DIR", choices=DIRECTIONS, optional=True), Arg("SRC", "part", accepts=lambda b, w: _fits(b, w, 0)),
                Arg("DST", "part", accepts=lambda b, w: _fits(b, w, 2)),
                Arg("SIZE", "size", optional=True)),
-         flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream")),),
+         flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream"), needs="async"),),
          details="Source first, as the direction reads. A buffer or a part of one: `p0[32MB:]` (from 32 MiB to the "
                  "end), `p0[1MB:+64KB]` (64 KiB from 1 MiB), `p0[0:4KB]` (start and end) — C's `p0 + offset`. "
                  "SIZE defaults to the ranges' length, else the rest of the source. Reports bytes, "
@@ -80,7 +80,7 @@ def memcpy(session, backend, args):
     t = backend.memcpy(src.buf, src.offset, dst.buf, dst.offset, nbytes, stream.handle, async_)
     session.track(f"memcpy {direction}", stream, nbytes, t, src.buf, dst.buf)
     dst.buf.view = src.buf.view  # the bytes came as what they were
-    return Result("copy", {"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
+    return Copy({"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
                            "src_offset": src.offset, "dst_offset": dst.offset,
                            "src_part": src.label(nbytes), "dst_part": dst.label(nbytes),
                            "gbps": nbytes / t.seconds / 1e9 if t.seconds else None,
@@ -92,7 +92,7 @@ def memcpy(session, backend, args):
          "cudaMemset / cudaMemsetAsync (cuMemsetD8)",
          args=(Arg("NAME", "part", accepts=lambda b, w: b.device_accessible), Arg("BYTE", "int"),
                Arg("SIZE", "size", optional=True)),
-         flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream")),),
+         flags=(Flag("async"), Flag("unchecked")), opts=(Opt("stream", Arg("S", "stream"), needs="async"),),
          details="The GPU writes the bytes, so the buffer must be device-accessible (device, managed, or "
                  "pinned/registered under UVA); `unchecked` hands the driver the host pointer anyway. A part of a "
                  "buffer (`d0[1MB:+64KB]`) sets only those bytes; SIZE defaults to the range's length.")
@@ -112,6 +112,68 @@ def memset(session, backend, args):
     t = backend.memset(buf, part.offset, value, nbytes, stream.handle, async_)
     session.track("memset", stream, nbytes, t, buf)
     buf.view = "uint8"
-    return Result("memset", {"name": buf.name, "offset": part.offset, "part": part.label(nbytes), "value": value, "bytes": nbytes,
+    return Memset({"name": buf.name, "offset": part.offset, "part": part.label(nbytes), "value": value, "bytes": nbytes,
                              "async": async_, "stream": stream.name,
                              "call": "cudaMemsetAsync" if async_ else "cudaMemset", **timing_data(t)})
+
+
+# ------------------------------------------------------------------ the results of these commands
+CopyData = TypedDict("CopyData", {
+    "direction": str,
+    "src": str,
+    "dst": str,
+    "bytes": int,
+    "src_offset": int,
+    "dst_offset": int,
+    "src_part": str,
+    "dst_part": str,
+    "gbps": float | None,
+    "async": bool,
+    "stream": str,
+    "call": str,
+    "seconds": float | None,
+    "host_seconds": float,
+    "blocking": bool,
+    "timing": str,
+    "sync_rule": str | None,
+    "blocking_basis": str | None,
+})
+
+
+class Copy(Result, kind="copy"):
+    Data = CopyData
+
+    def text(self):
+        d = self.data
+        how = how_text(d)
+        rate = f" = {d['gbps']:.2f} GB/s" if d["gbps"] else ""
+        where = f" on stream {d['stream']}" if d["async"] else ""
+        return [f"memcpy {d['direction']} {d['src_part']} → {d['dst_part']}: {format_size_exact(d['bytes'])} in "
+                f"{gpu_time(d)}{rate}{where}; {d['call']}, {how} {timing_note(d)}"]
+
+
+MemsetData = TypedDict("MemsetData", {
+    "name": str,
+    "offset": int,
+    "part": str,
+    "value": int,
+    "bytes": int,
+    "async": bool,
+    "stream": str,
+    "call": str,
+    "seconds": float | None,
+    "host_seconds": float,
+    "blocking": bool,
+    "timing": str,
+    "sync_rule": str | None,
+    "blocking_basis": str | None,
+})
+
+
+class Memset(Result, kind="memset"):
+    Data = MemsetData
+
+    def text(self):
+        d = self.data
+        return [f"memset {d['part']} = {d['value']}: {format_size_exact(d['bytes'])} in {gpu_time(d)}; "
+                f"{d['call']}, {how_text(d)} {timing_note(d)}"]

@@ -10,8 +10,11 @@ if TYPE_CHECKING:  # numpy is imported by the commands that use it: not at start
 from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
 from ..registry import command
-from ..results import Result
+from ..results import Expectation, Result
 from .checks import check_host_accessible, check_range, check_within, common_size, region
+from ..render import pending_notes
+from ..sizes import format_size_exact
+from typing import NotRequired, TypedDict
 
 
 def pending(session, backend, *bufs) -> dict:
@@ -100,7 +103,7 @@ def fill(session, backend, args):
         n = min(per, count - start)
         backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, seed).view(np.uint8))
     buf.view = dtype.name
-    return Result("fill", {"name": buf.name, "value": value, "dtype": dtype.name, "elements": count,
+    return Filled({"name": buf.name, "value": value, "dtype": dtype.name, "elements": count,
                            "pending": pending(session, backend, buf)})
 
 
@@ -138,7 +141,7 @@ def show(session, backend, args):
         count = min(int(session.settings["count"]), available)
     raw = backend.read(buf, offset, count * dtype.itemsize)
     values = raw.view(dtype).tolist()
-    return Result("show", {"name": buf.name, "dtype": dtype.name, "offset": offset, "count": count,
+    return Shown({"name": buf.name, "dtype": dtype.name, "offset": offset, "count": count,
                            "elements": available + (0 if part.explicit else offset // dtype.itemsize),
                            "values": values,
                            "pending": pending(session, backend, buf)})
@@ -187,7 +190,7 @@ def compare_buffers(session, backend, a_part, b_part, size, cols) -> dict:
 def compare(session, backend, args):
     data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
                            (args.col("A"), args.col("B"), args.col("SIZE") if "SIZE" in args.values else None))
-    return Result("compare", data)
+    return Comparison(data)
 
 
 @command("expect equal", "scripts", "check that two buffers hold the same bytes", "expect equal h0 h1[4KB:+4KB]",
@@ -199,7 +202,7 @@ def expect_equal(session, backend, args):
         where = (f"first difference at byte {data['offset']}: {data['a_byte']} vs {data['b_byte']}"
                  if "offset" in data else f"sizes differ: {data['sizes'][0]} vs {data['sizes'][1]}")
         raise ShellError("EXPECT_FAILED", f"{data['a']} and {data['b']} differ — {where}", None, args.col("A"))
-    return Result("expect", {"expected": "equal", "passed": True, **data})
+    return Expectation({"expected": "equal", "passed": True, **data})
 
 
 def checksum(backend, buf) -> int:
@@ -220,5 +223,90 @@ def checksum(backend, buf) -> int:
          "checksum h0 d0", "(a host loop; device memory is read through a copy)", args=(Arg("NAME", "buffer", many=True),), exported=False)
 def checksum_(session, backend, args):
     bufs = [session.buffer(n, c) for n, c in zip(args.get("NAME"), args.many_cols["NAME"])]
-    return Result("checksums", {"checksums": {b.name: checksum(backend, b) for b in bufs},
+    return Checksums({"checksums": {b.name: checksum(backend, b) for b in bufs},
                                 "pending": pending(session, backend, *bufs)})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class ChecksumsData(TypedDict):
+    checksums: dict[str, int]
+    pending: dict[str, list[str]]
+
+
+class Checksums(Result, kind="checksums"):
+    Data = ChecksumsData
+
+    def text(self):
+        d = self.data
+        return [f"checksum {k} {v}" for k, v in d["checksums"].items()] + pending_notes(d)
+
+
+class CompareData(TypedDict):
+    a: str
+    b: str
+    a_offset: int
+    b_offset: int
+    a_part: str
+    b_part: str
+    bytes: int
+    equal: bool
+    pending: dict[str, list[str]]
+    offset: NotRequired[int]
+    a_byte: NotRequired[int]
+    b_byte: NotRequired[int]
+    sizes: NotRequired[list[int]]
+
+
+class Comparison(Result, kind="compare"):
+    Data = CompareData
+
+    def text(self):
+        d = self.data
+        a, b = d["a_part"], d["b_part"]
+        if d["equal"]:
+            line = f"{a} == {b} ({format_size_exact(d['bytes'])})"
+        elif "offset" in d:
+            line = f"{a} != {b}: first difference at byte {d['offset']}: {d['a_byte']} vs {d['b_byte']}"
+        else:
+            line = (f"{a} != {b}: the first {d['bytes']} bytes match but the sizes differ "
+                    f"({d['sizes'][0]} vs {d['sizes'][1]})")
+        return [line] + pending_notes(d)
+
+
+class FillData(TypedDict):
+    name: str
+    value: int | str
+    dtype: str
+    elements: int
+    pending: dict[str, list[str]]
+
+
+class Filled(Result, kind="fill"):
+    Data = FillData
+
+    def text(self):
+        d = self.data
+        return [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}"] + pending_notes(d)
+
+
+class ShowData(TypedDict):
+    name: str
+    dtype: str
+    offset: int
+    count: int
+    elements: int
+    values: list[float]
+    pending: dict[str, list[str]]
+
+
+class Shown(Result, kind="show"):
+    Data = ShowData
+
+    def text(self):
+        d = self.data
+        values = [str(v) for v in d["values"]]
+        if len(values) > 64:  # long output is elided in the middle; --json has every value
+            values = values[:48] + [f"… {len(values) - 56} more …"] + values[-8:]
+        shown = " ".join(values)
+        more = f"  … ({d['count']} of {d['elements']} shown)" if d["count"] < d["elements"] else ""
+        return [f"{d['name']} [{d['dtype']}] @{d['offset']}: {shown}{more}"] + pending_notes(d)

@@ -6,6 +6,8 @@ from .. import machine
 from ..sizes import format_size
 from ..registry import command
 from ..results import Result
+from ..render import fit
+from typing import TypedDict
 
 
 def _finding(level: str, topic: str, value, meaning: str) -> dict:
@@ -89,4 +91,27 @@ def findings(backend) -> list[dict]:
 @command("doctor", "session", "explain this machine's memory path: link, NUMA, pinning limits, IOMMU, attributes",
          "doctor", "cuDeviceGetAttribute, cuDriverGetVersion; /sys and /proc", exported=False)
 def doctor(session, backend, args):
-    return Result("doctor", {"findings": findings(backend), "backend": backend.name})
+    return Doctor({"findings": findings(backend), "backend": backend.name})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class DoctorDataFindingsItem(TypedDict):
+    level: str
+    topic: str
+    value: str
+    meaning: str
+
+
+class DoctorData(TypedDict):
+    findings: list[DoctorDataFindingsItem]
+    backend: str
+
+
+class Doctor(Result, kind="doctor"):
+    Data = DoctorData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        mark = {"ok": "✓", "warn": "!", "info": "·"}
+        rows = [[mark[f["level"]], f["topic"], f["value"], f["meaning"]] for f in d["findings"]]
+        return [fit(rows, ["", "what", "found", "what it means for your copies"], tablefmt, width or 160)]

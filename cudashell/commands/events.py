@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..errors import ShellError
 from ..grammar import Arg, Opt
 from ..registry import command
-from ..results import Result, timing_data
+from ..results import Message, Result, Synced, timing_data
 from ..session import Event
 from .checks import check_name
+from typing import TypedDict
 
 
 @command("event record", "streams", "record an event on a stream (made on first use)", "event record start stream 1",
@@ -28,7 +29,7 @@ def event_record(session, backend, args):
         raise
     event.stream = stream.name
     session.events[name] = event
-    return Result("event", {"name": name, "stream": event.stream, "created": created, "call": "cudaEventRecord",
+    return EventRecorded({"name": name, "stream": event.stream, "created": created, "call": "cudaEventRecord",
                             **timing_data(t)})
 
 
@@ -38,7 +39,7 @@ def event_destroy(session, backend, args):
     event = session.event(args.get("E"), args.col("E"))
     backend.event_destroy(event.handle)
     del session.events[event.name]
-    return Result("message", {"text": f"destroyed event {event.name}", "name": event.name})
+    return Message({"text": f"destroyed event {event.name}", "name": event.name})
 
 
 @command("event sync", "streams", "wait on the host until the GPU reaches an event", "event sync stop",
@@ -46,7 +47,7 @@ def event_destroy(session, backend, args):
 def event_sync(session, backend, args):
     event = session.event(args.get("E"), args.col("E"))
     t = backend.event_sync(event.handle)
-    return Result("sync", {"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
+    return Synced({"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
                            "completed": session.completed(backend)})
 
 
@@ -55,7 +56,7 @@ def event_sync(session, backend, args):
 def event_query(session, backend, args):
     event = session.event(args.get("E"), args.col("E"))
     done = backend.event_query(event.handle)
-    return Result("message", {"text": f"event {event.name}: {'reached' if done else 'not reached yet'}",
+    return Message({"text": f"event {event.name}: {'reached' if done else 'not reached yet'}",
                               "name": event.name, "done": done})
 
 
@@ -64,7 +65,7 @@ def event_query(session, backend, args):
 def elapsed(session, backend, args):
     e1, e2 = session.event(args.get("E1"), args.col("E1")), session.event(args.get("E2"), args.col("E2"))
     seconds = backend.event_elapsed(e1.handle, e2.handle)
-    return Result("elapsed", {"from": e1.name, "to": e2.name, "ms": seconds * 1e3, "timing": backend.timing_label})
+    return Elapsed({"from": e1.name, "to": e2.name, "ms": seconds * 1e3, "timing": backend.timing_label})
 
 
 @command("wait", "streams", "make a stream wait for an event (recorded on another stream)", "wait 1 copied",
@@ -73,7 +74,7 @@ def wait(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
     event = session.event(args.get("E"), args.col("E"))
     backend.stream_wait(stream.handle, event.handle)
-    return Result("message", {"text": f"stream {stream.name} waits for event {event.name}",
+    return Message({"text": f"stream {stream.name} waits for event {event.name}",
                               "stream": stream.name, "event": event.name})
 
 
@@ -84,6 +85,43 @@ def wait(session, backend, args):
 def callback(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
     t = backend.host_callback(stream.handle, args.get("TEXT"), stream.name)
-    return Result("message", {"text": f"callback queued on stream {stream.name}", "stream": stream.name,
+    return Message({"text": f"callback queued on stream {stream.name}", "stream": stream.name,
                               "call": "cudaLaunchHostFunc", **timing_data(t)})
 
+
+# ------------------------------------------------------------------ the results of these commands
+ElapsedData = TypedDict("ElapsedData", {
+    "from": str,
+    "to": str,
+    "ms": float,
+    "timing": str,
+})
+
+
+class Elapsed(Result, kind="elapsed"):
+    Data = ElapsedData
+
+    def text(self):
+        d = self.data
+        return [f"elapsed {d['from']} → {d['to']}: {d['ms']:.3f} ms ({d['timing']})"]
+
+
+class EventData(TypedDict):
+    name: str
+    stream: str
+    created: bool
+    call: str
+    seconds: float | None
+    host_seconds: float
+    blocking: bool
+    timing: str
+    sync_rule: str | None
+    blocking_basis: str | None
+
+
+class EventRecorded(Result, kind="event"):
+    Data = EventData
+
+    def text(self):
+        d = self.data
+        return [f"event {d['name']} recorded on stream {d['stream']}" + (" (new)" if d["created"] else "")]

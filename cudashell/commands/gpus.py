@@ -6,6 +6,9 @@ from __future__ import annotations
 from ..grammar import Arg
 from ..registry import command
 from ..results import Result, timing_data
+from ..render import fit
+from ..sizes import format_size
+from typing import TypedDict
 
 
 @command("devices", "session", "every GPU, and how each pair is joined: peer access, NVLink or PCIe, native atomics",
@@ -15,7 +18,7 @@ from ..results import Result, timing_data
                  "node say which CPU socket a GPU hangs off; on the simulator the profile's GPUs "
                  "(`--sim-profile two-h200` has two). `enabled` lists the peer access `peer enable` gave.")
 def devices(session, backend, args):
-    return Result("devices", {**backend.devices(), "current": backend.info.ordinal,
+    return DeviceList({**backend.devices(), "current": backend.info.ordinal,
                               "enabled": sorted(session.peers), "timing": backend.timing_label})
 
 
@@ -30,6 +33,77 @@ def peer(session, backend, args):
     a, b, enable = args.get("A"), args.get("B"), args.get("SWITCH") == "enable"
     t = backend.peer_access(a, b, enable)
     (session.peers.add if enable else session.peers.discard)((a, b))
-    return Result("peer", {"src": a, "dst": b, "enabled": enable,
+    return PeerAccess({"src": a, "dst": b, "enabled": enable,
                            "call": "cudaDeviceEnablePeerAccess" if enable else "cudaDeviceDisablePeerAccess",
                            **timing_data(t)})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class DevicesDataDevicesItem(TypedDict):
+    ordinal: int
+    name: str
+    pci_bus_id: str
+    numa_node: int
+    total_mem: int
+    compute_capability: str
+
+
+class DevicesDataPeersItem(TypedDict):
+    src: int
+    dst: int
+    access: bool
+    link: str
+    atomics: bool
+
+
+class DevicesData(TypedDict):
+    devices: list[DevicesDataDevicesItem]
+    peers: list[DevicesDataPeersItem]
+    link_source: str
+    memory_nodes: list[int]
+    current: int
+    enabled: list[list[int]]
+    timing: str
+
+
+class DeviceList(Result, kind="devices"):
+    Data = DevicesData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        rows = [[("* " if g["ordinal"] == d["current"] else "  ") + str(g["ordinal"]), g["name"], g["pci_bus_id"],
+                 "-" if g["numa_node"] is None else g["numa_node"], format_size(g["total_mem"]),
+                 "sm_" + g["compute_capability"].replace(".", "")] for g in d["devices"]]
+        out = [fit(rows, ["GPU", "name", "bus id", "NUMA", "memory", "compute"], tablefmt, width)]
+        if d["peers"]:
+            enabled = {tuple(p) for p in d["enabled"]}
+            yes = {True: "yes", False: "no"}
+            pairs = [[f"GPU {p['src']} → GPU {p['dst']}", yes[p["access"]], p["link"], yes[p["atomics"]],
+                      yes[(p["src"], p["dst"]) in enabled]] for p in d["peers"]]
+            out += ["", fit(pairs, ["pair", "peer access", "link", "native atomics", "enabled"], tablefmt, width),
+                    f"(* the session's device; links from {d['link_source']})"]
+        else:
+            out.append("(one GPU: nothing to copy between; `--sim-profile two-h200` models a pair)")
+        return out
+
+
+class PeerData(TypedDict):
+    src: int
+    dst: int
+    enabled: bool
+    call: str
+    seconds: float | None
+    host_seconds: float
+    blocking: bool
+    timing: str
+    sync_rule: str | None
+    blocking_basis: str | None
+
+
+class PeerAccess(Result, kind="peer"):
+    Data = PeerData
+
+    def text(self):
+        d = self.data
+        return ([f"peer access GPU {d['src']} → GPU {d['dst']} {'enabled' if d['enabled'] else 'disabled'}: "
+                f"{d['call']} ({d['timing']})"])

@@ -6,6 +6,8 @@ from __future__ import annotations
 from ..errors import ShellError
 from ..registry import command
 from ..results import Result
+from ..render import fmt_seconds
+from typing import TypedDict
 
 
 def held_streams(session) -> list:
@@ -25,7 +27,7 @@ def hold(session, backend, args):
         raise ShellError("ALREADY_HELD", "the streams are already held", "`release` lets them go")
     how = backend.hold([s.handle for s in held_streams(session)])
     session.held = {"since": backend.clock(), "how": how, "traced": session.traced()}
-    return Result("hold", {"streams": [s.name for s in held_streams(session)], "how": how})
+    return Held({"streams": [s.name for s in held_streams(session)], "how": how})
 
 
 @command("release", "streams", "let the held streams go: what was issued since `hold` runs at once",
@@ -37,5 +39,37 @@ def release(session, backend, args):
         raise ShellError("NOT_HELD", "no streams are held", "`hold` holds them")
     early = backend.release()
     held, session.held = session.held, None
-    return Result("release", {"held_seconds": backend.clock() - held["since"], "early": early,
+    return Released({"held_seconds": backend.clock() - held["since"], "early": early,
                               "queued": session.traced() - held["traced"], "timing": backend.timing_label})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class HoldData(TypedDict):
+    streams: list[str]
+    how: str
+
+
+class Held(Result, kind="hold"):
+    Data = HoldData
+
+    def text(self):
+        d = self.data
+        return ([f"held streams {', '.join(d['streams'])} ({d['how']}): what is issued now waits for "
+                "`release`"])
+
+
+class ReleaseData(TypedDict):
+    held_seconds: float
+    early: str | None
+    queued: int
+    timing: str
+
+
+class Released(Result, kind="release"):
+    Data = ReleaseData
+
+    def text(self):
+        d = self.data
+        return ([f"released after {fmt_seconds(d['held_seconds'])}: {d['queued']} operations were "
+                f"waiting and now run back to back ({d['timing']})"]
+                + ([f"  note: {d['early']}"] if d.get("early") else []))

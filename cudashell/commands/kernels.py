@@ -6,11 +6,14 @@ from pathlib import Path
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_part
-from ..kernels import Kernel, parse_kernels, scalar, with_includes
+from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
 from ..registry import command
 from ..results import Result, timing_data
 from .checks import check_device_accessible, check_reach, check_within, region
+from ..launchdims import dim3, shape_text
+from ..render import access_lines, counts_lines, fit, gpu_time, how_text, timing_note
+from typing import TypedDict
 
 
 def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
@@ -50,10 +53,19 @@ def access_map(events) -> dict:
     return out
 
 
+def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
+    """`launch K …`: buffers the GPU can reach where K's parameter number `index` is a pointer."""
+    kernel = session.kernels.get(words[1]) if len(words) > 1 else None
+    if kernel is None or index >= len(kernel.params) or not kernel.params[index].is_buffer:
+        return []
+    return [(b.name, f"{kernel.params[index].name}: {b.kind} {b.size} B") for b in session.buffers.values()
+            if b.device_accessible]
+
+
 @command("launch", "kernels", "launch a kernel: built-ins sum, fill, scale, saxpy, increment, touch, spin, or "
          "a loaded one", "launch saxpy 2.0 x y stream 1",
          "kernel<<<grid, block, shared, stream>>>(args…) (cuLaunchKernel)",
-         args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True)),
+         args=(Arg("KERNEL", "kernel"), Arg("ARG", "word", optional=True, many=True, complete=_kernel_arg)),
          opts=(Opt("n", Arg("ELEMENTS", "count")), Opt("grid", Arg("G", "dim3")), Opt("block", Arg("B", "dim3")),
                Opt("shared", Arg("BYTES", "size")), Opt("stream", Arg("S", "stream"))),
          flags=(Flag("unchecked"), Flag("show-access")),
@@ -90,7 +102,7 @@ def launch(session, backend, args):
     if not kernel.builtin and "ELEMENTS" in args.values:
         raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("ELEMENTS"))
     # no limit checks on the shapes here: one the device refuses is the driver's error (the simulator's too)
-    block = args.get("B", (1 if kernel.name == "spin" else 256, 1, 1))
+    block = args.get("B", (kernel.block, 1, 1))
     if bufs:
         count = args.get("ELEMENTS", (min if kernel.builtin else max)(r.nbytes for r in bufs) // 4)
     else:
@@ -115,7 +127,7 @@ def launch(session, backend, args):
         if p.is_buffer and p.writes:
             v.buf.view = p.dtype  # what the kernel wrote it as: `show` reads it so
     shown = [v.label() if p.is_buffer else v.item() for p, v in zip(kernel.params, values)]
-    return Result("launch", {"kernel": kernel.name, "args": shown, "n": count, "grid": list(grid),
+    return Launched({"kernel": kernel.name, "args": shown, "n": count, "grid": list(grid),
                              "block": list(block), "shared": args.get("BYTES", 0),
                              "computed": computed(count, grid, block),
                              "builtin": kernel.builtin, "stream": stream.name,
@@ -152,7 +164,7 @@ def kernel_load(session, backend, args):
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
     parse_kernels(with_includes(source, str(path)))  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source, str(path))
-    return Result("kernels", {"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
+    return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
                               "from": str(path)})
 
 
@@ -173,10 +185,127 @@ def kernel_define(session, backend, args):
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
         kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
                           kernels[0].source, kernels[0].path)]
-    return Result("kernels", {"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
+    return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
 
 
 @command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)", exported=False)
 def kernels(session, backend, args):
-    return Result("kernel_list", {"kernels": [{"name": n, "signature": k.signature(), "builtin": k.builtin,
+    return KernelList({"kernels": [{"name": n, "signature": k.signature(), "builtin": k.builtin,
                                                "summary": k.summary} for n, k in session.kernels.items()]})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class KernelListDataKernelsItem(TypedDict):
+    name: str
+    signature: str
+    builtin: bool
+    summary: str
+
+
+class KernelListData(TypedDict):
+    kernels: list[KernelListDataKernelsItem]
+
+
+class KernelList(Result, kind="kernel_list"):
+    Data = KernelListData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        rows = [[k["signature"], "built-in" if k["builtin"] else "loaded", k["summary"]] for k in d["kernels"]]
+        return [fit(rows, ["kernel", "", "what it does"], tablefmt, width)]
+
+
+KernelsData = TypedDict("KernelsData", {
+    "loaded": list[str],
+    "from": str | None,
+})
+
+
+class KernelsLoaded(Result, kind="kernels"):
+    Data = KernelsData
+
+    def text(self):
+        d = self.data
+        return ["loaded " + ", ".join(d["loaded"])]
+
+
+class LaunchAccessElement(TypedDict):
+    read: list[int]
+    write: list[int]
+
+
+class LaunchAccess(TypedDict):
+    element_size: int
+    elements: dict[str, LaunchAccessElement]
+
+
+class LaunchDataCountsGlobalDevice(TypedDict):
+    requests: int
+    sectors: int
+    bytes: int
+    useful_bytes: int
+    sectors_per_request: float
+    efficiency: float
+    pattern: str
+
+
+class LaunchDataCountsGlobal(TypedDict):
+    device: LaunchDataCountsGlobalDevice
+
+
+class LaunchDataCountsShared(TypedDict):
+    requests: int
+    wavefronts: int
+    conflict_ways: float
+
+
+LaunchDataCounts = TypedDict("LaunchDataCounts", {
+    "global": LaunchDataCountsGlobal,
+    "loads": int,
+    "stores": int,
+    "shared": LaunchDataCountsShared,
+    "atomics": int,
+    "warp_instructions": int,
+})
+
+
+class LaunchData(TypedDict):
+    kernel: str
+    args: list[float | str]
+    n: int
+    grid: list[int]
+    block: list[int]
+    shared: int
+    computed: int
+    builtin: bool
+    stream: str
+    call: str
+    seconds: float | None
+    host_seconds: float
+    blocking: bool
+    timing: str
+    sync_rule: str | None
+    blocking_basis: str | None
+    counts: LaunchDataCounts | None
+    access: dict[str, LaunchAccess] | None
+
+
+class Launched(Result, kind="launch"):
+    Data = LaunchData
+
+    def text(self):
+        d = self.data
+        part = f" ({d['computed']} computed: grid×block < n)" if d["builtin"] and d["computed"] < d["n"] else ""
+        shared = f", {d['shared']}" if d["shared"] else ""
+        n = f", n={d['n']}" if d["builtin"] and BUILTINS[d["kernel"]].counted else ""
+        shape = f"{shape_text(dim3(d['grid']))}, {shape_text(dim3(d['block']))}"
+        return [f"launch {d['kernel']}<<<{shape}{shared}>>>({', '.join(map(str, d['args']))}{n})"
+                f"{part} on stream {d['stream']}: kernel {gpu_time(d)}, "
+                f"{how_text(d)} {timing_note(d)}"] + counts_lines(d.get("counts")) + access_lines(d.get("access"))
+
+    def figure(self):
+        """show-access as GPU-Puzzles draws it, where the simulator traced the accesses."""
+        from ..figures import access_figure
+
+        return access_figure(self.data) if self.data.get("access") else None
+

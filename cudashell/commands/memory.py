@@ -6,19 +6,19 @@ from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
 from ..registry import command
-from ..results import Result, hexptr, timing_data
+from ..results import Message, Result, hexptr, timing_data
 from ..session import Buffer
 from ..backends.base import host_flag_names
 from ..syncrules import FREE_SYNCS
 from .checks import check_new_name, check_pin_limit
+from ..render import buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, timing_note
+from typing import NotRequired, TypedDict
 
-PINNED_FLAGS = ("portable", "mapped", "writecombined")
-MANAGED_FLAGS = ("global", "host")
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
              "managed": "cudaMallocManaged"}
 
 
-def buffer_row(buf: Buffer) -> dict:
+def buffer_row(buf: Buffer) -> BufferRow:
     """One buffer as `ls` and --json show it; the pointers are the backend's, never guessed."""
     same = buf.host_ptr is not None and buf.host_ptr == buf.device_ptr
     return {"name": buf.name, "kind": buf.kind, "size": buf.size, "size_text": format_size(buf.size),
@@ -38,9 +38,9 @@ def managed_only(buf, words) -> bool:
 @command("alloc", "memory", "allocate pageable, pinned, device or managed memory",
          "alloc pinned 64MB mapped portable as staging",
          "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged",
-         args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed")), Arg("SIZE", "size")),
+         args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed"), noun="memory"), Arg("SIZE", "size")),
          flags=(Flag("portable", only_with=PINNED), Flag("mapped", only_with=PINNED),
-                Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED),
+                Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED, excludes=("host",)),
                 Flag("host", only_with=MANAGED)),
          opts=(Opt("as", Arg("NAME", "newname")), Opt("on", Arg("GPU", "int"), only_with=("device",))),
          details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
@@ -50,19 +50,9 @@ def managed_only(buf, words) -> bool:
                  "them): copies reach it from anywhere; a kernel on the session's GPU only after `peer enable`.")
 def alloc(session, backend, args):
     kind, size = args.get("KIND"), args.get("SIZE")
-    allowed = {"pinned": PINNED_FLAGS, "managed": MANAGED_FLAGS}.get(kind, ())
-    for flag in sorted(args.flags):
-        if flag not in allowed:
-            raise usage(f"'{flag}' does not apply to {kind} memory", args.col(flag),
-                        "pinned takes portable, mapped, writecombined; managed takes global or host")
-    if args.flags >= {"global", "host"}:
-        raise usage("managed memory attaches global or host, not both", args.col("host"))
     if size <= 0:
         raise ShellError("CUDA_ERROR_INVALID_VALUE", "a size of 0 bytes cannot be allocated",
                          "give a size above 0", args.col("SIZE"))
-    if "GPU" in args.values and kind != "device":
-        raise usage(f"`on` places device memory; {kind} memory is the host's (or follows its use)", args.col("GPU"),
-                    "alloc device SIZE on N")
     name = args.get("NAME") or session.next_name(kind)
     check_new_name(session, name, args.col("NAME"))
     flags = frozenset(args.flags | ({"global"} if kind == "managed" and not args.flags else set()))
@@ -73,7 +63,7 @@ def alloc(session, backend, args):
     buf = Buffer(name, kind, size, flags, allocation.host_ptr, allocation.device_ptr, allocation.handle,
                  device=ctx.device, context=ctx.name)
     session.add_buffer(buf)
-    return Result("alloc", {"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
+    return Allocated({"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
 
 
 @command("register", "memory", "pin an existing pageable buffer in place",
@@ -92,7 +82,7 @@ def register(session, backend, args):
         check_pin_limit(session, backend, buf.size, args.col("NAME"))
     device_ptr = backend.register(buf, flags)
     session.buffers.registered(buf, flags, device_ptr)
-    return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostRegister"})
+    return BufferChange({"buffer": buffer_row(buf), "call": "cudaHostRegister"})
 
 
 @command("unregister", "memory", "unpin a registered buffer", "unregister h0",
@@ -102,11 +92,11 @@ def unregister(session, backend, args):
     buf = session.buffer(args.get("NAME"), args.col("NAME"))
     backend.unregister(buf)
     session.buffers.registered(buf, None, None)
-    return Result("buffer", {"buffer": buffer_row(buf), "call": "cudaHostUnregister"})
+    return BufferChange({"buffer": buffer_row(buf), "call": "cudaHostUnregister"})
 
 
 @command("free", "memory", "free buffers (or `free all`)", "free p0 d0",
-         "free / cudaFreeHost / cudaFree", args=(Arg("NAME", "buffer", many=True),),
+         "free / cudaFreeHost / cudaFree", args=(Arg("NAME", "buffer", many=True, also=(("all", "every buffer"),)),),
          details="A registered buffer is unregistered first. `free all` releases every buffer.")
 def free(session, backend, args):
     names = args.get("NAME")
@@ -127,7 +117,7 @@ def free(session, backend, args):
         del session.buffers[buf.name]
         freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
-    return Result("free", {"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
+    return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
 
 
@@ -136,7 +126,7 @@ def ls(session, backend, args):
     session.settle(backend)
     rows = [buffer_row(b) for b in session.buffers.values()]
     totals = session.totals()
-    return Result("ls", {"buffers": rows, "totals": totals})
+    return Listing({"buffers": rows, "totals": totals})
 
 
 @command("info", "memory", "what the driver says about one buffer's pointer", "info p0",
@@ -157,7 +147,7 @@ def info(session, backend, args):
     row.update(size_text=format_size_exact(buf.size), host_accessible=buf.host_accessible,
                device_accessible=buf.device_accessible, driver=driver,
                reach=[{"context": n, "reaches": hexptr(r) if isinstance(r, int) else r} for n, r in reach])
-    return Result("info", row)
+    return PointerInfo(row)
 
 
 @command("prefetch", "memory", "migrate a managed buffer's pages to the device or the host",
@@ -172,7 +162,7 @@ def prefetch(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
     t = backend.prefetch(buf, args.get("WHERE"), stream.handle)
     session.track(f"prefetch {args.get('WHERE')}", stream, buf.size, t, buf)
-    return Result("prefetch", {"name": buf.name, "to": args.get("WHERE"), "bytes": buf.size,
+    return Prefetched({"name": buf.name, "to": args.get("WHERE"), "bytes": buf.size,
                                "stream": stream.name, **timing_data(t)})
 
 
@@ -195,5 +185,198 @@ def advise(session, backend, args):
     if advice == "accessed-by" and where != "device":
         raise usage("accessed-by takes device", args.col("WHERE"))
     backend.advise(buf, advice, where or "device")
-    return Result("message", {"text": f"advised {buf.name}: {advice} {where or ''}".strip(),
+    return Message({"text": f"advised {buf.name}: {advice} {where or ''}".strip(),
                               "name": buf.name, "advice": advice, "where": where})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class BufferRow(TypedDict):
+    """One buffer as `ls`, `alloc` and --json show it (buffer_row)."""
+
+    name: str
+    kind: str
+    size: int
+    size_text: str
+    flags: list[str]
+    registered: list[str] | None
+    host_ptr: str | None
+    device_ptr: str | None
+    same_pointer: bool
+    state: str
+    device: int
+    context: str
+
+
+class AllocData(TypedDict):
+    buffer: BufferRow
+    call: str
+    seconds: float | None
+    host_seconds: float
+    blocking: bool
+    timing: str
+    sync_rule: str | None
+    blocking_basis: str | None
+
+
+class Allocated(Result, kind="alloc"):
+    Data = AllocData
+
+    def text(self):
+        d = self.data
+        return [f"{buffer_line(d['buffer'])}  — {d['call']} {fmt_seconds(d['seconds'])} {timing_note(d)}"]
+
+
+class BufferData(TypedDict):
+    buffer: BufferRow
+    call: str
+
+
+class BufferChange(Result, kind="buffer"):
+    Data = BufferData
+
+    def text(self):
+        d = self.data
+        return [buffer_line(d["buffer"]) + f"  — {d['call']}"]
+
+
+class FreeDataFreedItem(TypedDict):
+    name: str
+    kind: str
+    size: int
+    unregistered: bool
+
+
+class FreeData(TypedDict):
+    freed: list[FreeDataFreedItem]
+    host_seconds: float
+    timing: str
+    sync_rule: str | None
+
+
+class Freed(Result, kind="free"):
+    Data = FreeData
+
+    def text(self):
+        d = self.data
+        if not d["freed"]:
+            return ["nothing to free"]
+        out = ["freed " + ", ".join(f"{f['name']} ({f['kind']} {format_size(f['size'])}"
+                                    f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
+        if d.get("sync_rule") and d["host_seconds"] >= 1e-4:  # only worth a line when the wait was real
+            out.append(f"  host waited {fmt_seconds(d['host_seconds'])} for the device: {d['sync_rule']} ({d['timing']})")
+        return out
+
+
+class InfoDataDriver(TypedDict):
+    device: int
+    memory_type: str
+    is_managed: bool | str
+    host_flags: int | str
+    host_device_ptr: str
+    host_flag_names: NotRequired[list[str]]
+    read_mostly: NotRequired[bool]
+    preferred_location: NotRequired[str]
+    last_prefetch_location: NotRequired[str]
+
+
+class InfoDataReachItem(TypedDict):
+    context: str
+    reaches: str
+
+
+class InfoData(TypedDict):
+    name: str
+    kind: str
+    size: int
+    size_text: str
+    flags: list[str]
+    registered: list[str] | None
+    host_ptr: str | None
+    device_ptr: str | None
+    same_pointer: bool
+    state: str
+    device: int
+    context: str
+    host_accessible: bool
+    device_accessible: bool
+    driver: InfoDataDriver
+    reach: list[InfoDataReachItem]
+
+
+class PointerInfo(Result, kind="info"):
+    Data = InfoData
+
+    def text(self):
+        d = self.data
+        drv = d["driver"]
+        flags = drv["host_flags"]
+        host_flags = f"{flags} ({'|'.join(drv['host_flag_names']) or 'none'})" if isinstance(flags, int) else flags
+        mt = drv["memory_type"]
+        return [f"{d['name']}: {d['kind']} {d['size_text']}, flags {flags_text(d)}, {d['state']}",
+                f"  host pointer       {d['host_ptr'] or '-'}   (host-accessible: {'yes' if d['host_accessible'] else 'no'})",
+                f"  device pointer     {d['device_ptr'] or '-'}   (device-accessible: "
+                f"{'yes' if d['device_accessible'] else 'no'}{', same as host: UVA' if d['same_pointer'] else ''})",
+                f"  memory type        {mt}   (cuPointerGetAttribute MEMORY_TYPE)",
+                f"  is managed         {drv['is_managed']}",
+                f"  host flags         {host_flags}   (cuMemHostGetFlags)",
+                f"  host→device ptr    {drv['host_device_ptr']}   (cuMemHostGetDevicePointer)",
+                f"  device             {drv['device']}"] + [
+                f"  {label:<18} {drv[key]}   (cuMemRangeGetAttribute)" for key, label in
+                (("read_mostly", "read mostly"), ("preferred_location", "preferred at"),
+                 ("last_prefetch_location", "last prefetched to")) if key in drv] + [
+                f"  kernel in {r['context']:<9} {r['reaches']}" + ("" if r["reaches"].startswith("0x") else
+                                                                "   (it cannot use it there)") for r in d["reach"]]
+
+
+class LsDataTotals(TypedDict):
+    pageable: int
+    pinned: int
+    device: int
+    managed: int
+
+
+class LsData(TypedDict):
+    buffers: list[BufferRow]
+    totals: LsDataTotals
+
+
+class Listing(Result, kind="ls"):
+    Data = LsData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        if not d["buffers"]:
+            return ["no buffers"]
+        gpus = len({r["device"] for r in d["buffers"]}) > 1 or any(r["device"] for r in d["buffers"])
+        ctxs = any(r["context"] != f"gpu{r['device']}" for r in d["buffers"])  # a context of `context create`'s
+        rows = [[r["name"], r["kind"], format_size_exact(r["size"]), flags_text(r), r["host_ptr"] or "-",
+                 device_ptr_text(r), r["state"]] + ([str(r["device"]) if r["kind"] == "device" else "-"] if gpus else [])
+                + ([r["context"]] if ctxs else []) for r in d["buffers"]]
+        headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else []) \
+            + (["context"] if ctxs else [])
+        def short():
+            return [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)], headers
+
+        return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))]
+
+
+class PrefetchData(TypedDict):
+    name: str
+    to: str
+    bytes: int
+    stream: str
+    seconds: float | None
+    host_seconds: float
+    blocking: bool
+    timing: str
+    sync_rule: str | None
+    blocking_basis: str | None
+
+
+class Prefetched(Result, kind="prefetch"):
+    Data = PrefetchData
+
+    def text(self):
+        d = self.data
+        return ([f"prefetch {d['name']} → {d['to']}: {format_size_exact(d['bytes'])} on stream "
+                f"{d['stream']}, {gpu_time(d)} {timing_note(d)}"])

@@ -8,10 +8,13 @@ from pathlib import Path
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, split_commands
 from ..registry import GROUPS, command, lookup, parse_segment, specs
-from ..results import Result
+from ..results import Block, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
 from ..settings import SETTINGS
 from ..shipped import DEMO_DIR, demos
 from .checks import check_writable, write_file
+from ..render import fmt_seconds
+from ..sizes import format_size_exact
+from typing import NotRequired, TypedDict
 
 
 def saved(text: str) -> bool:
@@ -30,34 +33,34 @@ def help_(session, backend, args):
     words = args.get("COMMAND")
     if not words:
         groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
-        return Result("help", {"groups": groups})
+        return Help({"groups": groups})
     name = " ".join(words).lower()
     spec = lookup(name)
     family = [{"name": s.name, "summary": s.summary} for s in specs() if s.name.startswith(name + " ")]
     if spec is None and family:
-        return Result("help", {"groups": {name: family}})
+        return Help({"groups": {name: family}})
     if spec is None:
         close = difflib.get_close_matches(name, [s.name for s in specs()], n=1)
         raise ShellError("UNKNOWN_COMMAND", f"no command '{name}'",
                          f"did you mean `{close[0]}`?" if close else "`help` lists them", args.col("COMMAND"))
-    return Result("help_command", spec_help(spec))
+    return CommandHelp(spec_help(spec))
 
 
 @command("device", "session", "show the GPU (or simulated GPU) and the attributes that govern memory",
          "device", "cudaGetDeviceProperties (cuDeviceGetAttribute)", exported=False)
 def device(session, backend, args):
-    return Result("device", {"backend": backend.name, "timing": backend.timing_label, **backend.info.as_dict()})
+    return DeviceChosen({"backend": backend.name, "timing": backend.timing_label, **backend.info.as_dict()})
 
 
 @command("echo", "scripts", "print text", "echo pinned copies next", "(none)",
          args=(Arg("TEXT", "rest", optional=True),), saved=False)
 def echo(session, backend, args):
-    return Result("echo", {"text": args.get("TEXT", "")})
+    return Echo({"text": args.get("TEXT", "")})
 
 
 @command("history", "session", "the commands run so far", "history", "(none)", exported=False, saved=False)
 def history(session, backend, args):
-    return Result("history", {"entries": [{"n": i + 1, "text": e.text, "ok": e.ok, "code": e.code}
+    return History({"entries": [{"n": i + 1, "text": e.text, "ok": e.ok, "code": e.code}
                                           for i, e in enumerate(session.history)]})
 
 
@@ -69,14 +72,20 @@ def save(session, backend, args):
     check_writable(path, "force" in args.flags, args.col("FILE"))
     lines = [e.text for e in session.history if e.ok and saved(e.text)]
     write_file(path, "# saved by cudashell\n" + "".join(line + "\n" for line in lines), args.col("FILE"))
-    return Result("message", {"text": f"saved {len(lines)} commands to {path}", "path": str(path),
+    return Message({"text": f"saved {len(lines)} commands to {path}", "path": str(path),
                               "commands": len(lines)})
+
+
+def _setting_values(session, words: list[str], index: int) -> list[tuple[str, str]]:
+    """`set KEY `: the values that setting takes."""
+    setting = SETTINGS.get(words[1].lower()) if len(words) > 1 else None
+    return [(w, "value") for w in setting.words()] if setting else []
 
 
 @command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit, gpu-timeout)",
          "set count 32",
          "(none)",
-         args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True)),
+         args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True, complete=_setting_values)),
          details="count: elements `show` prints by default; format: table or json output; tablefmt: the "
                  "table style (any tabulate format); pinlimit: how much may be page-locked in all (auto: half of "
                  "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU); gpu-timeout: seconds one wait on "
@@ -85,14 +94,14 @@ def save(session, backend, args):
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
-        return Result("settings", {"settings": dict(session.settings)})
+        return Settings({"settings": dict(session.settings)})
     key = key.lower()
     if key not in SETTINGS:
         close = difflib.get_close_matches(key, list(SETTINGS), n=1)
         raise usage(f"no setting '{key}'", args.col("KEY"),
                     f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTINGS))
     if value is None:
-        return Result("settings", {"settings": {key: session.settings[key]}})
+        return Settings({"settings": {key: session.settings[key]}})
     setting = SETTINGS[key]
     what, cast = setting.accepts, setting.cast
     try:
@@ -104,7 +113,7 @@ def set_(session, backend, args):
     session.settings[key] = cast(value)
     if key == "gpu-timeout":
         backend.gpu_timeout = None if value == "off" else session.settings[key]
-    return Result("settings", {"settings": {key: session.settings[key]}})
+    return Settings({"settings": {key: session.settings[key]}})
 
 
 @command("output", "session", "send the results that follow to a file (appended), or `output off`",
@@ -113,21 +122,22 @@ def set_(session, backend, args):
                  "table|json|csv`); errors still show on the screen. `output off` writes to the screen again.", exported=False)
 def output(session, backend, args):
     path = args.get("FILE")
-    return Result("message", {"text": f"results go to {path}" if path != "off" else "results go to the screen",
-                              "path": None if path == "off" else str(session.script_dir / path)
-                              if not path.startswith("/") else path, "col": args.col("FILE")}, action="output")
+    where = None if path == "off" else str(session.script_dir / path) if not path.startswith("/") else path
+    return Message({"text": f"results go to {path}" if path != "off" else "results go to the screen",
+                              "path": where, "col": args.col("FILE")}, action=Output(where, args.col("FILE")))
 
 
 @command("run", "scripts", "run a .cush script (paths relative to the calling script)", "run demo.cush",
-         "(none)", args=(Arg("FILE", "file"),), exported=False, saved=False)
+         "(none)", args=(Arg("FILE", "file"),), exported=False, saved=False, narrates=True)
 def run(session, backend, args):
-    return Result("run", {"path": args.get("FILE"), "col": args.col("FILE")}, action="run")
+    return ScriptRun({"path": args.get("FILE"), "col": args.col("FILE")},
+                  action=RunScript(args.get("FILE"), args.col("FILE")))
 
 
 @command("quit", "session", "release everything and leave", "quit", "cudaFree… then cuCtxDestroy",
          aliases=("exit",), exported=False, saved=False)
 def quit_(session, backend, args):
-    return Result("quit", {}, action="quit")
+    return QuitResult({}, action=Quit())
 
 
 def _previous(session):
@@ -142,7 +152,7 @@ def expect_ok(session, backend, args):
     last = _previous(session)
     if not last.ok:
         raise ShellError("EXPECT_FAILED", f"`{last.text}` failed with {last.code}")
-    return Result("expect", {"expected": "ok", "passed": True})
+    return Expectation({"expected": "ok", "passed": True})
 
 
 @command("expect error", "scripts", "check that the command before failed with CODE",
@@ -156,7 +166,7 @@ def expect_error(session, backend, args):
     if last.code != code:
         raise ShellError("EXPECT_FAILED", f"expected {code}, but `{last.text}` failed with {last.code}",
                          None, args.col("CODE"))
-    return Result("expect", {"expected": code, "passed": True})
+    return Expectation({"expected": code, "passed": True})
 
 
 @command("expect faster", "scripts", "check that the time between two events is shorter than between two others",
@@ -172,7 +182,7 @@ def expect_faster(session, backend, args):
         raise ShellError("EXPECT_FAILED", f"{args.get('A1')}→{args.get('A2')} took {a * 1e3:.3f} ms, not less than "
                          f"{args.get('B1')}→{args.get('B2')} ({b * 1e3:.3f} ms) ({backend.timing_label})",
                          None, args.col("A1"))
-    return Result("expect", {"expected": "faster", "passed": True, "ms": [a * 1e3, b * 1e3],
+    return Expectation({"expected": "faster", "passed": True, "ms": [a * 1e3, b * 1e3],
                              "speedup": b / a if a else None, "timing": backend.timing_label})
 
 
@@ -190,8 +200,9 @@ def repeat(session, backend, args):
     n = args.get("TIMES")
     if not 1 <= n <= 1_000_000:
         raise usage("repeat 1..1000000 times", args.col("TIMES"))
-    return Result("repeat", {"times": n, "commands": args.get("COMMANDS"), "col": args.col("COMMANDS"),
-                             "shell": "shell" in args.flags}, action="repeat")
+    block = Repeat(n, args.get("COMMANDS"), args.col("COMMANDS"), "shell" in args.flags)
+    return Repeated({"times": n, "commands": block.commands, "col": block.col, "shell": block.shell},
+                  action=block)
 
 
 @command("if gpus", "scripts", "run commands only where the machine has at least N GPUs (a demo's two-GPU part)",
@@ -205,8 +216,9 @@ def if_gpus(session, backend, args):
     runs = have >= n
     text = (f"the block ran: {have} GPUs here (it needs {n})" if runs else
             f"skipped: the block needs {n} GPUs and this machine has {have}")
-    return Result("message", {"text": text, "gpus": have, "needs": n, "runs": runs, "commands": args.get("COMMANDS"),
-                              "col": args.col("COMMANDS")}, action="block" if runs else None)
+    return Message({"text": text, "gpus": have, "needs": n, "runs": runs, "commands": args.get("COMMANDS"),
+                              "col": args.col("COMMANDS")},
+                  action=Block(args.get("COMMANDS"), args.col("COMMANDS")) if runs else None)
 
 
 @command("say", "scripts", "narration in one language: printed when it is the session's (`demo … lang zh`)",
@@ -214,7 +226,7 @@ def if_gpus(session, backend, args):
          args=(Arg("LANG", choices=("en", "zh")), Arg("TEXT", "rest")))
 def say(session, backend, args):
     shown = args.get("LANG") == session.settings["lang"]
-    return Result("say", {"text": args.get("TEXT"), "lang": args.get("LANG"), "shown": shown})
+    return Said({"text": args.get("TEXT"), "lang": args.get("LANG"), "shown": shown})
 
 
 @command("demo", "scripts", "list the demos, or run one (narrated, self-checking)", "demo pinned-vs-pageable lang zh",
@@ -224,12 +236,12 @@ def say(session, backend, args):
                  "article's conclusion (on the simulator: the modeled figures, and it says so). A demo runs in a "
                  "scope of its own — its own names, on the same GPU and settings — and everything it made is "
                  "released at its end: your buffers, streams and events are as you left them. The .cush files "
-                 "are in the package's demos/ folder: copy one to change it.", exported=False)
+                 "are in the package's demos/ folder: copy one to change it.", exported=False, narrates=True)
 def demo(session, backend, args):
     name = args.get("NAME")
     available = demos()
     if name is None:
-        return Result("demos", {"demos": [{"name": k, "title": v} for k, v in available.items()],
+        return DemoList({"demos": [{"name": k, "title": v} for k, v in available.items()],
                                 "folder": str(DEMO_DIR)})
     if name not in available:
         close = difflib.get_close_matches(name, list(available), n=1)
@@ -239,5 +251,274 @@ def demo(session, backend, args):
         raise ShellError("STREAMS_HELD", "a demo cannot run while your streams are held: it would wait on them",
                          "`release` first", args.col("NAME"))
     settings = {"lang": args.get("L")} if args.get("L") else {}
-    return Result("run", {"path": str(DEMO_DIR / f"{name}.cush"), "col": args.col("NAME"), "scope": settings},
-                  action="run")
+    path = str(DEMO_DIR / f"{name}.cush")
+    return ScriptRun({"path": path, "col": args.col("NAME"), "scope": settings},
+                  action=RunScript(path, args.col("NAME"), settings))
+
+
+# ------------------------------------------------------------------ the results of these commands
+class DemosDataDemosItem(TypedDict):
+    name: str
+    title: str
+
+
+class DemosData(TypedDict):
+    demos: list[DemosDataDemosItem]
+
+
+class DemoList(Result, kind="demos"):
+    Data = DemosData
+
+    def text(self):
+        d = self.data
+        return ([f"  {x['name']:<20} {x['title']}" for x in d["demos"]]
+                + [f"run one with `demo NAME` (`lang zh` for Chinese narration); the scripts are in {d['folder']}"])
+
+
+class DeviceData(TypedDict):
+    backend: str
+    timing: str
+    name: str
+    ordinal: int
+    total_mem: int
+    compute_capability: str
+    pci_bus_id: str
+    unified_addressing: bool
+    can_map_host_memory: bool
+    pageable_memory_access: bool
+    managed_memory: bool
+    concurrent_managed_access: bool
+    async_engine_count: int
+    concurrent_kernels: bool
+
+
+class DeviceChosen(Result, kind="device"):
+    Data = DeviceData
+
+    def text(self):
+        d = self.data
+        keys = [k for k in d if k not in ("backend", "timing", "name")]
+        out = [f"{d['name']} — backend {d['backend']}, timings {d['timing']}"]
+        return out + [f"  {k:<26} {format_size_exact(d[k]) if k == 'total_mem' else d[k]}" for k in keys]
+
+
+class EchoData(TypedDict):
+    text: str
+
+
+class Echo(Result, kind="echo"):
+    Data = EchoData
+    prose = True
+
+    def text(self):
+        d = self.data
+        return [d["text"]]
+
+
+class HelpDataGroupsMemoryItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroupsDataItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroupsCopiesItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroupsStreamsItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroupsKernelsItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroupsScriptsItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroupsSessionItem(TypedDict):
+    name: str
+    summary: str
+
+
+class HelpDataGroups(TypedDict):
+    memory: list[HelpDataGroupsMemoryItem]
+    data: list[HelpDataGroupsDataItem]
+    copies: list[HelpDataGroupsCopiesItem]
+    streams: list[HelpDataGroupsStreamsItem]
+    kernels: list[HelpDataGroupsKernelsItem]
+    scripts: list[HelpDataGroupsScriptsItem]
+    session: list[HelpDataGroupsSessionItem]
+
+
+class HelpData(TypedDict):
+    groups: HelpDataGroups
+
+
+class Help(Result, kind="help"):
+    Data = HelpData
+    prose = True
+
+    def text(self):
+        d = self.data
+        out = []
+        for group, cmds in d["groups"].items():
+            if cmds:
+                out.append(f"{group}:")
+                width = max(len(c["name"]) for c in cmds)
+                out += [f"  {c['name']:<{width}}  {c['summary']}" for c in cmds]
+        out.append("`help COMMAND` shows its syntax, an example and the CUDA call behind it.")
+        return out
+
+
+class HelpCommandData(TypedDict):
+    name: str
+    syntax: str
+    summary: str
+    example: str
+    cuda: str
+    details: str
+    aliases: list[str]
+
+
+class CommandHelp(Result, kind="help_command"):
+    Data = HelpCommandData
+    prose = True
+
+    def text(self):
+        d = self.data
+        out = [d["syntax"], f"  {d['summary']}"]
+        if d["details"]:
+            out.append(f"  {d['details']}")
+        out += [f"  example: {d['example']}", f"  CUDA:    {d['cuda']}"]
+        if d["aliases"]:
+            out.append(f"  aliases: {', '.join(d['aliases'])}")
+        return out
+
+
+class HistoryDataEntriesItem(TypedDict):
+    n: int
+    text: str
+    ok: bool
+    code: str | None
+
+
+class HistoryData(TypedDict):
+    entries: list[HistoryDataEntriesItem]
+
+
+class History(Result, kind="history"):
+    Data = HistoryData
+
+    def text(self):
+        d = self.data
+        return ([f"{e['n']:>4}  {e['text']}" + ("" if e["ok"] else f"   # failed: {e['code']}")
+                for e in d["entries"]])
+
+
+class QuitData(TypedDict):
+    pass
+
+
+class QuitResult(Result, kind="quit"):
+    Data = QuitData
+    prose = True
+
+    def text(self):
+        return []
+
+
+class RepeatDataPlanPerRound(TypedDict):
+    rounds: int
+    median: float
+    min: float
+    max: float
+    p10: float
+    p90: float
+
+
+class RepeatDataPlan(TypedDict):
+    host_seconds: float
+    per_round: RepeatDataPlanPerRound
+    gpu_seconds: float | None
+    busy_seconds: float | None  # the engines' busy time, where their records say it (not yet on a GPU: null)
+    source: str
+    rounds: int
+    traced_rounds: NotRequired[int]  # a GPU with CUPTI: how many rounds it recorded
+    timing: str
+
+
+class RepeatData(TypedDict):
+    times: int
+    commands: str
+    col: int
+    shell: bool
+    wall: NotRequired[float]
+    ran: NotRequired[int]
+    through_shell: NotRequired[str | None]
+    plan: NotRequired[RepeatDataPlan]
+
+
+class Repeated(Result, kind="repeat"):
+    Data = RepeatData
+
+    def text(self):
+        d = self.data
+        out = [f"repeated {d['times']}× ({d['ran']} commands) in {fmt_seconds(d['wall'])} host wall time"]
+        p = d.get("plan")
+        if p:
+            r = p["per_round"]
+            gpu = (f"; GPU {fmt_seconds(p['gpu_seconds'])} from the first start to the last end"
+                   + (f", engines busy {fmt_seconds(p['busy_seconds'])}" if p.get("busy_seconds") else "")
+                   + (f", timed by {p['source']}" if p["source"] != p["timing"] else "")) \
+                if p.get("gpu_seconds") is not None else ""
+            out.append(f"  round 1 through the shell; rounds 2–{d['times']} on the GPU side, no shell between calls: "
+                       f"{fmt_seconds(p['host_seconds'])}, {fmt_seconds(r['median'])} a round (median; "
+                       f"p10–p90 {fmt_seconds(r['p10'])}–{fmt_seconds(r['p90'])}){gpu} ({p['timing']})")
+            if 0 < p.get("traced_rounds", 0) < p["rounds"]:
+                out.append(f"  CUPTI recorded each operation of the first {p['traced_rounds']} of them (it costs ~2 µs an "
+                           "operation: the rest ran untraced, one span in the timeline)")
+        elif d.get("through_shell") and d["times"] > 1:
+            why = "as asked (`shell`)" if d["through_shell"] == "asked" else f"({d['through_shell']})"
+            out.append(f"  every round went through the shell {why}")
+        return out
+
+
+class RunData(TypedDict):
+    path: str
+    col: int
+    scope: NotRequired[dict[str, str]]
+
+
+class ScriptRun(Result, kind="run"):
+    Data = RunData
+    prose = True
+
+    def text(self):
+        d = self.data
+        return (["(the demo ran in a scope of its own: what it made is released, your session is as it was)"]
+                if d.get("scope") is not None else [])
+
+
+class SayData(TypedDict):
+    text: str
+    lang: str
+    shown: bool
+
+
+class Said(Result, kind="say"):
+    Data = SayData
+    prose = True
+
+    def text(self):
+        d = self.data
+        return [d["text"]] if d["shown"] else []

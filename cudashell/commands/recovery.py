@@ -10,6 +10,9 @@ from dataclasses import replace
 from ..errors import ShellError
 from ..registry import command
 from ..results import Result, hexptr
+from ..render import fit
+from ..sizes import format_size_exact
+from typing import TypedDict
 
 
 def _salvage(backend, bufs) -> tuple[dict, dict]:
@@ -118,8 +121,63 @@ def reset(session, backend, args):
         except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks
             del session.buffers[buf.name]
             dropped[buf.name] = e.code
-    return Result("reset", {"cause": cause, "buffers": rows, "dropped": dropped,
+    return Reset({"cause": cause, "buffers": rows, "dropped": dropped,
                             "streams": [s.name for s in session.streams.values()],
                             "events": list(session.events), "kernels": kernels,
                             "kernels_lost": kernel_failures, "unfinished": unfinished,
                             "timing": backend.timing_label})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class ResetDataBuffersItem(TypedDict):
+    name: str
+    kind: str
+    size: int
+    flags: str
+    old_host_ptr: str | None
+    old_device_ptr: str
+    host_ptr: str | None
+    device_ptr: str
+    contents: str
+
+
+class ResetDataUnfinishedItem(TypedDict):
+    op: str
+    stream: str
+
+
+class ResetData(TypedDict):
+    cause: str
+    buffers: list[ResetDataBuffersItem]
+    dropped: dict[str, str]
+    streams: list[str]
+    events: list[str]
+    kernels: list[str]
+    kernels_lost: dict[str, str]
+    unfinished: list[ResetDataUnfinishedItem]
+    timing: str
+
+
+class Reset(Result, kind="reset"):
+    Data = ResetData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        cause = "on request" if d["cause"] == "asked" else f"after {d['cause']}"
+        lines = [f"reset {cause}: a fresh GPU side; the session was rebuilt on it ({d['timing']})"]
+        if d["buffers"]:
+            rows = [[b["name"], b["kind"], format_size_exact(b["size"]), b["flags"],
+                     f"{b['old_host_ptr'] or '-'} → {b['host_ptr'] or '-'}",
+                     f"{b['old_device_ptr'] or '-'} → {b['device_ptr'] or '-'}", b["contents"]] for b in d["buffers"]]
+            lines.append(fit(rows, ["buffer", "kind", "size", "flags", "host ptr", "device ptr", "contents"],
+                             tablefmt, width))
+        lines += [f"  {b}: could not be made again ({code}); it is gone" for b, code in d["dropped"].items()]
+        if d["streams"] or d["events"]:
+            lines.append("  streams made again: " + (", ".join(d["streams"]) or "none")
+                         + "; events made again (not recorded yet): " + (", ".join(d["events"]) or "none"))
+        if d["kernels"]:
+            lines.append("  kernels recompiled: " + ", ".join(d["kernels"]))
+        lines += [f"  kernel {k}: could not be recompiled ({code}); it is gone" for k, code in d["kernels_lost"].items()]
+        if d["unfinished"]:
+            lines.append("  never finished: " + ", ".join(f"{u['op']} (stream {u['stream']})" for u in d["unfinished"]))
+        return lines

@@ -5,9 +5,11 @@ from __future__ import annotations
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_int
 from ..registry import command
-from ..results import Result, timing_data
+from ..results import Message, Result, Synced, timing_data
 from ..session import Stream
 from .checks import RESERVED
+from ..render import fit
+from typing import TypedDict
 
 
 def stream_row(backend, s: Stream, session=None) -> dict:
@@ -44,7 +46,7 @@ def stream_create(session, backend, args):
         backend.hold([handle])
     s = Stream(name, number, handle, "nonblocking" in args.flags, priority, session.context.device, session.current)
     session.add_stream(s)
-    return Result("stream", {**stream_row(backend, s), "asked_priority": asked,
+    return StreamMade({**stream_row(backend, s), "asked_priority": asked,
                              "priority_range": [least, greatest]}, named=name)
 
 
@@ -58,7 +60,7 @@ def stream_destroy(session, backend, args):
     backend.stream_destroy(s.handle)
     del session.streams[s.name]
     text = f"stream {s.name} destroyed" + (" (its queued work still runs to the end)" if busy else "")
-    return Result("message", {"text": text, "name": s.name, "busy": busy, "call": "cudaStreamDestroy"})
+    return Message({"text": text, "name": s.name, "busy": busy, "call": "cudaStreamDestroy"})
 
 
 @command("stream query", "streams", "is a stream's work done?", "stream query 1", "cudaStreamQuery (cuStreamQuery)",
@@ -66,13 +68,13 @@ def stream_destroy(session, backend, args):
 def stream_query(session, backend, args):
     s = session.stream(args.get("S"), args.col("S"))
     row = stream_row(backend, s)
-    return Result("message", {"text": f"stream {row['name']}: {'idle' if row['idle'] else 'busy'}", **row})
+    return Message({"text": f"stream {row['name']}: {'idle' if row['idle'] else 'busy'}", **row})
 
 
 @command("streams", "streams", "list the streams", "streams", "cudaStreamQuery (cuStreamQuery)", exported=False)
 def streams(session, backend, args):
     rows = [stream_row(backend, s, session) for s in session.all_streams()]
-    return Result("streams", {"streams": rows})
+    return StreamList({"streams": rows})
 
 
 @command("sync", "streams", "wait for the device, or for one stream", "sync stream 1",
@@ -87,16 +89,16 @@ def sync(session, backend, args):
     if "E" in args.values:
         event = session.event(args.get("E"), args.col("E"))
         t = backend.event_sync(event.handle)
-        return Result("sync", {"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
+        return Synced({"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
                                "completed": session.completed(backend)})
     if "S" in args.values:
         s = session.stream(args.get("S"), args.col("S"))
         t = backend.stream_sync(s.handle)
-        return Result("sync", {"what": f"stream {s.name}", "call": "cudaStreamSynchronize",
+        return Synced({"what": f"stream {s.name}", "call": "cudaStreamSynchronize",
                                **timing_data(t),
                                "completed": session.completed(backend)})
     t = backend.device_sync()
-    return Result("sync", {"what": "device", "call": "cudaDeviceSynchronize", **timing_data(t),
+    return Synced({"what": "device", "call": "cudaDeviceSynchronize", **timing_data(t),
                            "completed": session.completed(backend)})
 
 
@@ -111,4 +113,55 @@ def sleep(session, backend, args):
         raise usage(f"{ms} ms is over a minute", args.col("MS"), "sleep at most 60000 ms")
     t0 = backend.clock()
     backend.host_sleep(ms / 1e3)
-    return Result("message", {"text": f"host slept {ms} ms", "ms": ms, "host_seconds": backend.clock() - t0})
+    return Message({"text": f"host slept {ms} ms", "ms": ms, "host_seconds": backend.clock() - t0})
+
+
+# ------------------------------------------------------------------ the results of these commands
+class StreamData(TypedDict):
+    name: str
+    number: int
+    nonblocking: bool
+    priority: int
+    legacy_default: bool
+    idle: bool
+    context: str
+    asked_priority: int
+    priority_range: list[int]
+
+
+class StreamMade(Result, kind="stream"):
+    Data = StreamData
+
+    def text(self):
+        d = self.data
+        clamp = f" (asked {d['asked_priority']}, range {d['priority_range'][0]}..{d['priority_range'][1]})" \
+            if d["asked_priority"] != d["priority"] else ""
+        return [f"stream {d['name']}: {'nonblocking' if d['nonblocking'] else 'blocking'}, priority "
+                f"{d['priority']}{clamp}"]
+
+
+class StreamsDataStreamsItem(TypedDict):
+    name: str
+    number: int
+    nonblocking: bool
+    priority: int
+    legacy_default: bool
+    idle: bool
+    context: str
+
+
+class StreamsData(TypedDict):
+    streams: list[StreamsDataStreamsItem]
+
+
+class StreamList(Result, kind="streams"):
+    Data = StreamsData
+
+    def lines(self, tablefmt="simple", width=0):
+        d = self.data
+        ctxs = len({r["context"] for r in d["streams"]}) > 1
+        rows = [[r["name"] + (" (legacy default)" if r["legacy_default"] else ""),
+                 "nonblocking" if r["nonblocking"] else "blocking", r["priority"], "idle" if r["idle"] else "busy"]
+                + ([r["context"]] if ctxs else []) for r in d["streams"]]
+        return [fit(rows, ["stream", "sync with default", "priority", "work"] + (["context"] if ctxs else []),
+                    tablefmt, width)]

@@ -9,8 +9,10 @@ from pathlib import Path
 from ..errors import usage
 from ..grammar import Arg, Flag, Opt
 from ..registry import command
-from ..results import Result
+from ..results import Message, Result, Settings
 from .checks import check_writable, write_file
+from ..render import fmt_seconds, nvprof_time
+from typing import NotRequired, TypedDict
 
 GLYPH = {"memcpy h2d": "H", "memcpy d2h": "D", "memcpy d2d": "C", "memcpy h2h": "h", "memset": "M",
          "prefetch device": "P", "prefetch host": "P"}
@@ -45,14 +47,14 @@ def finished(session, backend) -> tuple[list[dict], int]:
          args=(Arg("SWITCH", choices=("on", "off")),), exported=False)
 def time_(session, backend, args):
     session.settings["time"] = args.get("SWITCH")
-    return Result("settings", {"settings": {"time": session.settings["time"]}})
+    return Settings({"settings": {"time": session.settings["time"]}})
 
 
 @command("explain", "session", "after each command, show the CUDA runtime C and the driver call — on or off",
          "explain on", "(none)", args=(Arg("SWITCH", choices=("on", "off")),), exported=False)
 def explain_(session, backend, args):
     session.settings["explain"] = args.get("SWITCH")
-    return Result("settings", {"settings": {"explain": session.settings["explain"]}})
+    return Settings({"settings": {"explain": session.settings["explain"]}})
 
 
 @command("timeline", "streams", "an ASCII Gantt chart of the GPU work, per stream and per engine",
@@ -72,7 +74,7 @@ def timeline(session, backend, args):
     if "OPS" in args.values:
         done = done[-args.get("OPS"):]
     if not done:
-        return Result("timeline", {"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label})
+        return Timeline({"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label})
     t0, t1 = min(e["start"] for e in done), max(e["end"] for e in done)
     scale = max(t1 - t0, 1e-9) / width
     rows: dict[str, list[str]] = {}
@@ -96,7 +98,7 @@ def timeline(session, backend, args):
             for i in range(a, b):  # a stream runs one thing at a time: only an engine row can clash
                 cells[i] = g if row.startswith("stream") or cells[i] in (" ", g) else "#"
     spans = [{k: e.get(k) for k in ("op", "stream", "engine", "issued", "start", "end")} for e in done]
-    return Result("timeline", {"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()], "spans": spans,
+    return Timeline({"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()], "spans": spans,
                                "start": t0, "end": t1, "per_cell": scale, "ops": len(done), "pending": pending,
                                "timing": backend.timing_label, "source": source_of(backend)})
 
@@ -124,7 +126,7 @@ def trace_export(session, backend, args):
     write_file(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
                                  "otherData": {"timing": backend.timing_label, "device": backend.info.name}}),
                args.col("FILE"))
-    return Result("message", {"text": f"wrote {len(done)} operations to {path}"
+    return Message({"text": f"wrote {len(done)} operations to {path}"
                               + (f" ({pending} still running were left out)" if pending else ""),
                               "path": str(path), "ops": len(done), "pending": pending})
 
@@ -151,7 +153,7 @@ def profile(session, backend, args):
     api = defaultdict(list)
     for call, seconds in session.api:
         api[call].append(seconds)
-    return Result("profile", {"gpu": _stats(gpu), "api": _stats(api), "pending": pending,
+    return Profile({"gpu": _stats(gpu), "api": _stats(api), "pending": pending,
                               "timing": backend.timing_label, "source": source_of(backend),
                               "metrics": _metrics(done)})
 
@@ -183,3 +185,133 @@ def _metrics(done: list) -> list[dict]:
                 if k == kernel:
                     r["launches"] += 1
     return list(rows.values())
+
+
+# ------------------------------------------------------------------ the results of these commands
+class ProfileDataGpuItem(TypedDict):
+    name: str
+    percent: float
+    total: float
+    calls: int
+    avg: float
+    min: float
+    max: float
+
+
+class ProfileDataApiItem(TypedDict):
+    name: str
+    percent: float
+    total: float
+    calls: int
+    avg: float
+    min: float
+    max: float
+
+
+class ProfileDataMetricsItem(TypedDict):
+    kernel: str
+    memory: str
+    launches: int
+    requests: int
+    sectors: int
+    useful_bytes: int
+
+
+class ProfileData(TypedDict):
+    gpu: list[ProfileDataGpuItem]
+    api: list[ProfileDataApiItem]
+    pending: int
+    timing: str
+    source: str
+    metrics: list[ProfileDataMetricsItem]
+
+
+class Profile(Result, kind="profile"):
+    Data = ProfileData
+
+    def lines(self, tablefmt="simple", width=0):
+        """nvprof's own layout (the tablefmt setting does not apply: this is what nvprof users know)."""
+        d = self.data
+        head = f"{'Time(%)':>7}{'Time':>10}{'Calls':>10}{'Avg':>10}{'Min':>10}{'Max':>10}  Name"
+        source = f": {d['source']}" if d.get("source", d["timing"]) != d["timing"] else ""
+        out = [f"==cudashell== Profiling result ({d['timing']}{source}):"]
+        if not d["gpu"] and not d["api"]:
+            return out + ["nothing has run yet"]
+        for title, stats in (("GPU activities", d["gpu"]), ("API calls", d["api"])):
+            if title == "API calls":
+                out.append("==cudashell== API calls (host time of each call):")
+            out.append(head)
+            out += [f"{r['percent']:>6.2f}%{nvprof_time(r['total']):>10}{r['calls']:>10}{nvprof_time(r['avg']):>10}"
+                    f"{nvprof_time(r['min']):>10}{nvprof_time(r['max']):>10}  {r['name']}" for r in stats]
+        if d.get("metrics"):
+            out.append("==cudashell== Metrics of your kernels (counted by the simulator):")
+            out.append(f"{'Kernel':<20}{'Memory':<12}{'Requests':>10}{'Sectors':>10}{'Per req':>9}{'Used':>7}")
+            for r in d["metrics"]:
+                if r["memory"] == "shared":
+                    per = r["wavefronts"] / r["requests"] if r["requests"] else 0
+                    out.append(f"{r['kernel']:<20}{'shared':<12}{r['requests']:>10}{r['wavefronts']:>10}{per:>9.2f}"
+                               f"{'':>7}  (wavefronts: bank conflicts above 1 a request)")
+                else:
+                    per = r["sectors"] / r["requests"] if r["requests"] else 0
+                    used = r["useful_bytes"] / (32 * r["sectors"]) if r["sectors"] else 1
+                    out.append(f"{r['kernel']:<20}{r['memory']:<12}{r['requests']:>10}{r['sectors']:>10}{per:>9.2f}"
+                               f"{100 * used:>6.0f}%")
+        if d["pending"]:
+            out.append(f"({d['pending']} operations still running are not counted: `sync` first)")
+        return out
+
+    def figure(self):
+        from ..figures import profile_figure
+
+        return profile_figure(self.data) if self.data.get("gpu") else None
+
+
+class TimelineDataRowsItem(TypedDict):
+    name: str
+    cells: str
+
+
+class TimelineDataSpansItem(TypedDict):
+    op: str
+    stream: str
+    engine: str
+    issued: float
+    start: float
+    end: float
+
+
+class TimelineData(TypedDict):
+    rows: list[TimelineDataRowsItem]
+    spans: NotRequired[list[TimelineDataSpansItem]]
+    start: NotRequired[float]
+    end: NotRequired[float]
+    per_cell: NotRequired[float]
+    ops: int
+    pending: int
+    timing: str
+    source: NotRequired[str]
+
+
+class Timeline(Result, kind="timeline"):
+    Data = TimelineData
+
+    def text(self):
+        d = self.data
+        if not d["rows"]:
+            return ["no finished GPU work in the trace yet" + (f" ({d['pending']} still running)" if d["pending"] else "")]
+        width = max(len(r["name"]) for r in d["rows"])
+        source = "" if d.get("source", d["timing"]) == d["timing"] else f": {d['source']}"
+        out = [f"timeline of {d['ops']} operations, {fmt_seconds(d['start'])} … {fmt_seconds(d['end'])} "
+               f"({d['timing']}{source}); one column = {fmt_seconds(d['per_cell'])}"]
+        out += [f"  {r['name']:<{width}} |{r['cells']}|" for r in d["rows"]]
+        out.append("  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch  # two at once on one engine  "
+                   ". issued, waiting in its queue")
+        if d["pending"]:
+            out.append(f"  ({d['pending']} operations still running are not shown: `sync` first)")
+        return out
+
+    def figure(self):
+        from ..figures import timeline_figure
+
+        return timeline_figure(self.data) if self.data.get("spans") else None
+

@@ -124,11 +124,11 @@ class Work:
                 buf = arg.buf
                 values.append(C.c_uint64((buf.device_ptr if buf.device_ptr is not None else buf.host_ptr)
                                          + arg.offset))
-            elif kernel.name == "spin" and kernel.builtin:
+            elif param.unit == "us":  # microseconds: in clock ticks, as the kernel counts
                 values.append(C.c_int64(int(arg) * self.clock_khz // 1000))
             else:
                 values.append(CTYPE[param.dtype](arg.item()))
-        if kernel.builtin and kernel.name != "spin":
+        if kernel.builtin and kernel.counted:
             values.append(C.c_int(count))
         return launch_args(fn, grid, block, stream, *values, shared=shared)
 
