@@ -24,6 +24,19 @@ from .session import Session
 
 MAX_DEPTH = 16
 
+
+def script_text(raw: bytes, path: Path) -> str:
+    """A script's text: UTF-8, with or without the byte-order mark an editor may write. Anything else is refused
+    where it first fails, as file:line:col, naming the encoding."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        before = raw[:e.start]
+        line = before.count(b"\n") + 1
+        col = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
+        raise ShellError("BAD_ENCODING", f"{path}:{line}:{col}: byte 0x{raw[e.start]:02x} is not UTF-8",
+                         "save the script as UTF-8 (a Latin-1 file: `iconv -f latin1 -t utf-8`)") from None
+
 WORD = re.compile(r"[A-Za-z_][\w.]*")
 NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space, a tab or a Unicode space too
 
@@ -274,11 +287,12 @@ class Shell:
         if not path.is_absolute():
             path = self.dirs[-1] / path
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise ShellError("NO_SUCH_FILE", f"cannot read script {path}: {getattr(e, 'strerror', e)}",
+            raw = path.read_bytes()
+        except OSError as e:
+            raise ShellError("NO_SUCH_FILE", f"cannot read script {path}: {e.strerror}",
                              "paths in a script are relative to that script" if len(self.dirs) > 1
                              else "a path is relative to the directory you are in") from None
+        text = script_text(raw, path)
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
         name = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)

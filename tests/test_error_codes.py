@@ -68,6 +68,7 @@ TRIGGERS = {
     "EXPECT_FAILED": (None, ["ls", "expect error NO_SUCH_BUFFER"]),
     "SCRIPT_FAILED": (None, ["run fails.cush"]),
     "RECURSION": (None, ["run self.cush"]),
+    "BAD_ENCODING": (None, ["run latin1.cush"]),
     "IO_ERROR": (None, ["output /nonexistent-dir/x.txt"]),
     "NOT_SUPPORTED_ON_SIM": (None, ["kernel define k <<< __global__ void k(float *o) { o[0] = copysignf(1.0f, o[1]); } >>>"]),
     "DIVERGENT_BARRIER": (None, [KERNEL.format(name="half", body="if (threadIdx.x < 16) { __syncthreads(); } "
@@ -123,6 +124,7 @@ def _rigged(code: str, shell: Shell, monkeypatch) -> None:
 def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkeypatch):
     (tmp_path / "fails.cush").write_text("free nosuch\n")
     (tmp_path / "self.cush").write_text("run self.cush\n")
+    (tmp_path / "latin1.cush").write_bytes("echo café\n".encode("latin-1"))
     monkeypatch.chdir(tmp_path)
     profile, lines = TRIGGERS[code]
     shell = shell_on(profile, tmp_path)

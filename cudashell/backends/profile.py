@@ -94,7 +94,13 @@ class Profile:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ShellError("BAD_PROFILE", f"{spec}: unknown keys {', '.join(unknown)}")
-        return replace(cls(), **data)
+        base = cls()
+        for key, value in data.items():
+            wrong = _wrong_value(key, value, getattr(base, key))
+            if wrong:
+                raise ShellError("BAD_PROFILE", f"{spec}: {key} = {json.dumps(value)} — it must be {wrong}",
+                                 "`calibrate out FILE` writes a profile with every value in place")
+        return replace(base, **data)
 
     def copy_seconds(self, path: str, nbytes: int) -> float:
         """How long a copy of `nbytes` takes on a path ("pinned h2d", "pageable d2h", "d2d", "h2h", …):
@@ -122,6 +128,35 @@ class Profile:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _wrong_value(key: str, value, default) -> str | None:
+    """What a profile value must be, if it is not (a string where a bandwidth goes would fail only at the first copy,
+    a negative time would run the clock backwards). None when it fits: the default's type, and its sign."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (float("inf"), -float("inf"))
+
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "true or false"
+    if isinstance(default, str):
+        return None if isinstance(value, str) else "a string"
+    if isinstance(default, int):
+        if not isinstance(value, int) or isinstance(value, bool):
+            return "a whole number"
+        return None if value >= 0 or key.startswith("priority_") else "0 or more"
+    if isinstance(default, float):
+        if not number(value):
+            return "a number"
+        if default > 0 and value <= 0:
+            return "a number above 0 (a rate or a time)"
+        return None if value >= 0 else "0 or more"
+    if isinstance(default, dict):  # copy_curves: {"pinned h2d": [[bytes, seconds], …]}
+        ok = isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(pts, list) and all(
+                isinstance(pt, list) and len(pt) == 2 and all(number(x) and x >= 0 for x in pt) for pt in pts)
+            for k, pts in value.items())
+        return None if ok else 'a map of copy path to [[bytes, seconds], …] with numbers 0 or more'
+    return None
 
 
 CALIBRATED = Path(__file__).parent.parent / "profiles" / "h100.json"

@@ -1,0 +1,63 @@
+"""What a user hands the shell that is not quite right: a script in another encoding, a profile with wrong values."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from cudashell.backends.profile import Profile
+from cudashell.backends.sim import SimBackend
+from cudashell.errors import ShellError
+from cudashell.shell import Shell
+
+
+def _run(path) -> tuple[bool, str]:
+    out = io.StringIO()
+    shell = Shell(SimBackend(), out=out, err=out)
+    try:
+        ok = shell.run_script(path)
+    except ShellError as e:
+        return False, f"{e.code}: {e.message}"
+    finally:
+        shell.close()
+    return ok, out.getvalue()
+
+
+def test_a_script_with_a_byte_order_mark_runs(tmp_path):
+    script = tmp_path / "bom.cush"
+    script.write_bytes(b"\xef\xbb\xbfalloc pinned 4KB as first\nls\n")
+    ok, out = _run(script)
+    assert ok and "first" in out and "UNKNOWN_COMMAND" not in out
+
+
+def test_a_latin1_script_is_refused_at_its_first_foreign_byte(tmp_path):
+    script = tmp_path / "latin1.cush"
+    script.write_bytes("alloc pinned 4KB\necho café\n".encode("latin-1"))
+    ok, text = _run(script)
+    assert not ok and text == f"BAD_ENCODING: {script}:2:9: byte 0xe9 is not UTF-8"
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("pinned_h2d", "fast", "must be a number"),
+    ("pinned_h2d", -5, "above 0"),
+    ("copy_latency", 0, "above 0"),
+    ("unified_addressing", 1, "true or false"),
+    ("gpus", 1.5, "a whole number"),
+    ("copy_curves", {"pinned h2d": [[4096, "x"]]}, "[[bytes, seconds]"),
+])
+def test_a_profile_value_of_the_wrong_kind_is_refused_at_load(tmp_path, key, value, says):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({key: value}))
+    with pytest.raises(ShellError) as e:
+        Profile.load(str(path))
+    assert e.value.code == "BAD_PROFILE" and key in e.value.message and says in e.value.message
+
+
+def test_a_good_profile_still_loads(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"pinned_h2d": 25e9, "priority_greatest": -3, "sync_latency": 0.0,
+                                "copy_curves": {"pinned h2d": [[4096, 1e-5], [1 << 20, 5e-5]]}}))
+    p = Profile.load(str(path))
+    assert p.pinned_h2d == 25e9 and p.priority_greatest == -3
