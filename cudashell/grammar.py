@@ -3,6 +3,7 @@ syntax. Pure: no CUDA, no terminal, no session — so the parser, completion and
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
@@ -269,7 +270,9 @@ def convert(arg: Arg, tok: Token):
     if arg.choices:
         low = text.lower()
         if low not in arg.choices:
-            raise usage(f"expected {' or '.join(arg.choices)}, got '{text}'", col)
+            close = difflib.get_close_matches(low, arg.choices, n=1)
+            raise usage(f"expected {' or '.join(arg.choices)}, got '{text}'", col,
+                        f"did you mean `{close[0]}`?" if close else None)
         return low
     if arg.kind == "size":
         return parse_size(text, col)

@@ -329,10 +329,12 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             continue
         except EOFError:
             break
-        screen = shell.out
+        screen, errors = shell.out, shell.err
         first = lookup(line.split()[0]) if line.split() else None
         if first is None or not first.narrates:  # a script or a demo narrates as it goes: never held back
             shell.out = io.StringIO()  # held back, to page it when it is taller than the screen
+            # errors with it, in the order the commands ran (an error must not jump above what ran before it)
+            shell.err = ColorErrors(shell.out) if isinstance(errors, ColorErrors) else shell.out
         try:  # Shell.execute reports its own failures; this guard is for the loop itself
             for _, text in joined_source_lines(line.split("\n")):  # a pasted block runs line by line
                 if shell.quitting or not shell.execute(text):
@@ -344,6 +346,7 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
                 raise
             shell._write(shell.err, f"INTERNAL_ERROR: {type(e).__name__}: {e} — hint: run with --debug for the traceback")
         finally:
+            shell.err = errors
             if shell.out is not screen:
                 held, shell.out = shell.out.getvalue(), screen
                 page(held, settings.get("pager", "off"), screen, env.terminal_size().lines,

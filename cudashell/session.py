@@ -236,7 +236,8 @@ class Session:
         try:
             return self.buffers[name]
         except KeyError:
-            close = difflib.get_close_matches(name, list(self.buffers), n=1)
+            folded = [b for b in self.buffers if b.lower() == name.lower()]  # `P0` for p0
+            close = folded or difflib.get_close_matches(name, list(self.buffers), n=1, cutoff=0.5)
             hint = f"did you mean `{close[0]}`?" if close else "`ls` lists the buffers"
             raise ShellError("NO_SUCH_BUFFER", f"no buffer named '{name}'", hint, col) from None
 

@@ -61,3 +61,26 @@ def test_a_good_profile_still_loads(tmp_path):
                                 "copy_curves": {"pinned h2d": [[4096, 1e-5], [1 << 20, 5e-5]]}}))
     p = Profile.load(str(path))
     assert p.pinned_h2d == 25e9 and p.priority_greatest == -3
+
+
+def test_help_takes_several_commands(sim):
+    r = sim.ok("help memcpy memset")
+    assert [c["name"] for c in r["commands"]] == ["memcpy", "memset"]
+    assert sim.fails("help memcpy nosuch")["code"] == "UNKNOWN_COMMAND"
+
+
+def test_a_misspelt_name_or_choice_gets_a_did_you_mean(sim):
+    sim.ok("alloc pinned 4KB")
+    assert sim.fails("show p1")["hint"] == "did you mean `p0`?"
+    assert sim.fails("show P0")["hint"] == "did you mean `p0`?"
+    assert sim.fails("alloc pinnned 1MB")["hint"] == "did you mean `pinned`?"
+
+
+def test_show_says_how_many_values_it_printed(tmp_path):
+    out = io.StringIO()
+    shell = Shell(SimBackend(), out=out, err=out)
+    try:
+        shell.execute("alloc pinned 1MB; show p0 count 300")
+    finally:
+        shell.close()
+    assert "(300 of 1048576 read, 56 printed: --json has them all)" in out.getvalue()

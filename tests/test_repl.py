@@ -321,3 +321,10 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
     child.send("quit\r")
     child.expect("released: a \\(pinned 1048576 B\\), dev \\(device 67108864 B\\), mine")
     child.expect(pexpect.EOF)
+
+
+def test_output_comes_in_the_order_the_commands_ran(shell, monkeypatch):
+    """Issue 25, 1: an error is not printed above the output of a command that ran before it on the same line."""
+    out = drive(shell, monkeypatch, ("alloc pinned 2MB as q; show nosuch; ls\r", prompt(2)))
+    assert "NO_SUCH_BUFFER" in out
+    assert out.index("q: pinned 2 MiB") < out.index("NO_SUCH_BUFFER")

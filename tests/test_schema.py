@@ -25,7 +25,7 @@ event destroy e; callback stream 1 hello; sync; launch increment d 16; launch sp
 hold; memcpy p d 4KB async stream 1; release; prefetch m device; advise m preferred device; sync; compare p d
 checksums; timeline; profile; history; kernels; devices; doctor; contexts; settings; echo done; say hi
 expect ok; unregister h; show nosuch; memcpy p d 2MB; free d; repeat 3 <<< memcpy h2d p[0:4] p[4:8] >>>
-help memcpy; help; set time on; ls; set time off; free all; ls"""
+help memcpy; help memcpy memset; help; set time on; ls; set time off; free all; ls"""
 
 
 @pytest.fixture(scope="module")

@@ -305,8 +305,13 @@ class Shown(Result, kind="show"):
     def text(self):
         d = self.data
         values = [str(v) for v in d["values"]]
+        printed = len(values)
         if len(values) > 64:  # long output is elided in the middle; --json has every value
             values = values[:48] + [f"… {len(values) - 56} more …"] + values[-8:]
+            printed = 56
         shown = " ".join(values)
-        more = f"  … ({d['count']} of {d['elements']} shown)" if d["count"] < d["elements"] else ""
+        more = ""
+        if d["count"] < d["elements"] or printed < d["count"]:
+            more = f"  ({d['count']} of {d['elements']} read" + (f", {printed} printed: --json has them all)"
+                                                                  if printed < d["count"] else ")")
         return [f"{d['name']} [{d['dtype']}] @{d['offset']}: {shown}{more}"] + pending_notes(d)

@@ -36,6 +36,9 @@ def help_(session, backend, args):
         return Help({"groups": groups})
     name = " ".join(words).lower()
     spec = lookup(name)
+    several = [lookup(w) for w in words]
+    if spec is None and len(words) > 1 and all(several):  # `help memcpy memset`: each of them
+        return CommandHelps({"commands": [spec_help(s) for s in dict.fromkeys(several)]})
     family = [{"name": s.name, "summary": s.summary} for s in specs() if s.name.startswith(name + " ")]
     if spec is None and family:
         return Help({"groups": {name: family}})
@@ -402,6 +405,23 @@ class CommandHelp(Result, kind="help_command"):
         out += [f"  example: {d['example']}", f"  CUDA:    {d['cuda']}"]
         if d["aliases"]:
             out.append(f"  aliases: {', '.join(d['aliases'])}")
+        return out
+
+
+class HelpCommandsData(TypedDict):
+    commands: list[HelpCommandData]
+
+
+class CommandHelps(Result, kind="help_commands"):
+    """`help memcpy memset`: each command's help, one after the other."""
+
+    Data = HelpCommandsData
+    prose = True
+
+    def text(self):
+        out = []
+        for d in self.data["commands"]:
+            out += ([""] if out else []) + CommandHelp(d).text()
         return out
 
 
