@@ -107,8 +107,9 @@ def open_block(text: str) -> bool:
 
 
 class ShellValidator(Validator):
-    """Marks a malformed line at its column while typing, before Enter. Several lines (a paste, a `<<<` block
-    over lines) are checked as a script would be: line by line, a block joined into its first line."""
+    """Marks a malformed line at its column when Enter is pressed (not at every key: a half-typed `me` is no
+    error), and keeps it to mend. Several lines (a `<<<` block over lines) are checked as a script would be: line
+    by line, a block joined into its first line."""
 
     def validate(self, document):
         text = document.text
@@ -198,14 +199,31 @@ def trim_history(path, keep: int) -> None:
 def key_bindings(shell) -> KeyBindings:
     kb = KeyBindings()
 
+    def run_anyway(event):
+        """Run the line as it is: the shell says what is wrong with it, as in a script."""
+        buf = event.current_buffer
+        buf.validation_error = None
+        buf.append_to_history()
+        event.app.exit(result=buf.document.text)
+
     @kb.add("enter")
     def _(event):
-        """Run the input, unless a `<<<` block is still open: then a new line, with a continuation prompt."""
+        """Run the input, unless a `<<<` block is still open: then a new line, with a continuation prompt. Checked
+        first (the error marked at its column, the line kept to mend) — but not in a paste without bracketed-paste
+        mode (more keys already waiting): each of its lines runs or fails on its own, as in a script, instead of the
+        next lines being typed into the refused one."""
         buf = event.current_buffer
         if open_block(buf.text):
             buf.insert_text("\n")
+        elif event.key_processor.input_queue:
+            run_anyway(event)
         else:
             buf.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    def _(event):
+        """Alt-Enter (or Esc Enter): run a line the check refuses, to see the shell's own error."""
+        run_anyway(event)
 
     @kb.add("f1")
     def _(event):
@@ -269,7 +287,7 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
                                     "this session's history stays in memory")
     return PromptSession(
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
-        validate_while_typing=True, auto_suggest=SessionAutoSuggest(shell), history=history,
+        validate_while_typing=False, auto_suggest=SessionAutoSuggest(shell), history=history,
         complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell, env=env), key_bindings=key_bindings(shell),
         style=STYLES.get(settings.get("theme"), STYLES["default"]), enable_history_search=False,
         color_depth=None if use_color(settings.get("color", "auto"), env) else _mono(),

@@ -77,3 +77,14 @@ def test_a_switch_that_fails_keeps_the_session_and_quit_ends_it_saying_so(ip, ca
     assert ip.run_line_magic("cush", "--backend sim ls")["buffers"] == []
     assert ip.run_line_magic("cush", '--debug "x') is None
     assert "USAGE: the options cannot be read" in capsys.readouterr().err
+
+
+def test_a_cell_takes_a_block_over_several_lines(ip, capsys):
+    """Issue 25, 5: `<<< … >>>` over several lines in a cell, as in a script and at the prompt."""
+    ip.run_line_magic("cush", "--backend sim alloc pinned 4KB as p0")
+    ip.run_line_magic("cush", "alloc device 4KB as d0")
+    capsys.readouterr()
+    ip.run_cell_magic("cush", "", "repeat 3 <<< memcpy p0 d0\n  memcpy d0 p0 >>>\nrepeat 2 <<<\n  fill p0 5\n>>>")
+    captured = capsys.readouterr()
+    assert captured.err == "" and "repeated 3×" in captured.out and "repeated 2×" in captured.out
+    assert ip.user_ns["cush"].session.array("p0")[0] == 5

@@ -159,10 +159,13 @@ def test_typing_tab_completion_and_ctrl_d_in_the_real_prompt(shell, monkeypatch)
 
 
 def test_a_malformed_line_is_not_run_and_ctrl_c_cancels_it(shell, monkeypatch):
-    def refused(p):  # still the line, marked (validated while typing), still the first prompt
+    def unmarked(p):  # typed, and not marked yet: the check waits for Enter
+        return p.line() == "alloc pinned 64QB" and p.session.default_buffer.validation_error is None
+
+    def refused(p):  # still the line, marked at Enter, still the first prompt
         return p.line() == "alloc pinned 64QB" and p.session.default_buffer.validation_error is not None
 
-    out = drive(shell, monkeypatch, ("alloc pinned 64QB", refused), ("\r", refused), ("\x03", prompt(2)),
+    out = drive(shell, monkeypatch, ("alloc pinned 64QB", unmarked), ("\r", refused), ("\x03", prompt(2)),
                 ("alloc device 1KB\r", prompt(3)))
     assert [e.text for e in shell.session.history] == ["alloc device 1KB as d0"]
     assert "d0: device" in out
@@ -182,9 +185,8 @@ def test_the_installed_command_in_a_pseudo_terminal(tmp_path):
     child.expect("type `help`")
     child.expect("cush>")
     child.send("alloc pi")
-    child.expect("got 'pi'")  # the screen shows the line as typed, marked while typing
-    child.send("\t")  # completes `pinned`
-    child.expect("missing SIZE")  # the line is `alloc pinned` now: the completion is in it, marked as unfinished
+    child.expect("pinned")  # the completion menu offers it (no error mark while typing: the check waits for Enter)
+    child.send("\t")  # completes `pinned`: the line below runs only if it did
     child.send(" 1MB mapped\r")
     child.expect("p0: pinned 1 MiB")
     child.expect("cush>")
@@ -328,3 +330,17 @@ def test_output_comes_in_the_order_the_commands_ran(shell, monkeypatch):
     out = drive(shell, monkeypatch, ("alloc pinned 2MB as q; show nosuch; ls\r", prompt(2)))
     assert "NO_SUCH_BUFFER" in out
     assert out.index("q: pinned 2 MiB") < out.index("NO_SUCH_BUFFER")
+
+
+def test_alt_enter_runs_a_refused_line_to_show_the_shells_error(shell, monkeypatch):
+    """Issue 25, 3: the check waits for Enter; Esc Enter runs the line anyway and the shell names what is wrong."""
+    out = drive(shell, monkeypatch, ("me", typed("me")), ("mcpy", typed("memcpy")), ("\x1b\r", prompt(2)))
+    assert "USAGE: missing SRC" in out and [e.ok for e in shell.session.history] == [False]
+
+
+def test_a_paste_without_bracketed_paste_runs_each_line_on_its_own(shell, monkeypatch):
+    """Issue 25, 2: the keys of a pasted block arrive at once; an invalid line fails alone, the rest run."""
+    out = drive(shell, monkeypatch, ("alloc pinned 1MB as x1\ralocc device 1MB as x2\rfill x1 7\rshow x1 count 2\r",
+                                      prompt(5)))
+    assert "UNKNOWN_COMMAND" in out and "x1 [uint8] @0: 7 7" in out
+    assert [e.text for e in shell.session.history if e.ok] == ["alloc pinned 1MB as x1", "fill x1 7", "show x1 count 2"]
