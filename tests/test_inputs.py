@@ -84,3 +84,10 @@ def test_show_says_how_many_values_it_printed(tmp_path):
     finally:
         shell.close()
     assert "(300 of 1048576 read, 56 printed: --json has them all)" in out.getvalue()
+
+
+def test_set_lists_only_what_set_takes(sim):
+    listed = sim.ok("set")["settings"]
+    assert "width" not in listed and "lang" not in listed and {"count", "format", "gpu-timeout"} <= set(listed)
+    for key, value in listed.items():  # each listed setting can be set back to its value
+        sim.ok(f"set {key} {value}")

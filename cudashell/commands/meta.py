@@ -89,7 +89,7 @@ def _setting_values(session, words: list[str], index: int) -> list[tuple[str, st
          "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True, complete=_setting_values)),
-         details="count: elements `show` prints by default; format: table or json output; tablefmt: the "
+         details="count: elements `show` prints by default; format: table, json or csv output; tablefmt: the "
                  "table style (any tabulate format); pinlimit: how much may be page-locked in all (auto: half of "
                  "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU); gpu-timeout: seconds one wait on "
                  "the GPU may take before the shell gives the GPU up (off by default; Ctrl-C does it by hand), "
@@ -97,7 +97,8 @@ def _setting_values(session, words: list[str], index: int) -> list[tuple[str, st
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
-        return Settings({"settings": dict(session.settings)})
+        # what `set KEY` takes; the width the prompt keeps and a demo's language are the shell's own
+        return Settings({"settings": {k: v for k, v in session.settings.items() if k in SETTINGS}})
     key = key.lower()
     if key not in SETTINGS:
         close = difflib.get_close_matches(key, list(SETTINGS), n=1)
