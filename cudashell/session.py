@@ -201,6 +201,7 @@ class Session:
     held: dict | None = None  # while `hold`: since when, how, and how much of the trace was there then
     peers: set = field(default_factory=set)  # (a, b) after `peer enable a b`: GPU a may reach GPU b's memory
     progress: object = None  # (label, done or None at the end, total) -> None: the shell's progress line, if any
+    gone: dict = field(default_factory=dict)  # names freed or destroyed → what became of them (for the error)
 
     # -------------------------------------------------------------- contexts
     @property
@@ -239,7 +240,8 @@ class Session:
             folded = [b for b in self.buffers if b.lower() == name.lower()]  # `P0` for p0
             close = folded or difflib.get_close_matches(name, list(self.buffers), n=1, cutoff=0.5)
             hint = f"did you mean `{close[0]}`?" if close else "`ls` lists the buffers"
-            raise ShellError("NO_SUCH_BUFFER", f"no buffer named '{name}'", hint, col) from None
+            was = f" ({name} {self.gone[name]})" if name in self.gone else ""
+            raise ShellError("NO_SUCH_BUFFER", f"no buffer named '{name}'{was}", hint, col) from None
 
     def next_name(self, kind: str) -> str:
         letter = KIND_LETTER[kind]
@@ -250,6 +252,7 @@ class Session:
 
     def add_buffer(self, buf: Buffer) -> None:
         self.buffers[buf.name] = buf
+        self.gone.pop(buf.name, None)
         letter = KIND_LETTER[buf.kind]
         if buf.name.startswith(letter) and buf.name[1:].isdigit():
             self.counters[letter] = max(self.counters.get(letter, 0), int(buf.name[1:]) + 1)
@@ -279,8 +282,9 @@ class Session:
         try:
             return self.streams[name]
         except KeyError:
-            names = ", ".join(self.streams) or "none yet"
-            raise ShellError("NO_SUCH_STREAM", f"no stream named '{name}'",
+            names = ", ".join(self.streams) or ("none now" if self.stream_counter else "none yet")
+            was = f" (stream {name} {self.gone['stream ' + name]})" if "stream " + name in self.gone else ""
+            raise ShellError("NO_SUCH_STREAM", f"no stream named '{name}'{was}",
                              f"streams: 0 (default), {names}; make one with `stream create`", col) from None
 
     def all_streams(self) -> list[Stream]:
@@ -292,6 +296,7 @@ class Session:
 
     def add_stream(self, stream: Stream) -> None:
         self.streams[stream.name] = stream
+        self.gone.pop("stream " + stream.name, None)
         self.stream_counter = max(self.stream_counter, stream.number)
 
     # -------------------------------------------------------------- GPU work in flight

@@ -91,3 +91,17 @@ def test_set_lists_only_what_set_takes(sim):
     assert "width" not in listed and "lang" not in listed and {"count", "format", "gpu-timeout"} <= set(listed)
     for key, value in listed.items():  # each listed setting can be set back to its value
         sim.ok(f"set {key} {value}")
+
+
+def test_a_name_that_is_gone_says_what_became_of_it(sim):
+    sim.ok("alloc pinned 4KB as p; free p")
+    assert sim.fails("free p")["message"] == "no buffer named 'p' (p was freed)"
+    sim.ok("alloc pinned 4KB as p")  # made again: nothing to say
+    sim.ok("stream create; stream destroy 1")
+    e = sim.fails("memcpy p[0:4] p[4:8] async stream 1")
+    assert e["code"] == "NO_SUCH_STREAM" and "(stream 1 was destroyed)" in e["message"] and "none now" in e["hint"]
+
+
+def test_save_counts_in_words(sim, tmp_path):
+    sim.ok("alloc pinned 4KB")
+    assert "saved 1 command to" in sim.ok(f"save {tmp_path}/one.cush")["text"]

@@ -115,6 +115,7 @@ def free(session, backend, args):
     for buf in bufs:
         unregistered = session.release_buffer(backend, buf)
         del session.buffers[buf.name]
+        session.gone[buf.name] = "was freed"
         freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,

@@ -75,7 +75,7 @@ def save(session, backend, args):
     check_writable(path, "force" in args.flags, args.col("FILE"))
     lines = [e.text for e in session.history if e.ok and saved(e.text)]
     write_file(path, "# saved by cudashell\n" + "".join(line + "\n" for line in lines), args.col("FILE"))
-    return Message({"text": f"saved {len(lines)} commands to {path}", "path": str(path),
+    return Message({"text": f"saved {len(lines)} command{'s' if len(lines) != 1 else ''} to {path}", "path": str(path),
                               "commands": len(lines)})
 
 

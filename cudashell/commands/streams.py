@@ -59,6 +59,7 @@ def stream_destroy(session, backend, args):
     busy = not backend.stream_idle(s.handle)
     backend.stream_destroy(s.handle)
     del session.streams[s.name]
+    session.gone["stream " + s.name] = "was destroyed"
     text = f"stream {s.name} destroyed" + (" (its queued work still runs to the end)" if busy else "")
     return Message({"text": text, "name": s.name, "busy": busy, "call": "cudaStreamDestroy"})
 
