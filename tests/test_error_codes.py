@@ -69,6 +69,7 @@ TRIGGERS = {
     "SCRIPT_FAILED": (None, ["run fails.cush"]),
     "RECURSION": (None, ["run self.cush"]),
     "BAD_ENCODING": (None, ["run latin1.cush"]),
+    "SIM_BUDGET": (None, ["alloc pageable 8GB", "fill h0 1"]),
     "IO_ERROR": (None, ["output /nonexistent-dir/x.txt"]),
     "NOT_SUPPORTED_ON_SIM": (None, ["kernel define k <<< __global__ void k(float *o) { o[0] = copysignf(1.0f, o[1]); } >>>"]),
     "DIVERGENT_BARRIER": (None, [KERNEL.format(name="half", body="if (threadIdx.x < 16) { __syncthreads(); } "

@@ -79,7 +79,7 @@ def test_keep_going_runs_the_scripts_after_a_missing_one_and_still_says_it_faile
 
 def test_a_bench_past_the_simulators_storage_leaves_the_session_working(sim):
     sim.ok("alloc pageable 4KB as keep; fill keep 9")
-    assert sim.fails("bench memcpy h2d pinned sizes 1GB")["code"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert sim.fails("bench memcpy h2d pinned sizes 1GB")["code"] == "SIM_BUDGET"
     assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["keep"]
     assert sim.ok("show keep count 2")["values"] == [9, 9]
     sim.ok("alloc device 1MB as d; memcpy h2d keep d[0:+4KB]")
@@ -218,7 +218,7 @@ def test_a_bench_keeps_the_points_it_measured_when_a_later_one_is_refused():
     try:
         result = sim.ok("bench memcpy h2d pinned sizes 1MB,16MB,48MB")
         assert [r["size"] for r in result["rows"]] == [1 << 20, 16 << 20]
-        assert result["stopped"].startswith("CUDA_ERROR_OUT_OF_MEMORY") and "budget" in result["stopped"]
+        assert result["stopped"].startswith("SIM_BUDGET") and "budget" in result["stopped"]
         assert sim.backend.budget.used == 0  # the refused point's buffers were given back too
         sim.ok("alloc device 1MB as d")
         assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["d"]
@@ -234,7 +234,7 @@ def test_a_bench_past_the_storage_budget_is_refused_before_it_touches_memory(sim
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert error["code"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert error["code"] == "SIM_BUDGET"
     assert peak < 64 << 20 and sim.shell.backend.budget.used == 0
 
 

@@ -17,8 +17,9 @@ class Budget:
 
     def check(self, nbytes: int) -> None:
         if self.used + nbytes > self.limit:
-            raise ShellError("CUDA_ERROR_OUT_OF_MEMORY",
-                             f"simulator storage budget of {self.limit >> 20} MiB of real RAM is spent",
+            raise ShellError("SIM_BUDGET",  # the simulator's own limit, not the driver's: named apart
+                             f"the simulator's storage budget of {self.limit >> 20} MiB of this machine's RAM is spent "
+                             "(a real GPU would have the memory)",
                              "write less data, free buffers, or raise storage_budget in a --sim-profile")
 
     def take(self, nbytes: int) -> None:
