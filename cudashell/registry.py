@@ -29,6 +29,7 @@ class Spec:
     exported: bool = True  # `export c` and `explain` write C for it (False: it stands for no CUDA work)
     saved: bool = True  # `save` keeps it (False: about the session or the script, not part of the experiment)
     narrates: bool = False  # its output comes as it runs (a script, a demo): the prompt does not hold it for the pager
+    echoed: bool = True  # a script's echo shows the command line (not for `say`: its text is what it prints)
 
     def syntax(self) -> str:
         parts = [self.name] + [a.usage() for a in self.args]
@@ -48,13 +49,13 @@ _ALIASES: dict[str, str] = {}
 
 def command(name: str, group: str, summary: str, example: str, cuda: str, *, args=(), opts=(),
             flags=(), aliases=(), details: str = "", exported: bool = True, saved: bool = True,
-            narrates: bool = False):
+            narrates: bool = False, echoed: bool = True):
     """Decorator used by the handlers in `commands/`: registers the handler with its spec."""
     assert group in GROUPS, group
 
     def register(fn):
         spec = Spec(name, group, summary, example, cuda, tuple(args), tuple(opts), tuple(flags),
-                    tuple(aliases), details, fn, exported, saved, narrates)
+                    tuple(aliases), details, fn, exported, saved, narrates, echoed)
         REGISTRY[name] = spec
         for alias in aliases:
             _ALIASES[alias] = name
@@ -78,6 +79,11 @@ def specs() -> list[Spec]:
 def command_words() -> list[str]:
     load()
     return sorted(set(REGISTRY) | set(_ALIASES))
+
+
+def spec_of(words: list[str]) -> Spec | None:
+    """The command a line's first words name (two-word commands first), or None."""
+    return (lookup(" ".join(words[:2])) if len(words) > 1 else None) or (lookup(words[0]) if words else None)
 
 
 def lookup(name: str) -> Spec | None:

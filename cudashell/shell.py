@@ -18,7 +18,7 @@ from .environment import Environment
 from .errors import ShellError
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
-from .registry import parse_segment
+from .registry import parse_segment, spec_of
 from .results import Action, Block, Output, Quit, Repeat, Result, RunScript
 from .session import Session
 
@@ -93,7 +93,9 @@ class Shell:
 
     def _run_segment(self, seg: Segment, file: str | None, lineno: int | None) -> bool:
         if self.echo and not self.json_mode:
-            self._write(self.out, f"cush> {seg.text}")
+            spec = spec_of([t.text for t in seg.tokens[:2]])
+            if spec is None or spec.echoed:
+                self._write(self.out, f"cush> {seg.text}")
         result, error, before = None, None, None
         t0 = time.perf_counter()
         try:

@@ -105,3 +105,19 @@ def test_a_name_that_is_gone_says_what_became_of_it(sim):
 def test_save_counts_in_words(sim, tmp_path):
     sim.ok("alloc pinned 4KB")
     assert "saved 1 command to" in sim.ok(f"save {tmp_path}/one.cush")["text"]
+
+
+def test_a_demo_run_from_a_script_narrates_in_its_language_only(tmp_path):
+    """Issue 25, 4: the echo of a script shows the commands, but a `say` line is its narration, once, and only in
+    the demo's language."""
+    script = tmp_path / "d.cush"
+    script.write_text("demo register lang zh\n")
+    out = io.StringIO()
+    shell = Shell(SimBackend(), out=out, err=out, echo=True)
+    try:
+        assert shell.run_script(script)
+    finally:
+        shell.close()
+    text = out.getvalue()
+    assert "cush> say" not in text and "Seed 004" not in text and "种子文章 004" in text
+    assert text.count("种子文章 004") == 1 and "cush> alloc pageable 8MB as buf" in text

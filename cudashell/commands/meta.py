@@ -227,7 +227,7 @@ def if_gpus(session, backend, args):
 
 @command("say", "scripts", "narration in one language: printed when it is the session's (`demo … lang zh`)",
          "say en Pinned memory is page-locked.", "(none)",
-         args=(Arg("LANG", choices=("en", "zh")), Arg("TEXT", "rest")))
+         args=(Arg("LANG", choices=("en", "zh")), Arg("TEXT", "rest")), echoed=False)
 def say(session, backend, args):
     shown = args.get("LANG") == session.settings["lang"]
     return Said({"text": args.get("TEXT"), "lang": args.get("LANG"), "shown": shown})
