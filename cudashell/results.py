@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, NotRequired, TypedDict
-from .render import fmt_seconds, timing_note
+from .render import fmt_seconds, timing_note, wrap
 from .sizes import format_size
 
 
@@ -87,8 +87,6 @@ class Result:
 
     def lines(self, tablefmt: str = "simple", width: int = 0) -> list[str]:
         """What the terminal shows: the text wrapped to `width` (tables override this and fit themselves)."""
-        from .render import wrap
-
         return wrap(self.text(), width)
 
     def figure(self):
@@ -144,7 +142,13 @@ def hexptr(p: int | None) -> str | None:
     return None if p is None else f"0x{p:012x}"
 
 
-def timing_data(t) -> dict:
+# the fields every timed result carries (timing_data), once: a kind's Data takes them by inheritance or `**`
+TIMING_FIELDS = {"seconds": float | None, "host_seconds": float, "blocking": bool, "timing": str,
+                 "sync_rule": str | None, "blocking_basis": str | None}
+TimingData = TypedDict("TimingData", TIMING_FIELDS)
+
+
+def timing_data(t) -> TimingData:
     return {"seconds": t.seconds, "host_seconds": t.host_seconds, "blocking": t.blocking, "timing": t.label,
             "sync_rule": t.rule, "blocking_basis": t.basis or None}
 
@@ -301,15 +305,9 @@ class SyncDataCompletedItem(TypedDict):
     end: float
 
 
-class SyncData(TypedDict):
+class SyncData(TimingData):
     what: str
     call: str
-    seconds: float | None
-    host_seconds: float
-    blocking: bool
-    timing: str
-    sync_rule: str | None
-    blocking_basis: str | None
     completed: list[SyncDataCompletedItem]
 
 

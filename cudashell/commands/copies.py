@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..registry import command
-from ..results import Result, timing_data
+from ..results import Result, TIMING_FIELDS, timing_data
 from .checks import check_device_accessible, check_on_this_gpu, check_range, common_size, region
 from ..render import gpu_time, how_text, timing_note
 from ..sizes import format_size_exact
@@ -131,12 +131,7 @@ CopyData = TypedDict("CopyData", {
     "async": bool,
     "stream": str,
     "call": str,
-    "seconds": float | None,
-    "host_seconds": float,
-    "blocking": bool,
-    "timing": str,
-    "sync_rule": str | None,
-    "blocking_basis": str | None,
+    **TIMING_FIELDS,
 })
 
 
@@ -161,12 +156,7 @@ MemsetData = TypedDict("MemsetData", {
     "async": bool,
     "stream": str,
     "call": str,
-    "seconds": float | None,
-    "host_seconds": float,
-    "blocking": bool,
-    "timing": str,
-    "sync_rule": str | None,
-    "blocking_basis": str | None,
+    **TIMING_FIELDS,
 })
 
 

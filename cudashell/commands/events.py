@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ShellError
 from ..grammar import Arg, Opt
 from ..registry import command
-from ..results import Message, Result, Synced, timing_data
+from ..results import Message, Result, Synced, TimingData, timing_data
 from ..session import Event
 from .checks import check_name
 from typing import TypedDict
@@ -106,17 +106,11 @@ class Elapsed(Result, kind="elapsed"):
         return [f"elapsed {d['from']} → {d['to']}: {d['ms']:.3f} ms ({d['timing']})"]
 
 
-class EventData(TypedDict):
+class EventData(TimingData):
     name: str
     stream: str
     created: bool
     call: str
-    seconds: float | None
-    host_seconds: float
-    blocking: bool
-    timing: str
-    sync_rule: str | None
-    blocking_basis: str | None
 
 
 class EventRecorded(Result, kind="event"):

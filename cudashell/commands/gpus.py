@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..grammar import Arg
 from ..registry import command
-from ..results import Result, timing_data
+from ..results import Result, TimingData, timing_data
 from ..render import fit
 from ..sizes import format_size
 from typing import TypedDict
@@ -87,17 +87,11 @@ class DeviceList(Result, kind="devices"):
         return out
 
 
-class PeerData(TypedDict):
+class PeerData(TimingData):
     src: int
     dst: int
     enabled: bool
     call: str
-    seconds: float | None
-    host_seconds: float
-    blocking: bool
-    timing: str
-    sync_rule: str | None
-    blocking_basis: str | None
 
 
 class PeerAccess(Result, kind="peer"):

@@ -9,7 +9,7 @@ from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
 from ..registry import command
-from ..results import Result, timing_data
+from ..results import Result, TimingData, timing_data
 from .checks import check_device_accessible, check_reach, check_within, region
 from ..launchdims import dim3, shape_text
 from ..render import access_lines, counts_lines, fit, gpu_time, how_text, timing_note
@@ -269,7 +269,7 @@ LaunchDataCounts = TypedDict("LaunchDataCounts", {
 })
 
 
-class LaunchData(TypedDict):
+class LaunchData(TimingData):
     kernel: str
     args: list[float | str]
     n: int
@@ -280,12 +280,6 @@ class LaunchData(TypedDict):
     builtin: bool
     stream: str
     call: str
-    seconds: float | None
-    host_seconds: float
-    blocking: bool
-    timing: str
-    sync_rule: str | None
-    blocking_basis: str | None
     counts: LaunchDataCounts | None
     access: dict[str, LaunchAccess] | None
 

@@ -6,7 +6,7 @@ from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
 from ..registry import command
-from ..results import Message, Result, hexptr, timing_data
+from ..results import Message, Result, TimingData, hexptr, timing_data
 from ..session import Buffer
 from ..backends.base import host_flag_names
 from ..syncrules import FREE_SYNCS
@@ -208,15 +208,9 @@ class BufferRow(TypedDict):
     context: str
 
 
-class AllocData(TypedDict):
+class AllocData(TimingData):
     buffer: BufferRow
     call: str
-    seconds: float | None
-    host_seconds: float
-    blocking: bool
-    timing: str
-    sync_rule: str | None
-    blocking_basis: str | None
 
 
 class Allocated(Result, kind="alloc"):
@@ -361,17 +355,11 @@ class Listing(Result, kind="ls"):
         return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))]
 
 
-class PrefetchData(TypedDict):
+class PrefetchData(TimingData):
     name: str
     to: str
     bytes: int
     stream: str
-    seconds: float | None
-    host_seconds: float
-    blocking: bool
-    timing: str
-    sync_rule: str | None
-    blocking_basis: str | None
 
 
 class Prefetched(Result, kind="prefetch"):
