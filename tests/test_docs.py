@@ -25,9 +25,119 @@ def test_help_lists_every_command_and_explains_one(sim):
     assert c.fails("help memcopy")["hint"] == "did you mean `memcpy`?"
 
 
-def test_the_readme_tour_is_a_real_run():
-    from cudashell.docs import README, readme_with_tour
+# ------------------------------------------------------------------ examples generated from real runs
+def test_every_example_in_the_readme_and_the_guide_is_a_real_run():
+    """Each marked block is what its commands print on the simulator now: a change to the output fails here
+    until `python -m cudashell.docs --write` regenerates it."""
+    from cudashell.docs import GUIDE, README, with_examples
 
-    text = README.read_text()
-    assert readme_with_tour(text) == text, "run: python -m cudashell.docs --write"
-    assert "cush> alloc pageable 64MB as pageable" in text
+    for doc in (README, GUIDE):
+        text = doc.read_text()
+        assert with_examples(text) == text, f"{doc.name} is stale: run python -m cudashell.docs --write"
+    assert "$ cudashell --backend sim examples/tour.cush\n" in README.read_text()
+
+
+def test_every_example_block_of_the_guide_is_generated_or_says_which_gpu_measured_it():
+    from cudashell.docs import GUIDE, unchecked_blocks
+
+    assert unchecked_blocks(GUIDE.read_text()) == []
+
+
+def test_a_block_outside_the_markers_is_reported_unless_it_says_which_gpu_measured_it():
+    from cudashell.docs import unchecked_blocks
+
+    text = ("Intro.\n\n```\ncush> memcpy p d\nmemcpy h2d p → d: 54.1 GB/s\n```\n\n"
+            "Measured on an H100 80GB HBM3:\n\n```\ncush> bench latency\n```\n")
+    assert unchecked_blocks(text) == ["line 3: cush> memcpy p d"]
+    assert unchecked_blocks(text.replace("Measured on an H100 80GB HBM3:", "Latency:")) == [
+        "line 3: cush> memcpy p d", "line 10: cush> bench latency"]
+
+
+def test_a_script_block_is_regenerated_from_its_own_commands():
+    """The commands are the block's `cush>` lines (a `<<<` block with its lines); the output is the run's."""
+    from cudashell.docs import with_examples
+
+    text = ("before\n<!-- example: t.cush -->\n```\ncush> alloc pinned 1MB as p\nmade up\ncush> fill p iota\n"
+            "cush> kernel define k <<<\n__global__ void k(float *a) { a[0] = 1; }\n>>>\nstale\n```\n"
+            "<!-- example end -->\nafter\n")
+    out = with_examples(text)
+    assert out.startswith("before\n<!-- example: t.cush -->\n```\ncush> alloc pinned 1MB as p\np: pinned 1 MiB")
+    assert "made up" not in out and "stale" not in out and out.endswith("```\n<!-- example end -->\nafter\n")
+    assert "cush> fill p iota\np: 1048576 uint8 elements ← iota\n" in out
+    assert "cush> kernel define k <<<\n__global__ void k(float *a) { a[0] = 1; }\n>>>\nloaded k(a)\n" in out
+    assert with_examples(out) == out
+
+
+def test_a_session_block_runs_its_dollar_lines_and_an_error_names_the_script():
+    from cudashell.docs import with_examples
+
+    text = ("<!-- example -->\n```\n$ cudashell --backend sim --quiet -c 'alloc device 1KB as d; show d'\nold\n"
+            "$ cat examples/tour.cush\n```\n<!-- example end -->\n")
+    out = with_examples(text)
+    lines = out.splitlines()
+    assert lines[3].startswith("d: device 1 KiB (1024 B)")
+    assert lines[4].startswith("-c:1:29: NOT_HOST_ACCESSIBLE: d is device memory")
+    assert lines[5] == "$ cat examples/tour.cush"
+    from cudashell.docs import ROOT
+
+    assert out.partition("$ cat examples/tour.cush\n")[2].startswith((ROOT / "examples/tour.cush").read_text())
+    assert with_examples(out) == out
+
+
+def test_a_command_the_echo_does_not_show_cannot_be_a_block_of_its_own():
+    """`say` prints its text, not its command: a block holding it could not be read back, so --write refuses."""
+    import pytest
+
+    from cudashell.docs import with_examples
+
+    with pytest.raises(ValueError, match="say en hello"):
+        with_examples("<!-- example: s.cush -->\n```\ncush> say en hello\n```\n<!-- example end -->\n")
+
+
+# ------------------------------------------------------------------ the demo list
+def test_the_demo_lists_in_the_readme_and_the_guide_are_the_shipped_demos():
+    from cudashell.docs import GUIDE, README, demo_table, with_examples
+    from cudashell.shipped import demos
+
+    assert len(demos()) >= 10
+    for doc in (README, GUIDE):
+        text = doc.read_text()
+        assert demo_table() in text and with_examples(text) == text
+        for name in demos():
+            assert f"| `{name}` |" in text
+
+
+def test_no_count_of_demos_in_the_docs_disagrees_with_the_shipped_demos():
+    import re
+
+    from cudashell.docs import GUIDE, README
+    from cudashell.shipped import demos
+
+    words = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
+    for doc in (README, GUIDE):
+        for m in re.finditer(r"\b(\w+)\s+(?:[\w,-]+\s+){0,3}demos\b", doc.read_text()):
+            n = m.group(1).lower()
+            count = int(n) if n.isdigit() else words.index(n) if n in words else None
+            assert count in (None, len(demos())), f"{doc.name}: {m.group(0)!r}"
+
+
+# ------------------------------------------------------------------ claims checked against the code
+def test_the_readme_and_the_guide_name_every_built_in_kernel():
+    from cudashell.docs import GUIDE, README
+    from cudashell.kernels import BUILTINS
+
+    readme = README.read_text().partition("built-in kernels (")[2].partition(")")[0]
+    guide = GUIDE.read_text().partition("Built-in kernels on both backends")[2].partition("On either backend")[0]
+    for name in BUILTINS:
+        assert f"`{name}`" in readme and f"`{name} " in guide, name
+
+
+def test_the_guide_lists_the_keys_of_an_ls_buffer(sim):
+    import re
+
+    from cudashell.docs import GUIDE
+
+    sim.ok("alloc pinned 4KB as p")
+    keys = set(sim.ok("ls")["buffers"][0])
+    claim = GUIDE.read_text().partition('`ls` gives `{"buffers": [{')[2].partition("}]")[0]
+    assert set(re.findall(r'"(\w+)"', claim)) == keys
