@@ -141,3 +141,65 @@ def test_the_guide_lists_the_keys_of_an_ls_buffer(sim):
     keys = set(sim.ok("ls")["buffers"][0])
     claim = GUIDE.read_text().partition('`ls` gives `{"buffers": [{')[2].partition("}]")[0]
     assert set(re.findall(r'"(\w+)"', claim)) == keys
+
+
+def _prose(text: str) -> str:
+    import re
+
+    return re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)  # the blocks are checked by being runs
+
+
+def test_every_command_written_out_in_the_readme_and_the_guide_parses():
+    """`memcpy h[0:+32MB] d[32MB:] async stream 1` in the prose is checked as the shell checks a line; a name
+    alone (`show`) or a form with placeholders (`fill A V`) is not a command line."""
+    import re
+
+    from cudashell.errors import ShellError
+    from cudashell.grammar import split_commands
+    from cudashell.registry import load, parse_segment, specs
+
+    load()
+    names, full = {s.name.split()[0] for s in specs()}, {s.name for s in specs()}
+    from cudashell.docs import GUIDE, README
+
+    checked = 0
+    for doc in (README, GUIDE):
+        for code in re.findall(r"`([^`\n]+)`", _prose(doc.read_text())):
+            if (len(code.split()) < 2 or code.split()[0] not in names or code.strip() in full
+                    or re.search(r"\b[A-Z][A-Z0-9_]*\b|…|\|", code)):
+                continue
+            try:
+                for seg in split_commands(code):
+                    parse_segment(seg)
+                checked += 1
+            except ShellError as e:
+                assert e.code == "USAGE" and e.message.startswith("missing "), f"{doc.name}: `{code}`: {e}"
+    assert checked > 30
+
+
+def test_every_error_code_the_readme_and_the_guide_name_exists():
+    import re
+
+    from cudashell.docs import GUIDE, README
+    from cudashell.environment import ExitStatus
+    from cudashell.errors import SHELL_CODES
+
+    others = {"XDG_CONFIG_HOME", "XDG_STATE_HOME", "NO_COLOR", "CUDASHELL_TRACING", "RLIMIT_MEMLOCK"}
+    for doc in (README, GUIDE):
+        for code in re.findall(r"`\$?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)", doc.read_text()):
+            assert (code in SHELL_CODES or code.startswith("CUDA_ERROR") or code in ExitStatus.__members__
+                    or code in others), f"{doc.name}: {code}"
+
+
+def test_the_guide_says_which_benches_take_each_output_flag():
+    import re
+
+    from cudashell.docs import GUIDE
+    from cudashell.registry import load, specs
+
+    load()
+    benches = {s.name: s.syntax() for s in specs() if s.name.startswith("bench ")}
+    line = next(x for x in GUIDE.read_text().splitlines() if x.startswith("- Every bench takes"))
+    assert all("--json" in v and "--csv FILE" in v for v in benches.values()) and "`--json` and `--csv FILE`" in line
+    without_plot = set(re.findall(r"`(bench \w+)`", line.partition("all but")[2]))
+    assert without_plot == {k for k, v in benches.items() if "--plot" not in v}
