@@ -70,8 +70,8 @@ def with_examples(text: str) -> str:
     - `<!-- example: NAME.cush -->`: the block's `cush>` lines (with the lines of a `<<<` block they open) are
       the script NAME.cush, run as `cudashell --backend sim --quiet NAME.cush` in an empty folder; the block
       becomes what that prints (each command echoed, then its output);
-    - `<!-- example -->`: a terminal session from the project's root: each `$ cudashell …` or `$ cat FILE` line
-      is run, and what it prints follows it.
+    - `<!-- example -->`: a terminal session from the project's root: each `$ cudashell --backend sim …` or
+      `$ cat FILE` line is run, and what it prints follows it.
 
     The simulator is deterministic (modeled timings), so a block changes only when the shell's output does."""
     def block(m: re.Match) -> str:
@@ -123,12 +123,13 @@ def _session_transcript(body: str) -> str:
             continue
         words = shlex.split(line[2:])
         out.append(line + "\n")
-        if words[0] == "cudashell":
+        if words[0] == "cudashell" and "--backend" in words and words[words.index("--backend") + 1:][:1] == ["sim"]:
             out.append(_cudashell(words[1:], ROOT))
         elif words[0] == "cat" and len(words) == 2:
             out.append((ROOT / words[1]).read_text())
         else:
-            raise ValueError(f"an example runs `cudashell …` or `cat FILE`, not: {line}")
+            raise ValueError(f"an example runs `cudashell --backend sim …` (the same output on every machine) or "
+                             f"`cat FILE`, not: {line}")
     return "".join(out)
 
 

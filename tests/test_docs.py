@@ -84,6 +84,27 @@ def test_a_session_block_runs_its_dollar_lines_and_an_error_names_the_script():
     assert with_examples(out) == out
 
 
+def test_a_session_block_runs_only_the_simulator_so_that_it_prints_the_same_everywhere():
+    import pytest
+
+    from cudashell.docs import with_examples
+
+    for line in ("$ cudashell -c ls", "$ cudashell --backend auto -c ls", "$ rm -rf x"):
+        with pytest.raises(ValueError, match="--backend sim"):
+            with_examples(f"<!-- example -->\n```\n{line}\n```\n<!-- example end -->\n")
+
+
+def test_the_guide_s_figures_in_prose_are_those_its_examples_print():
+    """The prose quotes the runs below it: 31.6 sectors a request for rowsum, 1056 wavefronts for the column
+    reads, 2^-46 for the fused multiply-add."""
+    from cudashell.docs import GUIDE
+
+    text = GUIDE.read_text()
+    assert "counts 31.6 sectors a request" in text and "= 31.6 sectors a request: strided" in text
+    assert "32 each: 1056)" in text and "64 requests, 1056 wavefronts" in text
+    assert "the answer is 2^-46" in text and f"r [float32] @0: {2.0 ** -46!r} {2.0 ** -46!r}" in text
+
+
 def test_a_command_the_echo_does_not_show_cannot_be_a_block_of_its_own():
     """`say` prints its text, not its command: a block holding it could not be read back, so --write refuses."""
     import pytest
