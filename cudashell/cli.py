@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import sys
 
 from . import __version__, config, registry, render
 from .backends import open_backend
@@ -32,6 +34,7 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, env: Environment | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.env = env or Environment()
+        self.json_cmd: str | None = None  # with --json: the command line, a usage error's JSON line's `cmd`
 
     def _print_message(self, message: str, file=None) -> None:
         file = file or self.env.stderr
@@ -53,6 +56,9 @@ class Parser(argparse.ArgumentParser):
         raise ParserExit(ExitStatus(status))
 
     def error(self, message: str):
+        if self.json_cmd is not None:
+            raise ParserExit(startup_error(self.env, True, self.json_cmd,
+                                           ShellError("USAGE", message, f"`{self.prog} --help` lists the options")))
         self.print_usage(self.env.stderr)
         self.exit(ExitStatus.USAGE, f"{self.prog}: error: {message}\n")
 
@@ -103,8 +109,12 @@ def banner(reason: str, backend=None) -> str:
 def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitStatus:
     """The command, on `env`'s streams (the process's when none is given); its exit status."""
     env = env or Environment()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(env)
+    if "--json" in (argv[:argv.index("--")] if "--" in argv else argv):
+        parser.json_cmd = shlex.join(["cudashell", *argv])
     try:
-        args = build_parser(env).parse_args(argv)
+        args = parser.parse_args(argv)
     except ParserExit as e:
         return e.status
     if args.json_schema:
@@ -121,10 +131,13 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
         from . import repl  # noqa: F401 — prompt_toolkit too, meanwhile
     try:
         backend, reason = open_backend(choice, args.sim_profile)
-    except ShellError as e:
-        if env.stderr is not None:
-            print(render.error_line(e), file=env.stderr)
-        return ExitStatus.USAGE
+    except ShellError as e:  # the command line, or the config file's line, that asked for it
+        if e.code == "BAD_PROFILE":
+            return startup_error(env, args.json, f"--sim-profile {args.sim_profile}", e)
+        if args.backend is None and "backend" in settings.where:
+            line, col = settings.where["backend"]
+            return startup_error(env, args.json, f"backend = {choice}", e.at(col), settings.file, line)
+        return startup_error(env, args.json, f"--backend {choice}", e)
     echo = args.echo if args.echo is not None else bool(args.scripts)
     out = env.stdout or open(os.devnull, "w")  # a stream closed at start is None: write nowhere, say so below
     shell = Shell(backend, reason, out=out, err=env.stderr or out, json_mode=args.json, keep_going=args.keep_going,
@@ -150,6 +163,17 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
         except KeyboardInterrupt:  # a second Ctrl-C while closing: the process ends with its context anyway
             code = ExitStatus.INTERRUPTED
     return _output_checked(shell, code, env)
+
+
+def startup_error(env: Environment, json_mode: bool, cmd: str, error: ShellError, file: str | None = None,
+                  line: int | None = None) -> ExitStatus:
+    """An error before any command runs (the command line, a backend that cannot start) is one line, as a command's
+    is: on stderr, or with --json one JSON object on stdout, of the same shape; the run ends with USAGE."""
+    stream = env.stdout if json_mode else env.stderr
+    text = render.json_line(cmd, None, error, file, line) if json_mode else render.error_line(error, file, line)
+    if stream is not None:
+        print(text, file=stream)
+    return ExitStatus.USAGE
 
 
 def _output_checked(shell: Shell, code: ExitStatus, env: Environment) -> ExitStatus:
@@ -196,18 +220,18 @@ def apply_settings(shell: Shell, settings: dict) -> None:
 
 def run_batch(shell: Shell, args, env: Environment) -> ExitStatus:
     ok, unreadable = True, False
-    if args.commands is not None:
-        ok = shell.run_items(shell.script_items(args.commands), "-c") and ok
+    if args.commands is not None:  # checked whole before it runs, as a script file is
+        ok = shell.run_text(args.commands, "-c") and ok
     for path in args.scripts:
         if shell.quitting or (not (ok and not unreadable) and not args.keep_going):
             break
         try:
             ok = shell.run_script(path) and ok
         except ShellError as e:  # a script file that cannot be read: with --keep-going, the next one still runs
-            shell._write(shell.err, render.error_line(e))
+            shell._report(path, None, e, None, None)  # one line, or with --json one JSON error
             unreadable = True
     if args.commands is None and not args.scripts:
-        ok = shell.run_items(shell.script_items(env.read_stdin()), "<stdin>")
+        ok = shell.run_text(env.read_stdin(), "<stdin>")
     if unreadable:
         return ExitStatus.USAGE
     if shell.interrupted and not args.keep_going:

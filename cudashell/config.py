@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import codecs
 import configparser
+import difflib
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+from . import render
 from .environment import Environment, xdg_config_dir, xdg_state_dir
+from .errors import ShellError
+from .settings import SETTINGS
 
 TEMPLATE = """\
 # cudashell configuration. Lines starting with # are comments; delete one's # to use it.
@@ -34,10 +44,54 @@ TEMPLATE = """\
 # RLIMIT_MEMLOCK) or a size such as 64GiB
 # limit = auto
 """
-DEFAULTS = {"backend": "auto", "tablefmt": "simple", "history_size": "10000", "explain": "off", "time": "off",
-            "color": "auto", "theme": "default", "limit": "auto", "editing_mode": "emacs",
-            "pager": "less -SRXF"}
+THEMES = ("default", "mono")  # the REPL's styles (repl.STYLES; a test keeps the two the same)
 
+
+def _pager(value: str) -> bool:
+    """off, or a command line whose program is on the PATH (one that is not is never run: output is not paged)."""
+    try:
+        words = shlex.split(value)
+    except ValueError:  # an open quote
+        return False
+    return value == "off" or bool(words) and shutil.which(words[0]) is not None
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting of the file: its section, its default, what it accepts (in words, for the warning) and the
+    check of a value."""
+
+    section: str
+    default: str
+    accepts: str
+    ok: Callable[[str], bool]
+
+    def check(self, value: str) -> bool:
+        try:
+            return bool(self.ok(value))
+        except (ValueError, ShellError):  # a number or a size that does not parse
+            return False
+
+
+def _words(*words: str) -> Callable[[str], bool]:
+    return lambda value: value in words
+
+
+KEYS = {
+    "backend": Key("shell", "auto", "auto, cuda or sim", _words("auto", "cuda", "sim")),
+    "tablefmt": Key("shell", "simple", SETTINGS["tablefmt"].accepts, SETTINGS["tablefmt"].ok),
+    "history_size": Key("shell", "10000", "a whole number ≥ 0", lambda v: re.fullmatch(r"[0-9]+", v) is not None),
+    "explain": Key("shell", "off", SETTINGS["explain"].accepts, SETTINGS["explain"].ok),
+    "time": Key("shell", "off", SETTINGS["time"].accepts, SETTINGS["time"].ok),
+    "color": Key("shell", "auto", "auto, always or never", _words("auto", "always", "never")),
+    "theme": Key("shell", "default", " or ".join(THEMES), _words(*THEMES)),
+    "editing_mode": Key("shell", "emacs", "emacs or vi", _words("emacs", "vi")),
+    "pager": Key("shell", "less -SRXF", "off or a command on your PATH, such as less -SRXF", _pager),
+    "limit": Key("pinning", "auto", SETTINGS["pinlimit"].accepts, SETTINGS["pinlimit"].ok),
+}
+DEFAULTS = {name: key.default for name, key in KEYS.items()}
+SECTIONS = {section: [name for name, key in KEYS.items() if key.section == section]
+            for section in dict.fromkeys(key.section for key in KEYS.values())}
 
 def config_dir() -> Path:
     return xdg_config_dir()
@@ -47,11 +101,12 @@ def state_dir() -> Path:
     return xdg_state_dir()
 
 
-def load(create: bool = False, warn=None, env: Environment | None = None) -> dict:
-    """The settings, defaults filled in. `create` writes the commented template when there is none. A file that
-    cannot be read or parsed is a warning naming file:line (its settings are then the defaults), never fatal;
-    `warn` says it, by default on the environment's stderr. The file is the environment's config file (the XDG
-    one of the process when no environment is given)."""
+def load(create: bool = False, warn=None, env: Environment | None = None) -> Config:
+    """The settings, defaults filled in. `create` writes the commented template when there is none. Each line that
+    cannot be used (not a setting, an unknown section or key, a value the key does not accept) is a warning naming
+    file:line:col, what is wrong and what it must be; its key keeps the default — never fatal. `warn` says each, by
+    default on the environment's stderr. The file is the environment's config file (the XDG one of the process when
+    no environment is given)."""
     if warn is None:
         stderr = (env or Environment()).stderr
 
@@ -65,33 +120,139 @@ def load(create: bool = False, warn=None, env: Environment | None = None) -> dic
             path.write_text(TEMPLATE)
         except OSError:
             pass
-    out = dict(DEFAULTS)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return out
+        return Config(DEFAULTS)
     except OSError as e:
-        warn(f"config: cannot read {path}: {e.strerror}; using the defaults")
-        return out
+        warn(f"{path}: {ShellError('BAD_CONFIG', f'cannot read it: {e.strerror}; using the defaults')}")
+        return Config(DEFAULTS)
+    settings, problems = read(raw)
+    for lineno, error in problems:
+        warn(render.error_line(error, str(path), lineno))
+    settings.file = str(path)
+    return settings
+
+
+class Config(dict):
+    """The settings by key, defaults filled in; `where[key]` is (line, column) of the value the file gave a key, so
+    that a setting refused later (backend = cuda on a machine without a GPU) names its line in `file`."""
+
+    def __init__(self, values: dict, file: str | None = None):
+        super().__init__(values)
+        self.file = file
+        self.where: dict[str, tuple[int, int]] = {}
+
+
+_TOP = "\0top"  # configparser's section for the lines above the first header (no file names a section so)
+_NO_DEFAULTS = "\0defaults"  # so that a [DEFAULT] in the file is a section like any other, not copied into all
+
+
+def read(raw: bytes) -> tuple[Config, list[tuple[int, ShellError]]]:
+    """The settings a config file's bytes give (defaults for what it does not set well) and its problems, by line:
+    configparser reads it, `_places` says where each header and key is (configparser keeps no line numbers), and
+    each key's value is checked against what it accepts."""
+    encoding, problems = _not_utf8(raw), []
+    lines = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace").splitlines()
+    parser = configparser.ConfigParser(interpolation=None, strict=False, default_section=_NO_DEFAULTS)
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        warn(f"config: {path}:{line}: not UTF-8 text (byte {e.start}); using the defaults")
-        return out
-    parser = configparser.ConfigParser(interpolation=None)  # a `%` in a value is just a character
-    try:
-        parser.read_string(text, source=str(path))
-    except configparser.DuplicateOptionError as e:
-        warn(f"config: {path}:{e.lineno}: '{e.option}' is given twice in [{e.section}]; the last one is used")
-        parser = configparser.ConfigParser(interpolation=None, strict=False)
-        parser.read_string(text, source=str(path))
-    except configparser.Error as e:
-        line = getattr(e, "lineno", None)
-        first = str(e).splitlines()[0]
-        warn(f"config: {path}{f':{line}' if line else ''}: {first}; using the defaults")
-        return out
-    for section in ("shell", "pinning"):
-        if parser.has_section(section):
-            out.update({k: v.strip() for k, v in parser.items(section) if k in DEFAULTS})
+        parser.read_string("\n".join([f"[{_TOP}]", *lines]))
+    except configparser.ParsingError as e:  # the lines that are neither a header nor a setting; the rest is read
+        problems += [(n - 1, _not_a_setting(lines[n - 2])) for n, _ in e.errors]
+    settings, first = Config(DEFAULTS), {}
+    places = _places(lines, parser)
+    last = {(section, name): n for section, name, n, _ in places}
+    for section, name, n, col in places:
+        problem = _misplaced(section, name, col)
+        if problem is not None:
+            problems.append((n, problem))
+            continue
+        if name is None or section not in SECTIONS:  # a header, or a setting under an unknown one (named)
+            continue
+        if (section, name) in first:
+            problems.append((n, ShellError("BAD_CONFIG", f"'{name}' is given twice in [{section}] (first on line "
+                                           f"{first[section, name]}); the last one is used", None, 1)))
+        first.setdefault((section, name), n)
+        if last[section, name] != n:
+            continue
+        value, key = parser.get(section, name), KEYS[name]
+        if key.check(value):
+            settings[name], settings.where[name] = value, (n, col)
+        else:
+            hint = "a comment goes on a line of its own" if re.search(r"\s[#;]", value) else None
+            problems.append((n, ShellError("BAD_CONFIG", f"{name} = {value}: it must be {key.accepts}; using the "
+                                           f"default, {key.default}", hint, col)))
+    undecoded = {n for n, _ in encoding}  # a line with bytes that are not text is said once, as such
+    return settings, sorted(encoding + [p for p in problems if p[0] not in undecoded], key=lambda p: p[0])
+
+
+def _places(lines: list[str], parser: configparser.ConfigParser) -> list[tuple[str, str | None, int, int]]:
+    """(section, key — None for a header —, line, column of the header or of the value) of each header and setting,
+    in the file's order, found by configparser's rules: comment and blank lines are skipped, and a line indented
+    deeper than the setting above continues its value."""
+    out, section, indent = [], _TOP, None
+    for n, line in enumerate(lines, 1):
+        text, lead = line.strip(), len(line) - len(line.lstrip())
+        if not text or text[0] in "#;" or (indent is not None and lead > indent):
+            continue
+        if header := parser.SECTCRE.match(text):
+            section, indent = header["header"], None
+            out.append((section, None, n, lead + 1))
+        elif (option := parser.OPTCRE.match(text)) and option["option"].strip():
+            indent = lead
+            out.append((section, parser.optionxform(option["option"].rstrip()), n, lead + option.start("value") + 1))
+    return out
+
+
+def _misplaced(section: str, name: str | None, col: int) -> ShellError | None:
+    """Why a header or setting is not used where it stands: an unknown section or key, a key in another section or
+    in none. A setting under an unknown section is not named again: its header was."""
+    if name is None:
+        if section in SECTIONS or section == _TOP:
+            return None
+        close = difflib.get_close_matches(section.strip(), list(SECTIONS), n=1)
+        return ShellError("BAD_CONFIG", f"unknown section [{section}]; its lines are ignored",
+                          f"did you mean [{close[0]}]?" if close else f"the sections are {_sections()}", col)
+    if section not in SECTIONS and section != _TOP:
+        return None
+    key = KEYS.get(name)
+    if section == _TOP:
+        return ShellError("BAD_CONFIG", f"'{name}' is outside any section; ignored",
+                          f"put it under [{key.section}]" if key else f"settings go under {_sections()}", 1)
+    if key is None:
+        close = difflib.get_close_matches(name, SECTIONS[section], n=1)
+        return ShellError("BAD_CONFIG", f"unknown key '{name}' in [{section}]; ignored",
+                          f"did you mean {close[0]}?" if close else f"[{section}] takes {', '.join(SECTIONS[section])}",
+                          1)
+    if key.section != section:
+        return ShellError("BAD_CONFIG", f"'{name}' belongs in [{key.section}], not [{section}]; ignored",
+                          f"move it under [{key.section}]", 1)
+    return None
+
+
+def _sections() -> str:
+    return " or ".join(f"[{s}]" for s in SECTIONS)
+
+
+def _not_a_setting(line: str) -> ShellError:
+    """A line configparser could not read: a header without its `]`, or a line without `=`."""
+    text, col = line.strip(), len(line) - len(line.lstrip()) + 1
+    if text.startswith("["):
+        close = difflib.get_close_matches(text.strip("[] \t"), list(SECTIONS), n=1)
+        hint = f"did you mean [{close[0]}]?" if close else f"a header is {_sections()}, on a line of its own"
+        return ShellError("BAD_CONFIG", f"'{text}' is not a section header", hint, col)
+    return ShellError("BAD_CONFIG", f"'{text}' is not `key = value`",
+                      "a setting is `key = value`; a comment starts with #", col)
+
+
+def _not_utf8(raw: bytes) -> list[tuple[int, ShellError]]:
+    """Each line holding bytes that are not UTF-8 (read with them replaced), at the first such byte."""
+    out = []
+    for n, piece in enumerate(raw.removeprefix(codecs.BOM_UTF8).split(b"\n"), 1):
+        try:
+            piece.decode("utf-8")
+        except UnicodeDecodeError as e:
+            col = len(piece[:e.start].decode("utf-8", "replace")) + 1
+            out.append((n, ShellError("BAD_CONFIG", f"byte 0x{piece[e.start]:02x} is not UTF-8 text; read as \ufffd",
+                                      "save the file as UTF-8", col)))
     return out

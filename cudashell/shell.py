@@ -10,6 +10,7 @@ import select
 import stat
 import time
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import cemit, render
@@ -215,16 +216,16 @@ class Shell:
                     pass
 
     # ------------------------------------------------------------------ many commands
-    def run_items(self, items: list[tuple[Segment | ShellError, int]], file: str | None = None) -> bool:
+    def run_items(self, items: list[tuple[Segment | BadLine, int]], file: str | None = None) -> bool:
         """Run commands in order. A failure stops the run unless the next command is `expect error`
         (which then judges it) or keep-going is on. Returns False when something failed unexpectedly."""
         ok_all = True
         for i, (item, lineno) in enumerate(items):
             if self.quitting or self._reader_gone():  # the reader left (`| head`): the rest would write to no one
                 break
-            if isinstance(item, ShellError):  # the line itself did not tokenize
-                self.session.record(f"<line {lineno}>", False, item.code)
-                self._report(f"<line {lineno}>", None, item, file, lineno)
+            if isinstance(item, BadLine):  # the line itself did not tokenize
+                self.session.record(item.text, False, item.error.code)
+                self._report(item.text, None, item.error, file, lineno)
                 ok = False
             else:
                 ok = self.run_segment(item, file, lineno)
@@ -271,17 +272,17 @@ class Shell:
         try:
             segments = split_commands(line)
         except ShellError as e:
-            return self.run_items([(e, 1)])
+            return self.run_items([(BadLine(e, line.strip()), 1)])
         return self.run_items([(s, 1) for s in segments])
 
-    def script_items(self, text: str) -> list[tuple[Segment | ShellError, int]]:
-        items: list[tuple[Segment | ShellError, int]] = []
+    def script_items(self, text: str) -> list[tuple[Segment | BadLine, int]]:
+        items: list[tuple[Segment | BadLine, int]] = []
         lines = text.splitlines()
         for lineno, line in joined_source_lines(lines):
             try:
                 items += [(s, lineno) for s in split_commands(line)]
             except ShellError as e:
-                items.append((e, lineno))
+                items.append((BadLine(e, line.strip()), lineno))
         return items
 
     def run_script(self, path: str | Path) -> bool:
@@ -311,8 +312,8 @@ class Shell:
         items = self.script_items(text)
         errors = syntax_errors(items)
         if errors:  # found before anything runs: a typo on line 300 must not cost the 299 lines before it
-            for e, lineno in errors:
-                self._report(f"<line {lineno}>", None, e, name, lineno)
+            for e, lineno, text in errors:
+                self._report(text, None, e, name, lineno)
             if not self.json_mode:
                 many = f"{len(errors)}+" if len(errors) >= MAX_SYNTAX_ERRORS else str(len(errors))
                 self._write(self.err, f"{name}: {many} syntax error{'s' * (len(errors) > 1)}; nothing was run")
@@ -482,10 +483,19 @@ def release_session(backend, session: Session) -> None:
 MAX_SYNTAX_ERRORS = 20  # a file that is not a script at all (a C file, a results file) stops being read here
 
 
-def syntax_errors(items: list) -> list[tuple[ShellError, int]]:
-    """The lines that do not tokenize or parse (the first MAX_SYNTAX_ERRORS), with their line numbers — except
-    where the next command is `expect error`, which makes the failure part of the script. One pass, cached
-    parses (registry)."""
+@dataclass
+class BadLine:
+    """A source line that does not split into commands (an open quote, a NUL): its error, and its text for the
+    report's `cmd` and the history."""
+
+    error: ShellError
+    text: str
+
+
+def syntax_errors(items: list) -> list[tuple[ShellError, int, str]]:
+    """The commands that do not tokenize or parse (the first MAX_SYNTAX_ERRORS), with their line numbers and
+    text — except where the next command is `expect error`, which makes the failure part of the script. One pass,
+    cached parses (registry)."""
     out = []
     for i, (item, lineno) in enumerate(items):
         if len(out) >= MAX_SYNTAX_ERRORS:
@@ -493,15 +503,15 @@ def syntax_errors(items: list) -> list[tuple[ShellError, int]]:
         nxt = items[i + 1][0] if i + 1 < len(items) else None
         if isinstance(nxt, Segment) and [t.text.lower() for t in nxt.tokens[:2]] == ["expect", "error"]:
             continue
-        if isinstance(item, ShellError):
-            out.append((item, lineno))
+        if isinstance(item, BadLine):
+            out.append((item.error, lineno, item.text))
             continue
         if item.tokens[-1].text == "?" and not item.tokens[-1].quoted:  # `memcpy ?`: help, at run time
             continue
         try:
             parse_segment(item)
         except ShellError as e:
-            out.append((e.at(item.tokens[0].col), lineno))
+            out.append((e.at(item.tokens[0].col), lineno, item.text))
     return out
 
 

@@ -53,10 +53,22 @@ def test_c_ls_succeeds_with_its_output_on_stdout_and_the_banner_on_stderr(make_e
 
 def test_a_failing_command_is_one_line_on_stderr_and_exit_1(make_env):
     env = make_env()
-    assert run(env, "--quiet", "-c", "alloc pinned 1MB; nosuch; ls") is ExitStatus.ERROR
-    assert env.stderr.getvalue() == "-c:1:19: UNKNOWN_COMMAND: unknown command 'nosuch' — hint: type `help` for " \
-                                    "the list of commands\n"
+    assert run(env, "--quiet", "-c", "alloc pinned 1MB; free nosuch; ls") is ExitStatus.ERROR
+    assert env.stderr.getvalue() == "-c:1:24: NO_SUCH_BUFFER: no buffer named 'nosuch' — hint: `ls` lists the " \
+                                    "buffers\n"
     assert "p0: pinned 1 MiB" in env.stdout.getvalue() and "no buffers" not in env.stdout.getvalue()  # stopped
+
+
+@pytest.mark.parametrize("how", ["-c", "stdin"])
+def test_commands_are_checked_whole_before_any_runs(make_env, how):
+    """As a script file is: a command that cannot parse anywhere means nothing runs (not the alloc before it)."""
+    line = "alloc pinned 1MB; alocc x; ls"
+    env = make_env(line + "\n" if how == "stdin" else "")
+    assert run(env, "--quiet", *(["-c", line] if how == "-c" else [])) is ExitStatus.ERROR
+    name = "-c" if how == "-c" else "<stdin>"
+    assert env.stdout.getvalue() == ""
+    assert env.stderr.getvalue() == f"{name}:1:19: UNKNOWN_COMMAND: unknown command 'alocc' — hint: did you mean " \
+                                    f"`alloc`?\n{name}: 1 syntax error; nothing was run\n"
 
 
 def test_keep_going_runs_on_and_still_fails_at_the_end(make_env):
@@ -151,11 +163,11 @@ def test_the_config_file_is_the_environments(make_env, tmp_path):
     env = make_env()
     assert cli.main(["--quiet", "-c", "alloc device 4KB"], env) is ExitStatus.SUCCESS  # backend sim, from there
     err = env.stderr.getvalue()
-    assert "config: ignoring tablefmt = nosuchstyle" in err and "Traceback" not in err
+    assert f"{tmp_path / 'config' / 'config'}:3:12: BAD_CONFIG: tablefmt = nosuchstyle" in err
     (tmp_path / "config" / "config").write_bytes(b"[shell\n")
     env = make_env()
     assert cli.main(["--backend", "sim", "--quiet", "-c", "ls"], env) is ExitStatus.SUCCESS
-    assert f"config: {tmp_path / 'config' / 'config'}:1:" in env.stderr.getvalue()
+    assert f"{tmp_path / 'config' / 'config'}:1:1: BAD_CONFIG:" in env.stderr.getvalue()
 
 
 def test_the_entry_point_takes_the_environment_too(make_env, monkeypatch):
@@ -236,3 +248,82 @@ def test_the_environment_and_entry_import_nothing_heavy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        cwd=PACKAGE.parent)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr
+
+
+def _json(env: Environment) -> list[dict]:
+    """The --json lines, each checked against the published schema."""
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from cudashell.results import json_schema
+
+    objs = [json.loads(line) for line in env.stdout.getvalue().splitlines()]
+    for obj in objs:
+        jsonschema.validate(obj, json_schema())
+    return objs
+
+
+def test_a_scripts_syntax_errors_in_json_carry_the_commands_text(make_env, tmp_path):
+    script = tmp_path / "typos.cush"
+    script.write_text('alloc pinned 1MB\n\nalocc x; ls\necho "open\n')
+    env = make_env()
+    assert run(env, "--json", str(script)) is ExitStatus.ERROR
+    objs = _json(env)
+    assert [(o["cmd"], o["error"]["code"], o["error"]["line"], o["error"]["col"]) for o in objs] == [
+        ("alocc x", "UNKNOWN_COMMAND", 3, 1), ('echo "open', "USAGE", 4, 6)]
+
+
+def test_a_line_that_does_not_split_carries_its_text_when_it_runs(make_env):
+    from cudashell.backends.sim import SimBackend
+    from cudashell.shell import Shell
+
+    env = make_env()
+    shell = Shell(SimBackend(), out=env.stdout, err=env.stderr, json_mode=True)
+    try:
+        assert not shell.execute('echo "open')
+    finally:
+        shell.close()
+    assert [o["cmd"] for o in _json(env)] == ['echo "open'] and shell.session.history[-1].text == 'echo "open'
+
+
+@pytest.mark.parametrize("args, cmd, code", [
+    (["nosuch.cush"], "nosuch.cush", "NO_SUCH_FILE"),
+    (["--sim-profile", "no-such-profile", "-c", "ls"], "--sim-profile no-such-profile", "BAD_PROFILE"),
+])
+def test_a_startup_error_in_json_mode_is_one_json_error(make_env, args, cmd, code):
+    env = make_env()
+    assert run(env, "--json", *args) is ExitStatus.USAGE
+    (obj,) = _json(env)
+    assert (obj["cmd"], obj["ok"], obj["kind"], obj["error"]["code"], obj["result"]) == (cmd, False, None, code, None)
+    assert env.stderr.getvalue() == ""
+
+
+def test_a_usage_error_in_json_mode_is_one_json_error(make_env):
+    env = make_env()
+    assert cli.main(["--json", "--backend", "gpu", "-c", "ls"], env) is ExitStatus.USAGE
+    (obj,) = _json(env)
+    assert obj["cmd"] == "cudashell --json --backend gpu -c ls" and obj["error"]["code"] == "USAGE"
+    assert "argument --backend: invalid choice: 'gpu'" in obj["error"]["message"] and env.stderr.getvalue() == ""
+
+
+def test_a_configured_backend_that_cannot_start_names_its_line(make_env, tmp_path, monkeypatch):
+    from cudashell.errors import ShellError
+
+    def no_gpu(choice, profile=None):
+        raise ShellError("NO_GPU", f"the {choice} backend cannot start: no GPU", "use --backend sim")
+
+    monkeypatch.setattr(cli, "open_backend", no_gpu)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config").write_text("[shell]\n\nbackend = cuda\n")
+    env = make_env()
+    assert cli.main(["-c", "ls"], env) is ExitStatus.USAGE
+    assert env.stderr.getvalue() == f"{tmp_path / 'config' / 'config'}:3:11: NO_GPU: the cuda backend cannot start: " \
+                                    "no GPU — hint: use --backend sim\n"
+    env = make_env()
+    assert cli.main(["--json", "-c", "ls"], env) is ExitStatus.USAGE
+    (obj,) = _json(env)
+    assert obj["cmd"] == "backend = cuda" and (obj["error"]["file"], obj["error"]["line"], obj["error"]["col"]) == \
+        (str(tmp_path / "config" / "config"), 3, 11)
+    env = make_env()
+    assert cli.main(["--json", "--backend", "cuda", "-c", "ls"], env) is ExitStatus.USAGE
+    assert _json(env)[0]["cmd"] == "--backend cuda"

@@ -95,7 +95,7 @@ TRIGGERS = {
 # GPU (only where there is none), a worker process that dies (the cuda backend's pipe, with the simulator behind
 # it), and two the GPU side alone raises (a NUMA node the kernel will not bind host pages to; a call a GPU-side
 # loop cannot make without the shell).
-ELSEWHERE = {"BAD_PROFILE", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE"}
+ELSEWHERE = {"BAD_PROFILE", "BAD_CONFIG", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE"}
 
 
 def _rigged(code: str, shell: Shell, monkeypatch) -> None:
@@ -143,10 +143,12 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
 
 
 def test_the_codes_no_simulator_command_gives_are_given_where_they_arise(tmp_path):
+    from cudashell import config
     from cudashell.backends import open_backend
     from cudashell.backends.cuda import CudaBackend
     from tests.conftest import Cush
 
+    assert [e.code for _, e in config.read(b"[shel]\n")[1]] == ["BAD_CONFIG"]  # a config line: a warning
     (tmp_path / "lab.json").write_text('{"bogus": 1}')
     with pytest.raises(ShellError) as e:
         open_backend("sim", str(tmp_path / "lab.json"))

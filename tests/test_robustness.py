@@ -26,9 +26,10 @@ def test_explain_that_cannot_be_written_does_not_fail_the_command(sim):
 
 @pytest.mark.parametrize("content, said", [
     (b"[shell]\npager = less %s -R\n", None),
-    (b"[shell]\ntime = on\ntime = off\n", ":3: 'time' is given twice in [shell]; the last one is used"),
-    (b"[shell]\nbackend = sim\n\xff\n", ":3: not UTF-8 text (byte 22)"),
-    (b"[shell\nbroken", ":1: File contains no section headers."),
+    (b"[shell]\ntime = on\ntime = off\n", ":3:1: BAD_CONFIG: 'time' is given twice in [shell] (first on line 2); "
+                                          "the last one is used"),
+    (b"[shell]\nbackend = sim\n\xff\n", ":3:1: BAD_CONFIG: byte 0xff is not UTF-8 text"),
+    (b"[shell\n", ":1:1: BAD_CONFIG: '[shell' is not a section header"),
 ])
 def test_a_bad_config_file_is_a_warning_naming_its_line(tmp_path, monkeypatch, content, said):
     (tmp_path / "cudashell").mkdir()

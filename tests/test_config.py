@@ -1,0 +1,154 @@
+"""The config file ($XDG_CONFIG_HOME/cudashell/config): every line that cannot be used is named as file:line:col with
+what is wrong and what it must be, and the shell starts anyway, with the default for that key (issue 25)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from cudashell import cli, config
+from cudashell.config import DEFAULTS, KEYS
+from cudashell.environment import Environment, ExitStatus
+
+
+def load(tmp_path, text: str) -> tuple[dict, list[str]]:
+    (tmp_path / "config").write_text(text)
+    warnings: list[str] = []
+    env = Environment(stdin=None, stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path,
+                      state_dir=tmp_path)
+    return config.load(warn=warnings.append, env=env), warnings
+
+
+@pytest.mark.parametrize("line, col, said", [
+    ("history_size = lots", 16, "history_size = lots: it must be a whole number ≥ 0; using the default, 10000"),
+    ("history_size = -5", 16, "history_size = -5: it must be a whole number ≥ 0; using the default, 10000"),
+    ("color = purple", 9, "color = purple: it must be auto, always or never; using the default, auto"),
+    ("editing_mode = vim", 16, "editing_mode = vim: it must be emacs or vi; using the default, emacs"),
+    ("backend = gpu", 11, "backend = gpu: it must be auto, cuda or sim; using the default, auto"),
+    ("theme = dark", 9, "theme = dark: it must be default or mono; using the default, default"),
+    ("explain = yes", 11, "explain = yes: it must be on or off; using the default, off"),
+    ("time = 1", 8, "time = 1: it must be on or off; using the default, off"),
+    ("tablefmt = fancy", 12, "tablefmt = fancy: it must be a tabulate format: simple, plain, github, grid, psql, …"),
+    ("pager = no-such-pager-here -R", 9, "pager = no-such-pager-here -R: it must be off or a command on your PATH"),
+    ("pager = less 'open", 9, "pager = less 'open: it must be off or a command on your PATH"),
+])
+def test_a_bad_value_is_named_at_its_column_and_its_key_keeps_the_default(tmp_path, line, col, said):
+    settings, warnings = load(tmp_path, f"[shell]\n{line}\n[pinning]\nlimit = 1GB\n")
+    key = line.split()[0]
+    assert len(warnings) == 1 and warnings[0].startswith(f"{tmp_path / 'config'}:2:{col}: BAD_CONFIG: {said}")
+    assert settings == {**DEFAULTS, "limit": "1GB"}  # the key keeps its default; the good line is used
+
+
+def test_a_bad_pinning_limit_is_named_too(tmp_path):
+    settings, warnings = load(tmp_path, "[pinning]\nlimit = lots\n")
+    assert warnings == [f"{tmp_path / 'config'}:2:9: BAD_CONFIG: limit = lots: it must be auto or a size such as "
+                        "64GiB; using the default, auto"]
+    assert settings["limit"] == "auto"
+    assert load(tmp_path, "[pinning]\nlimit = 2GiB\n") == ({**DEFAULTS, "limit": "2GiB"}, [])
+
+
+def test_every_key_has_its_accepted_values_checked():
+    assert set(KEYS) == set(DEFAULTS)
+    for name, key in KEYS.items():
+        assert key.accepts and key.check(key.default), name
+        assert not key.check("no-such-value-at-all"), name
+
+
+def test_the_themes_are_the_repls_styles():
+    pytest.importorskip("prompt_toolkit")
+    from cudashell.repl import STYLES
+
+    assert set(STYLES) == set(config.THEMES)
+
+
+def test_good_values_are_used_without_a_word(tmp_path):
+    text = ("[shell]\nbackend = sim\ntablefmt = github\nhistory_size = 0\nexplain = on\ntime = on\ncolor = never\n"
+            "theme = mono\nediting_mode = vi\npager = off\n[pinning]\nlimit = 1GB\n")
+    settings, warnings = load(tmp_path, text)
+    assert warnings == []
+    assert settings == {"backend": "sim", "tablefmt": "github", "history_size": "0", "explain": "on", "time": "on",
+                        "color": "never", "theme": "mono", "editing_mode": "vi", "pager": "off", "limit": "1GB"}
+
+
+def test_the_written_template_is_clean(tmp_path):
+    settings, warnings = load(tmp_path, config.TEMPLATE)
+    assert settings == DEFAULTS and warnings == []
+    uncommented = "\n".join(line[2:] if line.startswith("# ") and " = " in line else line
+                            for line in config.TEMPLATE.splitlines())
+    assert load(tmp_path, uncommented) == (DEFAULTS, [])
+
+
+def test_a_broken_section_header_is_named_and_the_lines_under_it_too(tmp_path):
+    path = tmp_path / "config"
+    settings, warnings = load(tmp_path, "[shell\nhistory_size = lots\n")
+    assert warnings == [
+        f"{path}:1:1: BAD_CONFIG: '[shell' is not a section header — hint: did you mean [shell]?",
+        f"{path}:2:1: BAD_CONFIG: 'history_size' is outside any section; ignored — hint: put it under [shell]"]
+    assert settings == DEFAULTS
+    settings, warnings = load(tmp_path, "[shell]\ntime = on\n[pinning\nlimit = 1GB\n")
+    assert warnings == [
+        f"{path}:3:1: BAD_CONFIG: '[pinning' is not a section header — hint: did you mean [pinning]?",
+        f"{path}:4:1: BAD_CONFIG: 'limit' belongs in [pinning], not [shell]; ignored — hint: move it under [pinning]"]
+    assert settings == {**DEFAULTS, "time": "on"}  # the good lines are still used
+
+
+def test_a_line_that_is_no_setting_is_named(tmp_path):
+    settings, warnings = load(tmp_path, "[shell]\ntime on\ntime = on\n")
+    assert warnings == [f"{tmp_path / 'config'}:2:1: BAD_CONFIG: 'time on' is not `key = value` — hint: a setting "
+                        "is `key = value`; a comment starts with #"]
+    assert settings["time"] == "on"
+
+
+def test_unknown_keys_and_sections_are_named_with_what_was_meant(tmp_path):
+    path = tmp_path / "config"
+    text = "[shell]\nhistroy_size = 5\nfrobnicate = 1\n[shel]\nbackend = sim\n[pinning]\ntablefmt = github\n"
+    settings, warnings = load(tmp_path, text)
+    assert warnings == [
+        f"{path}:2:1: BAD_CONFIG: unknown key 'histroy_size' in [shell]; ignored — hint: did you mean history_size?",
+        f"{path}:3:1: BAD_CONFIG: unknown key 'frobnicate' in [shell]; ignored — hint: [shell] takes backend, "
+        "tablefmt, history_size, explain, time, color, theme, editing_mode, pager",
+        f"{path}:4:1: BAD_CONFIG: unknown section [shel]; its lines are ignored — hint: did you mean [shell]?",
+        f"{path}:7:1: BAD_CONFIG: 'tablefmt' belongs in [shell], not [pinning]; ignored — hint: move it under "
+        "[shell]"]
+    assert settings == DEFAULTS
+
+
+def test_a_key_given_twice_uses_the_last_and_says_so(tmp_path):
+    settings, warnings = load(tmp_path, "[shell]\ntime = on\ntime = off\n")
+    assert warnings == [f"{tmp_path / 'config'}:3:1: BAD_CONFIG: 'time' is given twice in [shell] (first on line "
+                        "2); the last one is used"]
+    assert settings["time"] == "off"
+
+
+def test_a_comment_after_a_value_is_pointed_out(tmp_path):
+    settings, warnings = load(tmp_path, "[shell]\nbackend = sim  # the simulator\n")
+    assert warnings == [f"{tmp_path / 'config'}:2:11: BAD_CONFIG: backend = sim  # the simulator: it must be auto, "
+                        "cuda or sim; using the default, auto — hint: a comment goes on a line of its own"]
+    assert settings["backend"] == "auto"
+
+
+def test_the_shell_starts_whatever_the_file_says(tmp_path):
+    """The testers' lines: a broken header, history_size = lots, color = purple, editing_mode = vim, backend = gpu
+    (fatal before, without the file's name): each named, and the shell runs."""
+    (tmp_path / "cfg").mkdir()
+    path = tmp_path / "cfg" / "config"
+    path.write_text("[shell]\nhistory_size = lots\ncolor = purple\nediting_mode = vim\nbackend = gpu\n[pinnin\n")
+    env = Environment(stdin=None, stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path / "cfg",
+                      state_dir=tmp_path / "state")
+    assert cli.main(["--quiet", "-c", "echo hi"], env) is ExitStatus.SUCCESS
+    assert env.stdout.getvalue() == "hi\n"
+    err = env.stderr.getvalue().splitlines()
+    assert [line.split(": BAD_CONFIG: ")[0] for line in err] == [f"{path}:{n}" for n in
+                                                                 ("2:16", "3:9", "4:16", "5:11", "6:1")]
+
+
+def test_bytes_that_are_not_utf8_are_named_and_the_rest_is_read(tmp_path):
+    (tmp_path / "config").write_bytes(b"\xef\xbb\xbf[shell]\n# caf\xe9\ntime = on\n")  # a BOM, a Latin-1 comment
+    warnings: list[str] = []
+    env = Environment(stdin=None, stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path,
+                      state_dir=tmp_path)
+    settings = config.load(warn=warnings.append, env=env)
+    assert warnings == [f"{tmp_path / 'config'}:2:6: BAD_CONFIG: byte 0xe9 is not UTF-8 text; read as \ufffd — hint: "
+                        "save the file as UTF-8"]
+    assert settings == {**DEFAULTS, "time": "on"}
