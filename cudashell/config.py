@@ -101,12 +101,13 @@ def state_dir() -> Path:
     return xdg_state_dir()
 
 
-def load(create: bool = False, warn=None, env: Environment | None = None) -> Config:
+def load(create: bool = False, warn=None, env: Environment | None = None, only=None) -> Config:
     """The settings, defaults filled in. `create` writes the commented template when there is none. Each line that
     cannot be used (not a setting, an unknown section or key, a value the key does not accept) is a warning naming
     file:line:col, what is wrong and what it must be; its key keeps the default — never fatal. `warn` says each, by
     default on the environment's stderr. The file is the environment's config file (the XDG one of the process when
-    no environment is given)."""
+    no environment is given). `only` names the keys to read, the others left at their defaults (the entry point
+    wants the backend alone, before the imports a check such as tablefmt's needs)."""
     if warn is None:
         stderr = (env or Environment()).stderr
 
@@ -127,7 +128,7 @@ def load(create: bool = False, warn=None, env: Environment | None = None) -> Con
     except OSError as e:
         warn(f"{path}: {ShellError('BAD_CONFIG', f'cannot read it: {e.strerror}; using the defaults')}")
         return Config(DEFAULTS)
-    settings, problems = read(raw)
+    settings, problems = read(raw, only)
     for lineno, error in problems:
         warn(render.error_line(error, str(path), lineno))
     settings.file = str(path)
@@ -148,7 +149,7 @@ _TOP = "\0top"  # configparser's section for the lines above the first header (n
 _NO_DEFAULTS = "\0defaults"  # so that a [DEFAULT] in the file is a section like any other, not copied into all
 
 
-def read(raw: bytes) -> tuple[Config, list[tuple[int, ShellError]]]:
+def read(raw: bytes, only=None) -> tuple[Config, list[tuple[int, ShellError]]]:
     """The settings a config file's bytes give (defaults for what it does not set well) and its problems, by line:
     configparser reads it, `_places` says where each header and key is (configparser keeps no line numbers), and
     each key's value is checked against what it accepts."""
@@ -173,7 +174,7 @@ def read(raw: bytes) -> tuple[Config, list[tuple[int, ShellError]]]:
             problems.append((n, ShellError("BAD_CONFIG", f"'{name}' is given twice in [{section}] (first on line "
                                            f"{first[section, name]}); the last one is used", None, 1)))
         first.setdefault((section, name), n)
-        if last[section, name] != n:
+        if last[section, name] != n or (only is not None and name not in only):
             continue
         value, key = parser.get(section, name), KEYS[name]
         if key.check(value):

@@ -28,7 +28,7 @@ def _wanted(argv: list[str], env: Environment | None = None) -> bool:
     if choice is None:
         from . import config
 
-        choice = config.load(warn=lambda _: None, env=env)["backend"]  # its warnings are said once, by the shell
+        choice = config.load(warn=lambda _: None, env=env, only={"backend"})["backend"]  # warnings: by the shell
     if choice == "sim":
         return False
     from .packages import gpu_packages_missing

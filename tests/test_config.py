@@ -152,3 +152,15 @@ def test_bytes_that_are_not_utf8_are_named_and_the_rest_is_read(tmp_path):
     assert warnings == [f"{tmp_path / 'config'}:2:6: BAD_CONFIG: byte 0xe9 is not UTF-8 text; read as \ufffd — hint: "
                         "save the file as UTF-8"]
     assert settings == {**DEFAULTS, "time": "on"}
+
+
+def test_the_entry_point_reads_the_backend_alone_before_the_heavier_imports(tmp_path):
+    """It runs before the GPU worker is started: checking tablefmt would import tabulate (60 ms) there."""
+    import subprocess
+    import sys
+
+    (tmp_path / "config").write_text("[shell]\nbackend = sim\ntablefmt = github\n")
+    code = ("import sys; from cudashell import entry; from cudashell.environment import Environment; "
+            f"print(entry._wanted([], Environment(config_dir={str(tmp_path)!r})), 'tabulate' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False", "False"], r.stderr
