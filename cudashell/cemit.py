@@ -9,6 +9,7 @@ C that does what the session did is refused with NOT_EXPORTABLE, naming the comm
 from __future__ import annotations
 
 import re
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -985,6 +986,32 @@ def explain(text: str, buffers: dict, events, gpus: dict, device: int, where: di
     if not w.shown or w.notes:
         return None
     return "\n".join(w.shown), ", ".join(w.drivers) or "(none: the host does it)"
+
+
+C_PIECE = re.compile(r""""(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|[^,\s"']+|,\s*|\s+|["']""")
+
+
+def explain_lines(c: str, driver: str, width: int = 0) -> list[str]:
+    """`explain on`'s two fields, fitted to the terminal: the C broken only between tokens — after a comma or a
+    space, never inside a name, a number or a string — its continuation lines indented under it; the driver calls
+    between words."""
+    head, pad = "  C:      ", " " * 10
+    out = []
+    for i, line in enumerate(c.split("\n")):
+        cur = (head if i == 0 else pad) + line[:len(line) - len(line.lstrip())]
+        more, filled, piece = " " * (len(cur) + 4), False, ""
+        for token in C_PIECE.findall(line.lstrip()) + [""]:
+            piece += token
+            if token and token[0] not in ", \t":  # a line may break only after a comma or a space
+                continue
+            if width and filled and len(cur) + len(piece.rstrip()) > width:
+                out.append(cur.rstrip())
+                cur = more
+            cur, piece, filled = cur + piece, "", True
+        out.append(cur.rstrip())
+    driver = "  driver: " + driver
+    return out + (textwrap.wrap(driver, width, subsequent_indent=pad, break_long_words=False,
+                                break_on_hyphens=False) if width else [driver])
 
 
 def _infer(src_kind: str, dst_kind: str) -> str:

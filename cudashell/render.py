@@ -8,6 +8,7 @@ import json
 import math
 import re
 import textwrap
+from contextvars import ContextVar
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -71,15 +72,43 @@ def gpu_time(d) -> str:
 POINTER = re.compile(r"^(0x[0-9a-f]+|same \(UVA\)|-)$")
 
 
+class Whole(str):
+    """Text already laid out for the terminal — a fitted table, a chart's rows — that `wrap` leaves as it is:
+    wrapping it again would break its columns."""
+
+
+# `set expanded`, for the one `human()` call that draws a result: fit() reads it (results' lines() take no setting)
+EXPANDED: ContextVar[str] = ContextVar("expanded", default="off")
+
+
 def _whole(column) -> bool:
     """A column of pointers: never wrapped (half a pointer cannot be copied)."""
     return all(POINTER.match(str(c)) for c in column)
 
 
+CELL_PIECE = re.compile(r"[^,(\s]+[,(]?\s*|[,(\s]+")  # a word, with the comma, bracket or spaces after it
+
+
+def _cell(c, limit: int | None):
+    """A cell of at most `limit` characters a line, broken after a space, a comma or an opening bracket
+    (`mapped,portable`, `registered(mapped)`), never inside a word (tabulate's own wrapping cuts words)."""
+    s = str(c)
+    if limit is None or len(s) <= limit:
+        return c
+    lines, line = [], ""
+    for piece in CELL_PIECE.findall(s):
+        if line and len((line + piece).rstrip()) > limit:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    return "\n".join(lines + [line.rstrip()])
+
+
 def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -> str:
     """A table no wider than the terminal. First the `shorter()` form of the rows (columns abbreviated: a size
     without its exact bytes), then long cells wrap between words — pointers never. `colalign` given, the cells are
-    taken as written (tabulate's guessing of numbers costs more than the rest of a command)."""
+    taken as written (tabulate's guessing of numbers costs more than the rest of a command). `set expanded on`
+    draws every table one field a line; `auto` does so for a table still too wide once abbreviated."""
     def table(rows, **kw):
         if colalign is not None:
             if tablefmt == "simple" and not kw and set(colalign) == {"left"}:
@@ -91,18 +120,54 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
 
         return tabulate(rows, headers, tablefmt, **kw)
 
+    def fits(text) -> bool:
+        return not width or max(map(len, text.splitlines()), default=0) <= width
+
+    mode = EXPANDED.get()
+    if mode == "on" and rows:
+        return expanded(rows, headers, width)
     text = table(rows)
-    if not width or max(map(len, text.splitlines())) <= width:
-        return text
+    if fits(text):
+        return Whole(text)
+    full = rows
     if shorter is not None:
         rows, headers = shorter()
         text = table(rows)
+        if fits(text):
+            return Whole(text)
+    if mode == "auto" and rows:
+        return expanded(full, headers, width)
     columns = list(zip(*rows)) if rows else []
     for limit in (24, 18, 14, 10, 8):
-        if max(map(len, text.splitlines())) <= width:
+        if fits(text):
             break
-        text = table(rows, maxcolwidths=[None if _whole(c) else limit for c in columns])
-    return text
+        limits = [None if _whole(c) else limit for c in columns]
+        text = table([[_cell(c, k) for c, k in zip(row, limits)] for row in rows])
+    return Whole(text)
+
+
+def expanded(rows, headers, width: int) -> Whole:
+    """pgcli's expanded display (`\\x`): each row as a record, one `field | value` a line, values wrapped
+    between words under their column."""
+    names = [str(h) for h in headers]
+    left = max(map(len, names), default=0)
+    room = max(width - left - 3, 16) if width else 0
+    body = []
+    for i, row in enumerate(rows, 1):
+        lines = []
+        for name, cell in zip(names, row):
+            parts = str(cell).split("\n")
+            if room:
+                parts = [p for part in parts for p in (textwrap.wrap(part, room, break_long_words=False,
+                                                                      break_on_hyphens=False) or [""])]
+            lines += [f"{name if j == 0 else '':<{left}} | {p}".rstrip() for j, p in enumerate(parts)]
+        body.append((f"-[ RECORD {i} ]", lines))
+    rule = max((len(x) for _, lines in body for x in lines), default=0)
+    rule = min(rule, width) if width else rule
+    out = []
+    for title, lines in body:
+        out += [title + "-" * max(rule - len(title), 0), *lines]
+    return Whole("\n".join(out))
 
 
 def _simple_left(rows, headers) -> str | None:
@@ -125,20 +190,29 @@ def _simple_left(rows, headers) -> str | None:
 
 
 def wrap(lines: list[str], width: int) -> list[str]:
-    """Lines longer than the terminal break between words, continued indented — never inside a number or a
-    pointer (a word longer than the line stays whole)."""
+    """Lines longer than the terminal break between words, continued indented — never inside a word, a number or
+    a pointer (a word longer than the line stays whole); `Whole` text (tables, charts) is left as it is."""
     if not width:
         return lines
     out = []
     for line in lines:
+        if isinstance(line, Whole):
+            out.append(line)
+            continue
         for part in line.split("\n"):
             if len(part) <= width:
                 out.append(part)
                 continue
             indent = " " * (len(part) - len(part.lstrip()) + 4)
-            out += textwrap.wrap(part, width, subsequent_indent=indent, break_long_words=False,
-                                 break_on_hyphens=False) or [part]
+            out += [x.replace(GLUE, " ") for x in textwrap.wrap(
+                UNIT_SPACE.sub(GLUE, part), width, subsequent_indent=indent, break_long_words=False,
+                break_on_hyphens=False)] or [part]
     return out
+
+
+# a number and its unit (`64 MiB`, `1.2 ms`, `7.58 GB/s`) are one word: held together by a space textwrap keeps
+UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:[KMGT]i?B|B|[µmn]?s|GB/s|bytes|elements)(?![\w/]))")
+GLUE = "\ue000"  # a private-use character: never in what the shell prints
 
 
 def access_lines(a) -> list[str]:
@@ -201,10 +275,16 @@ def host_table(rows) -> list[list]:
 PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
 
 
-def human(result: Result, tablefmt: str = "simple", width: int = 0) -> str:
+def human(result: Result, tablefmt: str = "simple", width: int = 0, expanded: str = "off") -> str:
+    """A result as the terminal shows it: its lines, each wrapped between words (a result that draws its own
+    lines — a table, a bench — has its prose wrapped here too); `expanded`: the `set expanded` mode of its tables."""
     if result.as_json:
-        return json.dumps(_json_safe(result.data), ensure_ascii=False)
-    return "\n".join(result.lines(tablefmt, width))
+        return json.dumps(_json_safe(rounded(result.data)), ensure_ascii=False)
+    token = EXPANDED.set(expanded)
+    try:
+        return "\n".join(wrap(result.lines(tablefmt, width), width))
+    finally:
+        EXPANDED.reset(token)
 
 
 LABEL_COLOURS = {"measured": "#1a7f37", "modeled": "#0969da"}
@@ -235,6 +315,44 @@ def error_line(e: ShellError, file: str | None = None, line: int | None = None) 
     return f"{loc + ': ' if loc else ''}{e.code}: {e.message}{hint}".replace("\r", "").replace("\n", " ⏎ ")
 
 
+def _decimals(n: int):
+    return lambda x: round(x, n)
+
+
+def _significant(n: int):
+    return lambda x: float(f"{x:.{n}g}")
+
+
+# A float in JSON and CSV carries what was measured, not binary noise (6.000000000000005e-05): times to the
+# nanosecond (CUDA events and CUPTI resolve no finer), in whatever unit the field has; rates and ratios to 4
+# significant digits (runs vary by more than 0.1%); a chart's scale to 12. Fields of the user's own values (a
+# buffer's elements, kernel arguments, settings) are never rounded: the walk does not enter them.
+PRECISION = {
+    **dict.fromkeys(("seconds", "host_seconds", "held_seconds", "busy_seconds", "gpu_seconds", "wall_seconds", "wall",
+                     "at", "start", "end", "issued", "total", "avg", "min", "max", "median", "p10", "p90",
+                     "alloc_s_per_gib", "free_s_per_gib"), _decimals(9)),
+    "ms": _decimals(6),
+    **dict.fromkeys(("us_per_copy", "median_us", "p10_us", "p90_us", "zc_kernel_us", "dev_kernel_us", "zc_step_us",
+                     "dev_step_us"), _decimals(3)),
+    **dict.fromkeys(("gbps", "peak", "speedup", "percent", "percent_of_peak", "cv", "efficiency",
+                     "sectors_per_request", "conflict_ways"), _significant(4)),
+    "per_cell": _significant(12),
+}
+USERS_OWN = frozenset({"args", "values", "settings", "profile"})
+
+
+def rounded(x, key: str | None = None):
+    """`x` with each float of a field in PRECISION rounded to that field's precision (numbers stay numbers)."""
+    if isinstance(x, float):
+        how = PRECISION.get(key)
+        return how(x) if how is not None and math.isfinite(x) else x
+    if isinstance(x, dict):
+        return {k: v if k in USERS_OWN else rounded(v, k) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [rounded(v, key) for v in x]
+    return x
+
+
 def _json_safe(x):
     """JSON has no NaN or Infinity: such floats (a GPU computes them freely) become the strings JS would print."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -246,13 +364,25 @@ def _json_safe(x):
     return x
 
 
+def csv_cell(v):
+    """One CSV cell as a CSV reader expects it: booleans `true`/`false`, nothing for null or an empty list, a list
+    of plain values joined by `;`, anything else nested as JSON."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list) and not any(isinstance(x, (list, dict)) for x in v):
+        return ";".join(csv_cell(x) for x in v)
+    if isinstance(v, (list, dict)):
+        return json.dumps(_json_safe(v), ensure_ascii=False)
+    return "" if v is None else _json_safe(v)
+
+
 def csv_text(result: Result) -> str:
     """A result as CSV: its table (the first list of records in it: rows, buffers, entries…), else one record of
-    its plain fields. Nested values are written as JSON."""
+    its plain fields; cells as `csv_cell` writes them, floats rounded as in JSON."""
     import csv
     import io
 
-    data = result.data
+    data = rounded(result.data)
     rows = next((v for v in data.values() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)),
                 None)
     if rows is None:
@@ -262,8 +392,7 @@ def csv_text(result: Result) -> str:
     w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: json.dumps(_json_safe(v), ensure_ascii=False) if isinstance(v, (list, dict)) else v
-                    for k, v in r.items()})
+        w.writerow({k: csv_cell(v) for k, v in r.items()})
     return out.getvalue().rstrip("\n")
 
 
@@ -274,9 +403,9 @@ def json_line(cmd: str, result: Result | None, error: ShellError | None = None, 
         err = {"code": error.code, "message": error.message, "hint": error.hint, "file": file, "line": line,
                "col": error.col or (1 if file is not None else None)}  # where the text says file:line:1
     obj = {"cmd": cmd, "ok": error is None, "kind": result.kind if result is not None else None, "error": err,
-           "result": result.data if result is not None else None}
+           "result": rounded(result.data) if result is not None else None}
     if wall is not None:
-        obj["wall_seconds"] = wall
+        obj["wall_seconds"] = rounded(wall, "wall_seconds")
     if explained:
         obj["explain"] = {"c": explained[0], "driver": explained[1]}
     try:

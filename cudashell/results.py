@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, NotRequired, TypedDict
 from .render import fmt_seconds, timing_note, wrap
+from .settings import SETTINGS
 from .sizes import format_size
 
 
@@ -139,7 +140,9 @@ class Message(Result, kind="message"):
 
 
 def hexptr(p: int | None) -> str | None:
-    return None if p is None else f"0x{p:012x}"
+    """A pointer as the driver's tools print it: 8 hex digits where it fits 32 bits (a 32-bit system's, such as the
+    `no-uva` profile's), 12 for a 48-bit virtual address."""
+    return None if p is None else f"0x{p:08x}" if p < 1 << 32 else f"0x{p:012x}"
 
 
 # the fields every timed result carries (timing_data), once: a kind's Data takes them by inheritance or `**`
@@ -293,7 +296,7 @@ class Settings(Result, kind="settings"):
 
     def text(self):
         d = self.data
-        return [f"{k} = {v}" for k, v in d["settings"].items()]
+        return [f"{k} = {SETTINGS[k].show(v) if k in SETTINGS else v}" for k, v in d["settings"].items()]
 
 
 class SyncDataCompletedItem(TypedDict):
@@ -319,6 +322,7 @@ class Synced(Result, kind="sync"):
         out = [f"sync {d['what']}: host waited {fmt_seconds(d['host_seconds'])} {timing_note(d)}"]
         for e in d["completed"]:
             rate = f" = {e['bytes'] / e['seconds'] / 1e9:.2f} GB/s" if e["seconds"] and e["op"].startswith("memcpy") else ""
-            out.append(f"  finished: {e['op']} on stream {e['stream']}, {format_size(e['bytes'])} in "
-                       f"{fmt_seconds(e['seconds'])}{rate}")
+            kernel = e["op"].startswith("kernel")  # what it moved (read and written); spin: nothing, so no figure
+            size = f", {format_size(e['bytes'])}{' moved' if kernel else ''}" if e["bytes"] or not kernel else ""
+            out.append(f"  finished: {e['op']} on stream {e['stream']}{size} in {fmt_seconds(e['seconds'])}{rate}")
         return out

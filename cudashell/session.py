@@ -115,7 +115,8 @@ class Event:
 
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
-            "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off"}
+            "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off",
+            "expanded": "off"}
 
 
 @dataclass(frozen=True, eq=False)

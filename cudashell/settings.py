@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .sizes import parse_size
+from .sizes import format_size, format_size_exact, parse_size
 
 
 def _tabulate_formats() -> list[str]:
@@ -21,6 +21,14 @@ class Setting:
     ok: Callable[[str], bool]
     cast: Callable[[str], object]
     words: Callable[[], list[str]] = lambda: []  # what completion offers
+    show: Callable[[object], str] = str  # how `set` prints the value
+
+
+def _size_or_auto(v) -> str:
+    """`1 GiB`; the exact bytes beside a size that is not a whole number of units (`1.50 GiB (1610612736 B)`)."""
+    if isinstance(v, str):
+        return v
+    return format_size(v) if "." not in format_size(v) else format_size_exact(v)
 
 
 ON_OFF = ("on", "off")
@@ -35,5 +43,7 @@ SETTINGS = {
     "gpu-timeout": Setting("off or a number of seconds > 0", lambda v: v == "off" or 0 < float(v) < 1e9,
                            lambda v: v if v == "off" else float(v), lambda: ["off", "10", "60"]),
     "pinlimit": Setting("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
-                        lambda v: v if v == "auto" else parse_size(v), lambda: ["auto"]),
+                        lambda v: v if v == "auto" else parse_size(v), lambda: ["auto"], _size_or_auto),
+    "expanded": Setting("on, off or auto (pgcli's \\x: tables one `field | value` a line; auto: those too wide for "
+                        "the terminal)", lambda v: v in ("on", "off", "auto"), str, lambda: ["on", "off", "auto"]),
 }

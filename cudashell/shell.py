@@ -160,22 +160,22 @@ class Shell:
             return  # one error passed up through nested `run`s is printed once
         if error is not None:
             error.shown = True
+        width = int(self.session.settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
             here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
             self._write(here, render.json_line(text, result, error, file, lineno, wall, explained))
         elif error is not None:
-            self._write(self.err, render.error_line(error, file, lineno))
+            self._write(self.err, "\n".join(render.wrap([render.error_line(error, file, lineno)], width)))
         elif self.display is not None and self.redirect is None:
             self.display(result)
         else:
             csv = self.session.settings["format"] == "csv" and not result.prose
             body = render.csv_text(result) if csv else \
-                render.human(result, self.session.settings["tablefmt"], int(self.session.settings["width"]))
+                render.human(result, self.session.settings["tablefmt"], width, self.session.settings["expanded"])
             if body:  # `output`'s own word goes to the screen
                 self._write(self.out if isinstance(result.action, Output) else self.redirect or self.out, body)
         if explained and not self.json_mode:
-            c = explained[0].replace("\n", "\n          ")
-            self._write(self.out, f"  C:      {c}\n  driver: {explained[1]}")
+            self._write(self.out, "\n".join(cemit.explain_lines(*explained, width)))
         if wall is not None and not self.json_mode:
             self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
 

@@ -117,7 +117,7 @@ def test_the_portable_demo_shows_the_pre_uva_rule_on_the_teaching_profile():
     sh = Shell(SimBackend(Profile.load("two-gpus-no-uva")), out=out, err=err)
     assert sh.execute("demo portable") is True, err.getvalue()
     text = out.getvalue()
-    assert "kernel in second    CUDA_ERROR_INVALID_VALUE" in text  # the default buffer, in the second context
+    assert "kernel in second  CUDA_ERROR_INVALID_VALUE" in text  # the default buffer, in the second context
     sh.close()
 
 

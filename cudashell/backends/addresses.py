@@ -14,6 +14,18 @@ SMALL = MIB  # below this, pinned, device and managed memory are sub-allocated f
 BASES = {"pageable": (0x7F3C_0000_0000, 0x7F3C_0000_0000), "pinned": (0x7F5A_0000_0000, 0x7F5B_0000_0000),
          "device": (0x7F8E_0000_0000, 0x7F8F_0000_0000), "managed": (0x7FA0_0000_0000, 0x7FA1_0000_0000),
          "alias": (0x0000_0002_0000_0000, 0x0000_0003_0000_0000)}
+# a 32-bit process (the `no-uva` profile): 4 GiB of addresses in all, so each region ends where the next begins —
+# the heap above the program, pinned memory and managed memory in the middle, the device's own space on top
+# (device and alias share it: a profile has UVA or not, so only one of them is used)
+BASES_32 = {"pageable": (0x0900_0000, 0x0900_0000), "pinned": (0x3000_0000, 0x3100_0000),
+            "managed": (0x6000_0000, 0x6100_0000), "device": (0x8000_0000, 0x8100_0000),
+            "alias": (0x8000_0000, 0x8100_0000)}
+ENDS_32 = {"pageable": 0x3000_0000, "pinned": 0x6000_0000, "managed": 0x8000_0000, "device": 0xFFFF_0000,
+           "alias": 0xFFFF_0000}
+
+
+class AddressSpaceFull(Exception):
+    """No room left in a region of a 32-bit address space: the driver's out of memory, whatever memory is free."""
 
 
 def granule(region: str, size: int) -> int:
@@ -28,8 +40,9 @@ def granule(region: str, size: int) -> int:
 class Space:
     """One pool: a bump pointer and a sorted, coalesced free list of (address, length)."""
 
-    def __init__(self, base: int):
+    def __init__(self, base: int, end: int | None = None):
         self.top = base
+        self.end = end  # the first address past the pool, where the address space bounds it
         self.free: list[tuple[int, int]] = []
 
     def take(self, size: int, align: int) -> int:
@@ -44,6 +57,8 @@ class Space:
                     self._insert(start + size, addr + length - start - size)
                 return start
         start = -(-self.top // align) * align
+        if self.end is not None and start + size > self.end:
+            raise AddressSpaceFull(self.end)
         self.top = start + size
         return start
 
@@ -63,9 +78,15 @@ class Space:
 
 
 class AddressSpaces:
-    def __init__(self):
-        self.spaces = {(region, small): Space(bases[0] if small else bases[1])
-                       for region, bases in BASES.items() for small in (True, False)}
+    """Every region's pools, in a 48-bit address space (x86-64's virtual addresses) or a 32-bit one."""
+
+    def __init__(self, bits: int = 48):
+        if bits == 32:
+            self.spaces = {(region, small): Space(lo, hi) if small else Space(hi, ENDS_32[region])
+                           for region, (lo, hi) in BASES_32.items() for small in (True, False)}
+        else:
+            self.spaces = {(region, small): Space(bases[0] if small else bases[1])
+                           for region, bases in BASES.items() for small in (True, False)}
 
     def _space(self, region: str, size: int) -> Space:
         return self.spaces[(region, region != "pageable" and size < SMALL)]

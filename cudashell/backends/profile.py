@@ -23,6 +23,7 @@ class Profile:
     device_memory: int = 80 * (1 << 30)
     host_memory: int = 128 * (1 << 30)
     unified_addressing: bool = True
+    address_bits: int = 48  # the process's pointers: 48 (x86-64's virtual addresses) or 32 (a 32-bit system)
     can_map_host_memory: bool = True
     pageable_memory_access: bool = False
     managed_memory: bool = True
@@ -136,6 +137,8 @@ def _wrong_value(key: str, value, default) -> str | None:
     def number(v) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (float("inf"), -float("inf"))
 
+    if key == "address_bits":
+        return None if value in (32, 48) and not isinstance(value, bool) else "32 or 48"
     if isinstance(default, bool):
         return None if isinstance(value, bool) else "true or false"
     if isinstance(default, str):
@@ -177,5 +180,6 @@ BUILTIN = {  # changes to the calibrated H100
     "two-gpus-no-uva": {"name": "two GPUs without UVA (simulated, for teaching portable pinned memory)", "gpus": 2,
                         "unified_addressing": False, "managed_memory": False, "concurrent_managed_access": False},
     "no-uva": {"name": "32-bit system without UVA (simulated, for teaching)", "unified_addressing": False,
+               "address_bits": 32,
                "managed_memory": False, "concurrent_managed_access": False},
 }

@@ -10,6 +10,7 @@ from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
 from ..registry import command
 from ..results import Result, TimingData, timing_data
+from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 from ..launchdims import dim3, shape_text
 from ..render import access_lines, counts_lines, fit, gpu_time, how_text, timing_note
@@ -119,8 +120,11 @@ def launch(session, backend, args):
     else:
         t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
     counts = t.report.traffic.summary() if t.report is not None else None
-    moved = sum(count * 4 * (2 if p.kind == "inout" else 1) for p in kernel.params if p.is_buffer) \
-        if kernel.builtin else sum(g["bytes"] for g in counts["global"].values()) if counts else 0
+    read = written = None  # a built-in's elements, each read and/or written once; a kernel of yours: not split
+    if kernel.builtin:
+        read = sum(count * 4 for p in kernel.params if p.kind in ("in", "inout"))
+        written = sum(count * 4 for p in kernel.params if p.writes)
+    moved = read + written if kernel.builtin else sum(g["bytes"] for g in counts["global"].values()) if counts else 0
     session.track(f"kernel {kernel.name}", stream, moved, t,
                   *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes], counts=counts)
     for p, v in zip(kernel.params, values):
@@ -131,6 +135,8 @@ def launch(session, backend, args):
                              "block": list(block), "shared": args.get("BYTES", 0),
                              "computed": computed(count, grid, block),
                              "builtin": kernel.builtin, "stream": stream.name,
+                             "bytes": moved, "bytes_read": read, "bytes_written": written,
+                             "counted": kernel.builtin or counts is not None,
                              "call": "cudaLaunchKernel", **timing_data(t),
                              "counts": counts,
                              "access": access_map(t.report.access) if t.report is not None and trace else None})
@@ -279,9 +285,26 @@ class LaunchData(TimingData):
     computed: int
     builtin: bool
     stream: str
+    bytes: int  # what the kernel moved: what `sync` and the trace report
+    bytes_read: int | None  # a built-in's split of it; None for a kernel of yours
+    bytes_written: int | None
+    counted: bool  # whether `bytes` was known: a built-in's by its definition, yours as the simulator counted it
     call: str
     counts: LaunchDataCounts | None
     access: dict[str, LaunchAccess] | None
+
+
+def moved_text(d) -> str:
+    """What a launch's byte count counts: a built-in reads and writes each element once (`increment` both: twice
+    its buffer), `spin` touches nothing; a kernel of yours moved what the simulator counted, in 32-byte sectors."""
+    if not d["counted"]:
+        return "bytes moved not counted (only the simulator counts a kernel of yours)"
+    if d["bytes_read"] is None:
+        return f"{format_size(d['bytes'])} moved (32-byte sectors its loads and stores touched)"
+    if not d["bytes"]:
+        return f"0 B moved: {d['kernel']} touches no memory"
+    parts = [f"{format_size(n)} {what}" for n, what in ((d["bytes_read"], "read"), (d["bytes_written"], "written")) if n]
+    return f"{format_size(d['bytes'])} moved" + (f" ({' + '.join(parts)})" if len(parts) > 1 else f", all {parts[0].split()[-1]}")
 
 
 class Launched(Result, kind="launch"):
@@ -294,7 +317,7 @@ class Launched(Result, kind="launch"):
         n = f", n={d['n']}" if d["builtin"] and BUILTINS[d["kernel"]].counted else ""
         shape = f"{shape_text(dim3(d['grid']))}, {shape_text(dim3(d['block']))}"
         return [f"launch {d['kernel']}<<<{shape}{shared}>>>({', '.join(map(str, d['args']))}{n})"
-                f"{part} on stream {d['stream']}: kernel {gpu_time(d)}, "
+                f"{part} on stream {d['stream']}: kernel {gpu_time(d)}, {moved_text(d)}, "
                 f"{how_text(d)} {timing_note(d)}"] + counts_lines(d.get("counts")) + access_lines(d.get("access"))
 
     def figure(self):

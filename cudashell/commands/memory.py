@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
@@ -11,7 +13,7 @@ from ..session import Buffer
 from ..backends.base import host_flag_names
 from ..syncrules import FREE_SYNCS
 from .checks import check_new_name, check_pin_limit
-from ..render import buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, timing_note
+from ..render import Whole, buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, timing_note
 from typing import NotRequired, TypedDict
 
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
@@ -302,25 +304,39 @@ class PointerInfo(Result, kind="info"):
     Data = InfoData
 
     def text(self):
+        return self.lines()
+
+    def lines(self, tablefmt="simple", width=0):
+        """Three aligned columns — what, its value, where it comes from — however long a context's name; a value
+        longer than a pointer (an error's name) runs past its column, and a note too long for the terminal
+        continues under the notes."""
         d = self.data
         drv = d["driver"]
         flags = drv["host_flags"]
         host_flags = f"{flags} ({'|'.join(drv['host_flag_names']) or 'none'})" if isinstance(flags, int) else flags
-        mt = drv["memory_type"]
-        return [f"{d['name']}: {d['kind']} {d['size_text']}, flags {flags_text(d)}, {d['state']}",
-                f"  host pointer       {d['host_ptr'] or '-'}   (host-accessible: {'yes' if d['host_accessible'] else 'no'})",
-                f"  device pointer     {d['device_ptr'] or '-'}   (device-accessible: "
-                f"{'yes' if d['device_accessible'] else 'no'}{', same as host: UVA' if d['same_pointer'] else ''})",
-                f"  memory type        {mt}   (cuPointerGetAttribute MEMORY_TYPE)",
-                f"  is managed         {drv['is_managed']}",
-                f"  host flags         {host_flags}   (cuMemHostGetFlags)",
-                f"  host→device ptr    {drv['host_device_ptr']}   (cuMemHostGetDevicePointer)",
-                f"  device             {drv['device']}"] + [
-                f"  {label:<18} {drv[key]}   (cuMemRangeGetAttribute)" for key, label in
-                (("read_mostly", "read mostly"), ("preferred_location", "preferred at"),
-                 ("last_prefetch_location", "last prefetched to")) if key in drv] + [
-                f"  kernel in {r['context']:<9} {r['reaches']}" + ("" if r["reaches"].startswith("0x") else
-                                                                "   (it cannot use it there)") for r in d["reach"]]
+        yes = {True: "yes", False: "no"}
+        rows = [("host pointer", d["host_ptr"] or "-", f"(host-accessible: {yes[d['host_accessible']]})"),
+                ("device pointer", d["device_ptr"] or "-", f"(device-accessible: {yes[d['device_accessible']]}"
+                 + (", same as host: UVA)" if d["same_pointer"] else ")")),
+                ("memory type", drv["memory_type"], "(cuPointerGetAttribute MEMORY_TYPE)"),
+                ("is managed", drv["is_managed"], ""),
+                ("host flags", host_flags, "(cuMemHostGetFlags)"),
+                ("host→device ptr", drv["host_device_ptr"], "(cuMemHostGetDevicePointer)"),
+                ("device", drv["device"], "")]
+        rows += [(label, drv[key], "(cuMemRangeGetAttribute)") for key, label in
+                 (("read_mostly", "read mostly"), ("preferred_location", "preferred at"),
+                  ("last_prefetch_location", "last prefetched to")) if key in drv]
+        rows += [(f"kernel in {r['context']}", r["reaches"],
+                  "" if r["reaches"].startswith("0x") else "(it cannot use it there)") for r in d["reach"]]
+        label = max(len(r[0]) for r in rows)
+        value = max((len(str(r[1])) for r in rows if len(str(r[1])) <= 18), default=0)
+        out = [f"{d['name']}: {d['kind']} {d['size_text']}, flags {flags_text(d)}, {d['state']}"]
+        for k, v, note in rows:
+            line = f"  {k:<{label}}  {v!s:<{value}}  {note}".rstrip()
+            out += [Whole(x) for x in textwrap.wrap(line, width, subsequent_indent=" " * (label + value + 6),
+                                                    break_long_words=False, break_on_hyphens=False)] \
+                if width and len(line) > width else [line]
+        return out
 
 
 class LsDataTotals(TypedDict):

@@ -11,7 +11,7 @@ from ..grammar import Arg, Flag, Opt
 from ..registry import command
 from ..results import Message, Result, Settings
 from .checks import check_writable, write_file
-from ..render import fmt_seconds, nvprof_time
+from ..render import Whole, fmt_seconds, nvprof_time
 from typing import NotRequired, TypedDict
 
 GLYPH = {"memcpy h2d": "H", "memcpy d2h": "D", "memcpy d2d": "C", "memcpy h2h": "h", "memset": "M",
@@ -65,23 +65,28 @@ def explain_(session, backend, args):
                  "in the same columns. H h2d copy, D d2h copy, C d2d copy, M memset, K kernel, P prefetch; "
                  "# where one engine row holds two operations at once; . on a stream row: issued, waiting in its "
                  "queue for the engine. On a GPU the engine times are CUPTI's (when the engine really started "
-                 "and ended); without CUPTI they come from events, which count a wait in the queue as running.", exported=False)
+                 "and ended); without CUPTI they come from events, which count a wait in the queue as running. "
+                 "The chart is as wide as the terminal (64 columns in a script or a pipe); a `width` wider than the "
+                 "terminal is narrowed to fit it, and the chart says so: a chart is never wrapped. `last 0` draws "
+                 "nothing.", exported=False)
 def timeline(session, backend, args):
-    width = args.get("W", 64)
-    if not 16 <= width <= 400:  # checked before anything settles: a refused command changes nothing
+    asked = args.get("W")
+    if asked is not None and not 16 <= asked <= 400:  # checked before anything settles: a refused command changes nothing
         raise usage("width must be 16..400", args.col("W"))
     done, pending = finished(session, backend)
-    if "OPS" in args.values:
-        done = done[-args.get("OPS"):]
+    last = args.get("OPS")
+    if last is not None:
+        done = done[len(done) - min(last, len(done)):]  # `last 0`: none (done[-0:] would be all)
     if not done:
-        return Timeline({"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label})
-    t0, t1 = min(e["start"] for e in done), max(e["end"] for e in done)
-    scale = max(t1 - t0, 1e-9) / width
-    rows: dict[str, list[str]] = {}
+        return Timeline({"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label,
+                         **({"last": last} if last is not None else {})})
     streams = sorted({e["stream"] for e in done}, key=lambda s: (s != "0", s.isdigit() and int(s) or 0, s))
     engines = [e for e in ENGINES if e in {x["engine"] for x in done}]
-    for name in [f"stream {s}" for s in streams] + engines:
-        rows[name] = [" "] * width
+    names = [f"stream {s}" for s in streams] + engines
+    width, clamped = chart_width(asked, max(map(len, names)), session)
+    t0, t1 = min(e["start"] for e in done), max(e["end"] for e in done)
+    scale = max(t1 - t0, 1e-9) / width
+    rows: dict[str, list[str]] = {name: [" "] * width for name in names}
     for e in done:  # waiting first: the running operations are drawn over it
         issued = e.get("issued")
         if issued is not None and issued < e["start"]:
@@ -100,7 +105,21 @@ def timeline(session, backend, args):
     spans = [{k: e.get(k) for k in ("op", "stream", "engine", "issued", "start", "end")} for e in done]
     return Timeline({"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()], "spans": spans,
                                "start": t0, "end": t1, "per_cell": scale, "ops": len(done), "pending": pending,
-                               "timing": backend.timing_label, "source": source_of(backend)})
+                               "timing": backend.timing_label, "source": source_of(backend), "width": width,
+                               **({"asked_width": asked} if clamped else {}), **({"last": last} if last is not None else {})})
+
+
+DEFAULT_WIDTH = 64  # a chart's columns where no terminal says how many fit (a script, a pipe)
+
+
+def chart_width(asked: int | None, label: int, session) -> tuple[int, bool]:
+    """The chart's columns, and whether `asked` was narrowed: what the terminal has room for beside the row names
+    (`  NAME |…|`), never under 16 — in JSON no terminal constrains it."""
+    terminal = int(session.settings["width"] or 0)
+    room = max(16, min(400, terminal - label - 5)) if terminal and session.settings["format"] != "json" else None
+    if asked is None:
+        return room or DEFAULT_WIDTH, False
+    return (room, True) if room is not None and asked > room else (asked, False)
 
 
 @command("trace export", "streams", "write the trace as Chrome trace JSON (Perfetto, chrome://tracing)",
@@ -286,6 +305,9 @@ class TimelineData(TypedDict):
     start: NotRequired[float]
     end: NotRequired[float]
     per_cell: NotRequired[float]
+    width: NotRequired[int]  # the chart's columns
+    asked_width: NotRequired[int]  # `width N` that the terminal had no room for (narrowed to `width`)
+    last: NotRequired[int]  # `last N`, when given
     ops: int
     pending: int
     timing: str
@@ -297,18 +319,22 @@ class Timeline(Result, kind="timeline"):
 
     def text(self):
         d = self.data
+        if not d["rows"] and d.get("last") == 0:
+            return ["timeline: `last 0` asks for no operations — an empty chart"]
         if not d["rows"]:
             return ["no finished GPU work in the trace yet" + (f" ({d['pending']} still running)" if d["pending"] else "")]
         width = max(len(r["name"]) for r in d["rows"])
         source = "" if d.get("source", d["timing"]) == d["timing"] else f": {d['source']}"
-        out = [f"timeline of {d['ops']} operations, {fmt_seconds(d['start'])} … {fmt_seconds(d['end'])} "
-               f"({d['timing']}{source}); one column = {fmt_seconds(d['per_cell'])}"]
-        out += [f"  {r['name']:<{width}} |{r['cells']}|" for r in d["rows"]]
-        out.append("  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch  # two at once on one engine  "
-                   ". issued, waiting in its queue")
-        if d["pending"]:
-            out.append(f"  ({d['pending']} operations still running are not shown: `sync` first)")
-        return out
+        out = [f"timeline of {d['ops']} operation{'s' if d['ops'] != 1 else ''}, {fmt_seconds(d['start'])} … "
+               f"{fmt_seconds(d['end'])} ({d['timing']}{source}); one column = {fmt_seconds(d['per_cell'])}"]
+        if "asked_width" in d:
+            out.append(f"(width {d['asked_width']} does not fit the terminal: drawn {d['width']} columns wide)")
+        out += [Whole(f"  {r['name']:<{width}} |{r['cells']}|") for r in d["rows"]]
+        return out + self.legend + ([f"  ({d['pending']} operations still running are not shown: `sync` first)"]
+                                    if d["pending"] else [])
+
+    legend = ["  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch", "  # two at once on one engine  "
+              ". issued, waiting in its queue"]
 
     def figure(self):
         from ..figures import timeline_figure

@@ -47,7 +47,7 @@ class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
 
     def _fresh(self) -> None:
         """The device side, new: what a new context starts with (the host's clock runs on)."""
-        self.addresses = AddressSpaces()
+        self.addresses = AddressSpaces(self.profile.address_bits)
         self.live: set[SimAlloc] = set()
         self.stale: OrderedDict[int, SimAlloc] = OrderedDict()  # freed small device blocks, by address
         self.pooled = 0  # live device allocations carved from the small pool

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ... import syncrules as R
 from ...errors import ShellError
-from ..addresses import SMALL
+from ...sizes import format_size
+from ..addresses import SMALL, AddressSpaceFull
 from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
 from ..sparse import SparseBytes
 from ..refusals import refuse_register
@@ -34,14 +35,18 @@ class Memory:
             raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
         region = "alias" if kind == "device" and not p.unified_addressing else kind
         a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx)
-        a.addr = self.addresses.take(region, size)
+        a.addr = self._addresses(region, size)
         host_ptr = device_ptr = None
         cost = 1e-6
         if kind == "pageable":
             host_ptr = a.addr
         elif kind == "pinned":
             host_ptr = a.addr
-            device_ptr = self._map(host_ptr, size, "mapped" in flags)
+            try:
+                device_ptr = self._map(host_ptr, size, "mapped" in flags)
+            except ShellError:
+                self.addresses.give(region, a.addr, size)  # a refused allocation leaves nothing behind
+                raise
             a.dptr = device_ptr
             a.host_bits = (HOST_WRITECOMBINED if "writecombined" in flags else 0) | \
                 (HOST_DEVICEMAP if device_ptr is not None else 0) | self._portable_bit(a, "portable" in flags)
@@ -78,12 +83,27 @@ class Memory:
                 old.data.release()
                 del self.stale[addr]
 
+    def _addresses(self, region: str, size: int) -> int:
+        """Where an allocation goes; a 32-bit address space that has no room left is out of memory."""
+        try:
+            return self.addresses.take(region, size)
+        except AddressSpaceFull as e:
+            where = "device" if region == "alias" else region
+            raise ShellError("CUDA_ERROR_OUT_OF_MEMORY", f"{format_size(size)} do not fit in the {where} addresses left "
+                             f"in this {self.profile.address_bits}-bit address space (they end at 0x{e.args[0]:08x})",
+                             "free something, or ask for less") from None
+
     def _map(self, host_ptr: int, size: int, mapped: bool) -> int | None:
         """The device pointer of pinned memory: the host pointer itself under UVA; without UVA a
         separate alias, and only when it was mapped."""
         if self.profile.unified_addressing:
             return host_ptr
-        return self.addresses.take("alias", size) if mapped else None
+        return self._addresses("alias", size) if mapped else None
+
+    def _unmap(self, a: SimAlloc) -> None:
+        """A mapped alias's addresses go back with it (without UVA)."""
+        if a.dptr is not None and a.dptr != a.addr and a.kind in ("pinned", "pageable"):
+            self.addresses.give("alias", a.dptr, a.size)
 
     def free(self, buf):
         a: SimAlloc = buf.handle
@@ -92,6 +112,7 @@ class Memory:
             self._wait_device("cudaFree, which waits for the device")
             self._alive()
         self.addresses.give(a.region, a.addr, a.size)
+        self._unmap(a)
         if a.pool is not None:
             bit, live = self.host_pools.pop(a.pool)
             if live > 1:
@@ -148,6 +169,7 @@ class Memory:
         self._refuse_held("cudaHostUnregister, which waits for the device,")
         self._wait_device("cudaHostUnregister, which waits for the device")
         self._alive()
+        self._unmap(a)
         a.registered, a.readonly, a.host_bits, a.dptr = False, False, 0, None
 
     def pointer_info(self, buf):
