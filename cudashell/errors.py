@@ -70,6 +70,8 @@ SHELL_CODES = {
     "BAD_CONFIG": "a line of the config file that cannot be used (a warning: its key keeps the default)",
     "GPU_ABANDONED": "a wait on the GPU was given up (Ctrl-C or gpu-timeout): `reset`",
     "GPU_WORKER_DIED": "the GPU worker process ended: `reset`",
+    "NO_SUCH_HISTORY": "`!N`, `!!` or `!PREFIX` at the prompt names no command in the history",
+    "NOT_INTERACTIVE": "the command opens an editor or waits for keys: it works at the prompt only",
     "INTERRUPTED": "Ctrl-C",
     "INTERNAL_ERROR": "a bug in cudashell: `--debug` shows the traceback",
 }

@@ -84,6 +84,7 @@ class Cush:
                   file=self.env.stdout)
         self.shell, self.options = Shell(chosen, reason, out=self.env.stdout, err=self.env.stderr), wanted
         self.shell.display = self._display
+        self.shell.echo_scripts = True  # `%cush demo …` shows each command it runs, as the prompt does
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
         return self.shell
 

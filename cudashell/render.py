@@ -315,6 +315,11 @@ def error_line(e: ShellError, file: str | None = None, line: int | None = None) 
     return f"{loc + ': ' if loc else ''}{e.code}: {e.message}{hint}".replace("\r", "").replace("\n", " ⏎ ")
 
 
+def expected_line(e: ShellError, file: str | None = None, line: int | None = None) -> str:
+    """An error the script's next `expect error` names: part of what it shows, not a failure."""
+    return f"as expected: {error_line(e, file, line)}"
+
+
 def _decimals(n: int):
     return lambda x: round(x, n)
 

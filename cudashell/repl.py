@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
 from functools import lru_cache
 
 from prompt_toolkit import PromptSession
@@ -16,6 +18,7 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.lexers import Lexer
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.styles import Style
@@ -29,6 +32,7 @@ from .sizes import format_size, parse_size
 from .registry import REGISTRY, lookup, parse_segment, specs
 from .shell import joined_source_lines
 from .suggest import suggest
+from .typed import expand_history, strip_prompts
 
 STYLES = {
     "default": Style.from_dict({"command": "ansicyan bold", "keyword": "ansigreen", "number": "ansimagenta",
@@ -43,7 +47,8 @@ class ShellCompleter(Completer):
         self.shell = shell
 
     def get_completions(self, document, complete_event):
-        for s in suggest(document.text_before_cursor, self.shell.session):
+        """For the line the cursor is on: the lines above (a paste, a block's first line) are commands of their own."""
+        for s in suggest(document.current_line_before_cursor, self.shell.session):
             yield Completion(s.text, s.start, display_meta=s.meta)
 
 
@@ -112,8 +117,8 @@ class ShellValidator(Validator):
     by line, a block joined into its first line."""
 
     def validate(self, document):
-        text = document.text
-        if open_block(text):
+        text = strip_prompts(document.text)
+        if open_block(text) or text.lstrip().startswith("!"):  # `!N` is checked when it is expanded
             return
         lines = text.split("\n")
         starts = [0]
@@ -171,14 +176,14 @@ def toolbar(shell, width: int | None = None, env: Environment | None = None) -> 
     """The session at a glance, in one line that fits the terminal: items are dropped from the least needed
     (the last of the list) until it fits."""
     s, b = shell.session, shell.backend
-    items = [f"{b.name} · {b.info.name.split(' (')[0]}", _plural(len(s.buffers), "buffer"),
-             f"pinned {format_size(s.pinned_bytes())}", f"device {format_size(s.bytes_in_use('device'))}",
-             "HELD" if s.held is not None else "", _plural(len(s.streams) + 1, "stream"),
-             "F1 help", f"time {s.settings['time']}", f"explain {s.settings['explain']}"]
+    items = [f"{b.name} · {b.info.name.split(' (')[0]}", "HELD" if s.held is not None else "",
+             _plural(len(s.buffers), "buffer"), f"pinned {format_size(s.pinned_bytes())}",
+             f"device {format_size(s.bytes_in_use('device'))}", _plural(len(s.streams) + 1, "stream"),
+             f"time {s.settings['time']}", f"explain {s.settings['explain']}", "F1 help"]
     items = [i for i in items if i]
     width = width or (env or Environment()).terminal_size().columns
-    while len(items) > 1 and len(" " + " · ".join(items) + " ") > width:
-        items.pop()
+    while len(items) > 1 and len(" " + " · ".join(items) + " ") > width:  # F1 help goes last: it says where the rest is
+        items.pop(-1 if items[-1] != "F1 help" or len(items) < 3 else -2)
     return (" " + " · ".join(items) + " ")[:width]
 
 
@@ -194,6 +199,49 @@ def trim_history(path, keep: int) -> None:
             path.write_text("".join(lines[starts[-keep] if keep else len(lines):]), encoding="utf-8")
         except OSError:
             pass
+
+
+KEYS = (  # the F1 screen: what the prompt's keys do (prompt_toolkit's emacs keys, and ours)
+    ("Enter", "run the line (checked first: an error is marked at its column, the line kept to mend)"),
+    ("Alt-Enter, Esc Enter", "run a line the check refuses, to see the shell's own error"),
+    ("Tab", "complete: commands, buffers, flags, sizes of parts, files"),
+    ("→ or Ctrl-E", "take the greyed suggestion from history"),
+    ("↑ ↓, Ctrl-R", "walk or search the history (`history` lists it; `!N`, `!!`, `!PREFIX` run again)"),
+    ("<<< … >>>", "a block over several lines: Enter goes on until >>>"),
+    ("F1", "this screen, then the help of the command being typed"),
+    ("F2, Ctrl-X Ctrl-E", "edit the line in $EDITOR (`edit` does the last command)"),
+    ("Ctrl-C", "cancel the line; while a command runs, stop it"),
+    ("Ctrl-D", "leave (everything is released), as `quit`"),
+    ("paste", "each line runs on its own; `cush> ` and `...> ` prompts of a transcript are taken off"),
+)
+
+
+def keys_text() -> str:
+    width = max(len(k) for k, _ in KEYS)
+    return "keys at the prompt:\n" + "\n".join(f"  {k:<{width}}  {what}" for k, what in KEYS)
+
+
+def edit_in_editor(text: str, suffix: str = ".cush") -> str:
+    """The text after the user's editor ($VISUAL, $EDITOR, else editor, nano or vi) has had it, as prompt_toolkit
+    does for Ctrl-X Ctrl-E; no editor at all is one line."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or next(
+        (e for e in ("editor", "nano", "vi") if shutil.which(e)), None)
+    if editor is None:
+        raise ShellError("NOT_INSTALLED", "no editor: $VISUAL and $EDITOR are unset and none of editor, nano, vi "
+                         "is installed", "export EDITOR=your-editor")
+    fd, name = tempfile.mkstemp(suffix=suffix, prefix="cush-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + ("\n" if text and not text.endswith("\n") else ""))
+        try:
+            subprocess.call(shlex.split(editor) + [name])
+        except OSError as e:
+            raise ShellError("NOT_INSTALLED", f"the editor `{editor}` does not start: {e.strerror}",
+                             "export EDITOR=your-editor") from None
+        with open(name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    finally:
+        os.unlink(name)
 
 
 def key_bindings(shell) -> KeyBindings:
@@ -227,9 +275,27 @@ def key_bindings(shell) -> KeyBindings:
 
     @kb.add("f1")
     def _(event):
-        words = event.current_buffer.document.text_before_cursor.split()
+        """The keys, then the help of the command being typed (or the list of commands)."""
+        words = event.current_buffer.document.current_line_before_cursor.split()
         topic = " ".join(words[:2]) if words and lookup(" ".join(words[:2])) else (words[0] if words else "")
-        run_in_terminal(lambda: shell.execute(f"help {topic}".strip()))
+
+        def show():
+            shell._write(shell.out, keys_text() + "\n")
+            if lookup(topic):
+                shell.execute(f"help {topic}")
+            else:
+                shell._write(shell.out, "`help` lists the commands; `help COMMAND` (or `COMMAND ?`) explains one")
+        run_in_terminal(show)
+
+    @kb.add("f2")
+    def _(event):
+        event.current_buffer.open_in_editor()
+
+    @kb.add(Keys.BracketedPaste)
+    def _(event):
+        """A paste goes in as it is, less the prompts of a transcript (and the output lines between them)."""
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        event.current_buffer.insert_text(strip_prompts(data))
 
     return kb
 
@@ -291,7 +357,12 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
         complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell, env=env), key_bindings=key_bindings(shell),
         style=STYLES.get(settings.get("theme"), STYLES["default"]), enable_history_search=False,
         color_depth=None if use_color(settings.get("color", "auto"), env) else _mono(),
-        vi_mode=settings.get("editing_mode") == "vi", input=input, output=output)
+        vi_mode=settings.get("editing_mode") == "vi", enable_open_in_editor=True, input=input, output=output)
+
+
+def continuation(width: int, line_number: int, wrap_count: int) -> str:
+    """`...> ` before the next line of a block; nothing before a long line's soft-wrapped rest (it is one line)."""
+    return "  ...> " if wrap_count == 0 else ""
 
 
 def _mono():
@@ -315,6 +386,20 @@ def page(text: str, command: str, out, rows: int, tty: bool) -> None:
     out.flush()
 
 
+def recalled(shell, line: str) -> str | None:
+    """The line with `!!`, `!N`, `!-N` or `!PREFIX` replaced by the command it names, shown as bash shows it; None
+    (after one error line) when it names none."""
+    try:
+        expanded = expand_history(line, [e.text for e in shell.session.history])
+    except ShellError as e:
+        shell._write(shell.err, render.error_line(e))
+        return None
+    if expanded is None:
+        return line
+    shell._write(shell.out, expanded)
+    return expanded
+
+
 def ask_abandon(what: str, waited: float) -> bool:
     """Ctrl-C while the GPU has not answered: give it up (the session comes back with `reset`), or wait on."""
     from prompt_toolkit.shortcuts import confirm
@@ -331,6 +416,7 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     settings = settings or {}
     env = env or Environment()
     session = make_session(shell, settings, input, output, env)
+    shell.echo_scripts = True  # `demo` and `run FILE` show each command as they run it
     if use_color(settings.get("color", "auto"), env) and input is None:
         shell.err = ColorErrors(shell.err)
     info = shell.backend.info
@@ -339,14 +425,20 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     shell.out.write("\n".join(render.wrap(welcome, env.terminal_size().columns)) + "\n")
     if input is None:
         shell.backend.ask_abandon = ask_abandon
+        shell.editor = edit_in_editor
+    shell.progress_stream = shell.err  # the progress line goes to the terminal, not into the held output
     while not shell.quitting:
         shell.session.settings["width"] = env.terminal_size().columns
+        waiting, shell.next_input = shell.next_input, ""
         try:
-            line = session.prompt("cush> ", multiline=True, prompt_continuation="  ...> ")
+            line = session.prompt("cush> ", multiline=True, prompt_continuation=continuation, default=waiting)
         except KeyboardInterrupt:  # Ctrl-C at the prompt cancels the input
             continue
         except EOFError:
             break
+        line = recalled(shell, strip_prompts(line))
+        if line is None:
+            continue
         screen, errors = shell.out, shell.err
         first = lookup(line.split()[0]) if line.split() else None
         if first is None or not first.narrates:  # a script or a demo narrates as it goes: never held back
@@ -367,7 +459,8 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             shell.err = errors
             if shell.out is not screen:
                 held, shell.out = shell.out.getvalue(), screen
-                page(held, settings.get("pager", "off"), screen, env.terminal_size().lines,
+                pager = settings.get("pager", "off") if shell.session.settings["pager"] == "on" else "off"
+                page(held, pager, screen, env.terminal_size().lines,
                      input is None and getattr(screen, "isatty", lambda: False)())
     left = shell.close()
     shell.out.write(("released: " + ", ".join(left) if left else "nothing was left allocated") + "\n")

@@ -53,7 +53,17 @@ class Output:
     col: int | None
 
 
-Action = RunScript | Repeat | Block | Quit | Output
+@dataclass(frozen=True)
+class Edit:
+    """`edit [FILE]`: the text (the last command) or the file opened in the user's editor; what comes back waits
+    at the next prompt, to run with Enter."""
+
+    text: str
+    path: str | None
+    col: int | None
+
+
+Action = RunScript | Repeat | Block | Quit | Output | Edit
 
 
 class Result:

@@ -115,7 +115,7 @@ class Event:
 
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
-            "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off",
+            "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off", "pager": "on",
             "expanded": "off"}
 
 

@@ -42,6 +42,8 @@ SETTINGS = {
     "explain": Setting("on or off", lambda v: v in ON_OFF, str, lambda: list(ON_OFF)),
     "gpu-timeout": Setting("off or a number of seconds > 0", lambda v: v == "off" or 0 < float(v) < 1e9,
                            lambda v: v if v == "off" else float(v), lambda: ["off", "10", "60"]),
+    "pager": Setting("on or off (at the prompt: output taller than the screen goes through the config's pager)",
+                     lambda v: v in ON_OFF, str, lambda: list(ON_OFF)),
     "pinlimit": Setting("auto or a size such as 64GiB", lambda v: v == "auto" or parse_size(v) > 0,
                         lambda v: v if v == "auto" else parse_size(v), lambda: ["auto"], _size_or_auto),
     "expanded": Setting("on, off or auto (pgcli's \\x: tables one `field | value` a line; auto: those too wide for "

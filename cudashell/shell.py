@@ -20,7 +20,7 @@ from .errors import ShellError
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
 from .registry import parse_segment, spec_of
-from .results import Action, Block, Output, Quit, Repeat, Result, RunScript
+from .results import Action, Block, Edit, Output, Quit, Repeat, Result, RunScript
 from .session import Session
 
 MAX_DEPTH = 16
@@ -68,6 +68,11 @@ class Shell:
         self.redirect = None  # `output FILE`: results go there (errors stay on the screen)
         self.interrupted = False  # Ctrl-C stopped a command: a script run ends with 130
         self.display = None  # (Result) -> None: shows results itself (the notebook's rich output) instead of text
+        self.echo_scripts = echo  # a script or demo run by a command shows each command it runs (on at the prompt)
+        self.expecting: str | None = None  # the code the next `expect error` names, while the command before it runs
+        self.editor = None  # (text, suffix) -> text: the user's $EDITOR, where there is a person at a prompt
+        self.next_input = ""  # what `edit` brought back, waiting at the next prompt
+        self.progress_stream = None  # where the progress line goes, when not the error stream (the prompt's terminal)
 
     @property
     def json_mode(self) -> bool:
@@ -164,6 +169,8 @@ class Shell:
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
             here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
             self._write(here, render.json_line(text, result, error, file, lineno, wall, explained))
+        elif error is not None and error.code == self.expecting:  # part of the lesson, not a failure
+            self._write(self.out, "\n".join(render.wrap([render.expected_line(error, file, lineno)], width)))
         elif error is not None:
             self._write(self.err, "\n".join(render.wrap([render.error_line(error, file, lineno)], width)))
         elif self.display is not None and self.redirect is None:
@@ -182,7 +189,7 @@ class Shell:
     def _progress(self, label: str, done: int | None, total: int) -> None:
         """A one-line progress bar on the shell's error stream when it is a terminal (not in JSON, not inside
         `repeat`, whose output is held back); `done` None clears it."""
-        stream = self.err
+        stream = self.progress_stream or self.err
         if self.json_mode or not getattr(stream, "isatty", lambda: False)():
             return
         if done is None:
@@ -223,16 +230,18 @@ class Shell:
         for i, (item, lineno) in enumerate(items):
             if self.quitting or self._reader_gone():  # the reader left (`| head`): the rest would write to no one
                 break
+            expecting = expected_code(items[i + 1][0] if i + 1 < len(items) else None)
             if isinstance(item, BadLine):  # the line itself did not tokenize
                 self.session.record(item.text, False, item.error.code)
                 self._report(item.text, None, item.error, file, lineno)
                 ok = False
             else:
-                ok = self.run_segment(item, file, lineno)
-            if ok:
-                continue
-            nxt = items[i + 1][0] if i + 1 < len(items) else None
-            if isinstance(nxt, Segment) and [t.text.lower() for t in nxt.tokens[:2]] == ["expect", "error"]:
+                outer, self.expecting = self.expecting, expecting
+                try:
+                    ok = self.run_segment(item, file, lineno)
+                finally:
+                    self.expecting = outer
+            if ok or expecting is not None:
                 continue
             ok_all = False
             self.failed = True
@@ -335,6 +344,30 @@ class Shell:
                 self.quitting = True
             case Output():
                 self._output_to(action)
+            case Edit():
+                self._edit(action)
+
+    def _edit(self, edit: Edit) -> None:
+        """Open the editor; what was saved waits at the next prompt (pgcli's \\e, bash's fc) — for a file, the
+        `run` of it."""
+        if self.editor is None:
+            raise ShellError("NOT_INTERACTIVE", "`edit` opens your editor at the prompt; here no one is at one",
+                             "run the script's commands as they are, or use `run FILE`", edit.col)
+        if edit.path is None:
+            self.next_input = self.editor(edit.text, ".cush").strip()
+            return
+        path = self.dirs[-1] / edit.path
+        try:
+            original = path.read_text(encoding="utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as e:
+            raise ShellError("NO_SUCH_FILE", f"cannot read {edit.path}: {getattr(e, 'strerror', None) or e}",
+                             None, edit.col) from None
+        edited = self.editor(original, path.suffix or ".cush")
+        try:
+            path.write_text(edited, encoding="utf-8")
+        except OSError as e:
+            raise ShellError("IO_ERROR", f"cannot write {edit.path}: {e.strerror}", None, edit.col) from None
+        self.next_input = f"run {edit.path}"
 
     def _repeat(self, block: Repeat, result: Result) -> None:
         """Run a block N times with its output held back; a failure stops it and is the repeat's error. Round 1
@@ -409,7 +442,11 @@ class Shell:
 
     def _run_nested(self, script: RunScript) -> None:
         path, scope = script.path, script.scope
-        ok = self._run_scoped(path, scope) if scope is not None else self.run_script(path)
+        echo, self.echo = self.echo, self.echo or self.echo_scripts
+        try:
+            ok = self._run_scoped(path, scope) if scope is not None else self.run_script(path)
+        finally:
+            self.echo = echo
         if ok:
             return
         if self.last_error is not None and self.last_error.code == "RECURSION":
@@ -480,6 +517,13 @@ def release_session(backend, session: Session) -> None:
     session.current = "gpu0"
 
 
+def expected_code(item) -> str | None:
+    """The code an `expect error CODE` command names (upper case, as it compares), or None for any other item."""
+    if isinstance(item, Segment) and [t.text.lower() for t in item.tokens[:2]] == ["expect", "error"]:
+        return item.tokens[2].text.upper() if len(item.tokens) > 2 else ""
+    return None
+
+
 MAX_SYNTAX_ERRORS = 20  # a file that is not a script at all (a C file, a results file) stops being read here
 
 
@@ -500,8 +544,7 @@ def syntax_errors(items: list) -> list[tuple[ShellError, int, str]]:
     for i, (item, lineno) in enumerate(items):
         if len(out) >= MAX_SYNTAX_ERRORS:
             break
-        nxt = items[i + 1][0] if i + 1 < len(items) else None
-        if isinstance(nxt, Segment) and [t.text.lower() for t in nxt.tokens[:2]] == ["expect", "error"]:
+        if expected_code(items[i + 1][0] if i + 1 < len(items) else None) is not None:
             continue
         if isinstance(item, BadLine):
             out.append((item.error, lineno, item.text))

@@ -167,8 +167,8 @@ def _next(spec, rest: list[str], session, words: list[str], partial: str) -> lis
     if more and at is not None and at.item is not None:
         for arg in spec.args[spec.args.index(at.item):]:
             out += _values_for(arg, session, words, partial, at.count if arg is at.item else 0)
-            if not arg.optional:
-                break
+            if not arg.optional:  # a required argument comes first: a flag is no answer to `alloc pinned ▌`
+                return out
     out += [(f.word, "flag") for f in spec.flags if f.word not in seen]
     out += [(o.keyword, o.arg.name) for o in spec.opts if o.keyword not in seen]
     first = rest[0].lower() if rest else ""

@@ -71,6 +71,7 @@ TRIGGERS = {
     "BAD_ENCODING": (None, ["run latin1.cush"]),
     "SIM_BUDGET": (None, ["alloc pageable 8GB", "fill h0 1"]),
     "IO_ERROR": (None, ["output /nonexistent-dir/x.txt"]),
+    "NOT_INTERACTIVE": (None, ["edit"]),
     "NOT_SUPPORTED_ON_SIM": (None, ["kernel define k <<< __global__ void k(float *o) { o[0] = copysignf(1.0f, o[1]); } >>>"]),
     "DIVERGENT_BARRIER": (None, [KERNEL.format(name="half", body="if (threadIdx.x < 16) { __syncthreads(); } "
                                                                 "a[threadIdx.x] = 1;"),
@@ -94,8 +95,9 @@ TRIGGERS = {
 # Not from a command on the simulator: a profile file that cannot be used (at startup), the cuda backend with no
 # GPU (only where there is none), a worker process that dies (the cuda backend's pipe, with the simulator behind
 # it), and two the GPU side alone raises (a NUMA node the kernel will not bind host pages to; a call a GPU-side
-# loop cannot make without the shell).
-ELSEWHERE = {"BAD_PROFILE", "BAD_CONFIG", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE"}
+# loop cannot make without the shell); and the prompt's `!N`, expanded before a line runs (test_repl).
+ELSEWHERE = {"BAD_PROFILE", "BAD_CONFIG", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE",
+             "NO_SUCH_HISTORY"}
 
 
 def _rigged(code: str, shell: Shell, monkeypatch) -> None:

@@ -344,3 +344,84 @@ def test_a_paste_without_bracketed_paste_runs_each_line_on_its_own(shell, monkey
                                       prompt(5)))
     assert "UNKNOWN_COMMAND" in out and "x1 [uint8] @0: 7 7" in out
     assert [e.text for e in shell.session.history if e.ok] == ["alloc pinned 1MB as x1", "fill x1 7", "show x1 count 2"]
+
+
+def test_a_transcripts_prompts_are_taken_off_and_its_output_left_out():
+    from cudashell.typed import strip_prompts
+
+    assert strip_prompts("alloc pinned 1MB\nls") == "alloc pinned 1MB\nls"  # no prompt: as it is
+    assert strip_prompts("cush> alloc pinned 1MB\np0: pinned 1 MiB …\ncush> repeat 2 <<<\n  ...> ls\n  ...> >>>") \
+        == "alloc pinned 1MB\nrepeat 2 <<<\nls\n>>>"
+    assert strip_prompts("cush>") == ""
+
+
+def test_history_references_name_the_commands_history_lists():
+    from cudashell.errors import ShellError
+    from cudashell.typed import expand_history
+
+    past = ["alloc pinned 1MB as p0", "ls", "show p0 count 4"]
+    assert expand_history("ls", past) is None and expand_history("echo hi!", past) is None
+    assert expand_history("!!", past) == "show p0 count 4"
+    assert expand_history("!1", past) == "alloc pinned 1MB as p0" and expand_history("!-2", past) == "ls"
+    assert expand_history("!sh dtype float32", past) == "show p0 count 4 dtype float32"
+    assert expand_history("!al", past) == "alloc pinned 1MB as p0"
+    for ref, message in [("!4", "there is no command 4 in the history (1–3)"), ("!0", "no command 0"),
+                         ("!-4", "no command -4"), ("!zz", "no command in the history starts with `zz`")]:
+        with pytest.raises(ShellError) as e:
+            expand_history(ref, past)
+        assert e.value.code == "NO_SUCH_HISTORY" and message in e.value.message
+    with pytest.raises(ShellError, match="nothing has run yet"):
+        expand_history("!!", [])
+
+
+def test_the_toolbar_keeps_f1_help_when_it_drops_items(shell):
+    from cudashell.repl import toolbar
+
+    shell.execute("alloc pinned 1MB; stream create; hold")
+    for width in (60, 80, 100):
+        bar = toolbar(shell, width)
+        assert len(bar) <= width and bar.rstrip().endswith("F1 help"), bar
+
+
+def test_completion_reads_the_line_the_cursor_is_on(shell):
+    from prompt_toolkit.completion import CompleteEvent
+
+    from cudashell.repl import ShellCompleter
+
+    shell.execute("alloc pinned 1MB; alloc device 1MB")
+    doc = Document("alloc pinned 64MB mapped\nmemcpy p0 d0 ")  # a bracketed paste's last line
+    offered = [c.text for c in ShellCompleter(shell).get_completions(doc, CompleteEvent())]
+    assert "async" in offered and "mapped" not in offered and "portable" not in offered
+
+
+def test_the_progress_line_goes_to_the_terminal_while_output_is_held(shell):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Tty()
+    shell.progress_stream, shell.err = terminal, io.StringIO()
+    shell.execute("bench memcpy h2d pinned sizes 4KB,64KB reps 1")
+    assert "bench memcpy [" in terminal.getvalue() and "2/2" in terminal.getvalue()
+    assert "bench memcpy [" not in shell.out.getvalue()
+
+
+def test_edit_is_refused_where_no_one_is_at_a_prompt(shell):
+    assert shell.execute("edit") is False
+    assert "NOT_INTERACTIVE" in shell.err.getvalue()
+
+
+def test_edit_puts_what_the_editor_saved_at_the_next_prompt(shell, tmp_path):
+    seen = []
+
+    def editor(text, suffix):
+        seen.append((text, suffix))
+        return text.replace("4KB", "8KB") + "\n"
+
+    shell.editor = editor
+    shell.dirs = [tmp_path]
+    shell.execute("alloc pinned 4KB as a")
+    assert shell.execute("edit") and seen[-1] == ("alloc pinned 4KB as a", ".cush")
+    assert shell.next_input == "alloc pinned 8KB as a"
+    assert shell.execute("edit new.cush") and shell.next_input == "run new.cush"
+    assert (tmp_path / "new.cush").read_text() == "\n"

@@ -42,7 +42,18 @@ def test_expect_error_accepts_the_failure_it_names(tmp_path):
                  "expect error CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED\nexpect error cuda_error_x  # wrong\n")
     sh, out, err = shell()
     assert sh.run_script(p) is False  # the last expect fails: the register before it was accepted
-    assert "EXPECT_FAILED" in err.getvalue() and err.getvalue().count("\n") == 2
+    assert "EXPECT_FAILED" in err.getvalue() and err.getvalue().count("\n") == 1  # the one failure
+    assert "as expected: " in out.getvalue() and ":3:1: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED" in out.getvalue()
+
+
+def test_an_error_the_next_line_expects_is_shown_as_expected_only_when_its_code_is_named(tmp_path):
+    """Issue 25, 4: a demo's expected error is part of what it shows, not a failure; another code is a failure."""
+    p = tmp_path / "s.cush"
+    p.write_text("free nothing\nexpect error NO_SUCH_BUFFER\nfree nothing\nexpect error OUT_OF_BOUNDS\n")
+    sh, out, err = shell()
+    assert sh.run_script(p) is False
+    assert "as expected: " in out.getvalue() and "s.cush:1:6: NO_SUCH_BUFFER" in out.getvalue()
+    assert "s.cush:3:6: NO_SUCH_BUFFER" in err.getvalue() and "as expected" not in err.getvalue()
 
 
 def test_expect_error_with_the_wrong_code_stops(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, split_commands
 from ..registry import GROUPS, command, lookup, parse_segment, specs
-from ..results import Block, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
+from ..results import Block, Edit, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
 from ..settings import SETTINGS
 from ..shipped import DEMO_DIR, demos
 from .checks import check_writable, write_file
@@ -67,6 +67,19 @@ def history(session, backend, args):
                                           for i, e in enumerate(session.history)]})
 
 
+@command("edit", "session", "open the last command, or FILE, in your $EDITOR; what you save waits at the prompt",
+         "edit", "(none)", args=(Arg("FILE", "file", optional=True),), exported=False, saved=False,
+         details="As pgcli's \\e and bash's fc: the edited command comes back to the prompt, Enter runs it. With FILE "
+                 "(made if missing) the prompt then holds `run FILE`. F2 or Ctrl-X Ctrl-E opens the line being typed "
+                 "instead. The editor is $VISUAL or $EDITOR (else editor, nano or vi). At the prompt only.")
+def edit(session, backend, args):
+    path = args.get("FILE")
+    last = next((e.text for e in reversed(session.history) if not e.text.startswith("edit")), "")
+    what = path if path else (f"`{last}`" if last else "an empty command")
+    return Message({"text": f"edited {what}: it waits at the prompt, Enter runs it"},
+                   action=Edit("" if path else last, path, args.col("FILE")))
+
+
 @command("save", "scripts", "save the successful commands so far as a .cush script", "save session.cush",
          "(none)", args=(Arg("FILE", "file"),), flags=(Flag("force"),), exported=False, saved=False,
          details="An existing FILE is replaced only with `force` (a hand-written script is not lost to a typo).")
@@ -85,7 +98,7 @@ def _setting_values(session, words: list[str], index: int) -> list[tuple[str, st
     return [(w, "value") for w in setting.words()] if setting else []
 
 
-@command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit, gpu-timeout)",
+@command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit, gpu-timeout, pager)",
          "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True, complete=_setting_values)),
@@ -93,7 +106,8 @@ def _setting_values(session, words: list[str], index: int) -> list[tuple[str, st
                  "table style (any tabulate format); pinlimit: how much may be page-locked in all (auto: half of "
                  "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU); gpu-timeout: seconds one wait on "
                  "the GPU may take before the shell gives the GPU up (off by default; Ctrl-C does it by hand), "
-                 "after which `reset` brings the session back.", exported=False)
+                 "after which `reset` brings the session back; pager: at the prompt, output taller than the screen goes "
+                 "through the config's pager (on) or is written as it is (off).", exported=False)
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:

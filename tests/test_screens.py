@@ -1,0 +1,129 @@
+"""Issue 25: the prompt as a pgcli or IPython user meets it, at 80×24 and 120×40, read off a terminal emulator."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.terminal import ESC_ENTER, F1, F2, Terminal, paste
+
+SIZES = [pytest.param((24, 80), id="80x24"), pytest.param((40, 120), id="120x40")]
+
+
+@pytest.fixture(params=SIZES)
+def term(request, tmp_path):
+    rows, cols = request.param
+    t = Terminal(tmp_path, rows, cols)
+    yield t
+    assert t.close() == 0
+
+
+def test_output_comes_in_the_order_the_commands_ran(term):
+    term.run("alloc pinned 2MB as q; show nosuch; echo after")
+    text = term.text
+    assert text.index("q: pinned 2 MiB") < text.index("NO_SUCH_BUFFER")
+    assert "\nafter" not in text  # the failure stopped the line
+
+
+def test_a_paste_without_bracketed_paste_runs_each_line_on_its_own(term):
+    term.send("alloc pinned 1MB as x1\ralocc device 1MB as x2\rfill x1 7\rshow x1 count 2\r")
+    term.wait(lambda t: "x1 [uint8] @0: 7 7" in t.text and t.prompt_line() == "")
+    assert "UNKNOWN_COMMAND" in term.text
+    assert not re.search(r"fill x1 \S*alocc|ls7", term.text)  # nothing typed into the refused line
+
+
+def test_the_line_is_checked_on_enter_not_while_typing(term):
+    term.send("me").wait(lambda t: t.prompt_line() == "me")
+    term.send("mcpy").wait(lambda t: t.prompt_line() == "memcpy")
+    assert "UNKNOWN_COMMAND" not in term.display and "USAGE" not in term.display
+    term.send("\r").wait(lambda t: "USAGE: missing SRC" in t.display)  # marked, the line kept to mend
+    term.wait(lambda t: t.prompt_line() == "memcpy")  # the line is still there to go on with
+    term.send(ESC_ENTER).wait(lambda t: t.prompt_line() == "" and "USAGE: missing SRC" in t.text.split("cush> memcpy")[-1])
+
+
+def test_a_demo_shows_its_commands_and_marks_the_errors_it_expects(term):
+    term.run("demo register", timeout=120)
+    lines = term.lines
+    launch = lines.index("cush> launch increment buf")
+    expected = " ".join(lines[launch + 1:launch + 4])
+    assert expected.startswith("as expected: ") and "NOT_DEVICE_ACCESSIBLE" in expected
+    assert "cush> register buf portable mapped" in lines and "cush> say en" not in term.text
+
+
+def test_a_transcript_pasted_from_the_readme_runs_without_its_prompts_and_output(term):
+    transcript = ("cush> alloc pinned 1MB as t\n"
+                  "t: pinned 1 MiB (1048576 B)  flags -  host 0x7f5b00000000  device same (UVA)\n"
+                  "cush> repeat 2 <<<\n"
+                  "  ...> echo twice\n"
+                  "  ...> >>>\n"
+                  "cush> ls")
+    term.send(paste(transcript)).wait(lambda t: "...> >>>" in t.display or ">>>" in t.display)
+    term.send("\r").wait(lambda t: "repeated 2×" in t.text and t.prompt_line() == "")
+    assert "UNKNOWN_COMMAND" not in term.text and "USAGE" not in term.text
+    assert re.search(r"^t\s+pinned\s+1 MiB", term.text, re.M)  # the ls row: the alloc ran
+
+
+def test_history_is_numbered_and_bangs_run_again(term):
+    term.run("echo first")
+    term.run("echo second")
+    term.run("history")
+    assert re.search(r"^\s+1  echo first$", term.text, re.M) and re.search(r"^\s+2  echo second$", term.text, re.M)
+    term.run("!1")
+    assert term.last_run() == ("!1", ["echo first", "first"])  # the command it names is shown, then it runs
+    term.run("!! again")
+    assert term.last_run() == ("!! again", ["echo first again", "first again"])
+    term.run("!-4")
+    assert term.last_run() == ("!-4", ["echo second", "second"])
+    term.run("!99")
+    assert "NO_SUCH_HISTORY: !99: there is no command 99 in the history (1–6)" in " ".join(term.last_run()[1])
+
+
+def test_f1_shows_the_keys_and_the_toolbar_keeps_f1_at_80_columns(term):
+    term.run("alloc pinned 1MB; alloc device 1GB; stream create; stream create; hold")
+    term.wait(lambda t: t.toolbar().rstrip().endswith("F1 help") and "HELD" in t.toolbar())
+    assert len(term.toolbar().rstrip()) <= term.cols
+    term.send("memcpy " + F1).wait(lambda t: "keys at the prompt:" in t.text and "cudaMemcpy" in t.text)
+    assert "Alt-Enter" in term.text and "F2, Ctrl-X Ctrl-E" in term.text
+    term.wait(lambda t: t.prompt_line() == "memcpy")  # the line is still there to go on with
+
+
+def test_tab_after_alloc_kind_does_not_put_a_flag_where_the_size_goes(term):
+    term.send("alloc pinned \t\t").wait(lambda t: t.prompt_line() == "alloc pinned")
+    term.send("64MB \t").wait(lambda t: "portable" in t.display)  # after the size the flags are offered
+
+
+def test_a_soft_wrapped_long_line_has_no_continuation_prompt(term):
+    line = "echo " + "word " * (term.cols // 4)
+    term.send(line).wait(lambda t: "word word" in t.cursor_row() and t.cursor_row() != t.prompt_row())
+    assert "...>" not in term.display
+    term.send("\r").wait(lambda t: t.prompt_line() == "")
+    term.send("repeat 2 <<<\r").wait(lambda t: "...>" in t.display)  # a block's next line has one
+
+
+def test_edit_and_f2_open_the_editor_and_bring_the_text_back(tmp_path):
+    editor = tmp_path / "ed.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/KB/MB/; s/hi/ho/' \"$1\"\n")
+    editor.chmod(0o755)
+    term = Terminal(tmp_path, 24, 80, env={"EDITOR": str(editor), "VISUAL": str(editor)})
+    term.run("echo 4KB")
+    term.send("edit\r").wait(lambda t: t.prompt_line() == "echo 4MB")
+    term.send("\r").wait(lambda t: t.lines[-2:-1] == ["4MB"] or "\n4MB\n" in t.text + "\n")
+    term.send("echo hi" + F2).wait(lambda t: t.prompt_line() == "echo ho")
+    term.send("\r").wait(lambda t: t.prompt_line() == "" and "\nho\n" in t.text)
+    (tmp_path / "mine.cush").write_text("echo from KB file\n")
+    term.send("edit mine.cush\r").wait(lambda t: t.prompt_line() == "run mine.cush")
+    term.send("\r").wait(lambda t: "from MB file" in t.text and t.prompt_line() == "")
+    assert term.close() == 0
+
+
+def test_set_pager_off_writes_tall_output_as_it_is(tmp_path):
+    import shutil
+
+    if not shutil.which("less"):
+        pytest.skip("no less here")
+    term = Terminal(tmp_path, 24, 80)
+    term.run("set pager off")
+    term.run("help")  # taller than the screen: no pager waits for q
+    assert "(END)" not in term.display and "units" in term.text
+    assert term.close() == 0
