@@ -23,41 +23,116 @@ def close(fig) -> None:
 
 
 def bench_figure(data: dict):
-    """GB/s (or µs, or speedup) against size, one line per kind: what `bench … --plot` draws."""
+    """What `bench … --plot` draws, by bench: GB/s against size, µs per operation, seconds per GiB, µs against
+    elements, speedup against streams, GB/s per GPU pair. Sizes go on a log2 axis named in bytes; legends sit
+    outside the plot, where they cover no line."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    rows, bench = data["rows"], data["bench"]
-    if bench == "memcpy":
-        for kind in dict.fromkeys(r["kind"] for r in rows):
-            pts = [r for r in rows if r["kind"] == kind]
-            ax.plot([r["size"] for r in pts], [r["gbps"] for r in pts], marker="o", label=kind)
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="bytes per copy", ylabel="GB/s")
-    elif bench == "zerocopy":
-        for key in ("zc_kernel_us", "dev_kernel_us", "zc_step_us", "dev_step_us"):
-            ax.plot([r["n"] for r in rows], [r[key] for r in rows], marker="o", label=key)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set(xlabel="elements", ylabel="µs")
-    elif bench == "overlap":
-        ax.plot([r["streams"] for r in rows], [r["speedup"] for r in rows], marker="o", label="speedup")
-        ax.set(xlabel="streams", ylabel="× one stream")
-    elif bench == "peer":
-        labels = [f"{r['src']}→{r['dst']} {'on' if r['peer'] else 'off'}" for r in rows]
-        ax.bar(labels, [r["gbps"] for r in rows], color=["tab:green" if r["peer"] else "tab:gray" for r in rows])
-        ax.set(ylabel="GB/s", xlabel="GPU pair, peer access")
-    elif bench == "latency":
-        ax.barh([r["what"] for r in rows], [r["median_us"] for r in rows])
-        ax.set(xlabel="µs (median)")
+    bench = data["bench"]
+    if bench == "alloc":
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        _alloc(fig, axes, data["rows"])
     else:
-        for kind in dict.fromkeys(r["kind"] for r in rows):
-            pts = [r for r in rows if r["kind"] == kind]
-            ax.plot([r["size"] for r in pts], [r["alloc_s_per_gib"] for r in pts], marker="o", label=kind)
-        ax.set(xlabel="bytes", ylabel="seconds per GiB")
-    ax.set_title(f"cudashell bench {bench} ({data['timing']})")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        {"memcpy": _memcpy, "latency": _latency, "zerocopy": _zerocopy, "overlap": _overlap,
+         "peer": _peer}[bench](ax, data)
+    fig.suptitle(f"cudashell bench {bench} ({data['timing']})")
     return fig
+
+
+def _size_axis(ax, sizes: list[int], label: str) -> None:
+    """Sizes on a log2 axis, ticked at the sizes measured (at most nine of them) and named as sizes (4 KiB, 1 GiB)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from .sizes import format_size
+
+    ax.set_xscale("log", base=2)
+    sizes = sorted(set(sizes))
+    ax.xaxis.set_major_locator(FixedLocator(sizes[::-(-len(sizes) // 9)]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: format_size(int(x))))
+    ax.set_xlabel(label)
+
+
+def _by_kind(rows: list[dict]) -> dict[str, list[dict]]:
+    return {kind: [r for r in rows if r["kind"] == kind] for kind in dict.fromkeys(r["kind"] for r in rows)}
+
+
+def _legend_beside(ax) -> None:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize="small")
+
+
+def _memcpy(ax, data: dict) -> None:
+    for kind, pts in _by_kind(data["rows"]).items():
+        ax.plot([r["size"] for r in pts], [r["gbps"] for r in pts], marker="o", label=kind)
+    if data.get("peak"):
+        ax.axhline(data["peak"] / 1e9, color="gray", linestyle="--", linewidth=1,
+                   label=f"peak: {data['peak_of']}")
+    _size_axis(ax, [r["size"] for r in data["rows"]], "bytes per copy")
+    ax.set_ylabel("GB/s")
+    _legend_beside(ax)
+
+
+def _latency(ax, data: dict) -> None:
+    rows = data["rows"]
+    med = [r["median_us"] for r in rows]
+    spread = [[m - r["p10_us"] for m, r in zip(med, rows)], [r["p90_us"] - m for m, r in zip(med, rows)]]
+    ax.barh([r["what"] for r in rows], med, xerr=spread, capsize=3, color="tab:blue")
+    ax.invert_yaxis()  # in the table's order, top down
+    ax.set_xlabel("µs per round (median; whiskers p10–p90)")
+
+
+def _alloc(fig, axes, rows: list[dict]) -> None:
+    for ax, key, title in zip(axes, ("alloc_s_per_gib", "free_s_per_gib"), ("allocate", "free")):
+        for kind, pts in _by_kind(rows).items():
+            ax.plot([r["size"] for r in pts], [r[key] for r in pts], marker="o", label=kind)
+        _size_axis(ax, [r["size"] for r in rows], "bytes")
+        ax.set_yscale("log")  # cudaMalloc's µs and pinning's tenths of a second on one axis
+        ax.set(ylabel="seconds per GiB", title=title)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5),
+               fontsize="small")
+    fig.tight_layout()
+
+
+ZEROCOPY_LINES = {  # key: (what a reader calls it, colour, line style): zero-copy orange, device blue; kernels dashed
+    "zc_kernel_us": ("zero-copy kernel (reads mapped host memory)", "tab:orange", "--"),
+    "dev_kernel_us": ("device kernel (reads device memory)", "tab:blue", "--"),
+    "zc_step_us": ("zero-copy step: kernel, then copy C out", "tab:orange", "-"),
+    "dev_step_us": ("device step: copy A and B in, kernel, copy C out", "tab:blue", "-"),
+}
+
+
+def _zerocopy(ax, data: dict) -> None:
+    rows = data["rows"]
+    n = [r["n"] for r in rows]
+    for key, (label, colour, style) in ZEROCOPY_LINES.items():
+        ax.plot(n, [r[key] for r in rows], marker="o", color=colour, linestyle=style, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set(xlabel="elements (n floats per array)", ylabel="µs")
+    winner = ["zero-copy" if r["zc_step_us"] < r["dev_step_us"] else "device memory" for r in rows]
+    changes = [i for i in range(1, len(rows)) if winner[i] != winner[i - 1]]
+    if changes:  # the last change: from there on one strategy keeps winning
+        at = rows[changes[-1]]["n"]
+        ax.axvline(at, color="gray", linestyle=":")
+        ax.annotate(f"{winner[changes[-1]]} wins from n = {at:,}", xy=(at, 0.98), xycoords=("data", "axes fraction"),
+                    xytext=(4, 0), textcoords="offset points", rotation=90, va="top", fontsize="small")
+    else:
+        ax.text(0.02, 0.98, f"{winner[0]} wins at every n measured", transform=ax.transAxes, va="top",
+                fontsize="small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize="small", frameon=False)
+
+
+def _overlap(ax, data: dict) -> None:
+    rows = data["rows"]
+    ax.plot([r["streams"] for r in rows], [r["speedup"] for r in rows], marker="o")
+    ax.set(xlabel="streams", ylabel="speedup over one stream (×)")
+
+
+def _peer(ax, data: dict) -> None:
+    rows = data["rows"]
+    labels = [f"{r['src']}→{r['dst']} {'on' if r['peer'] else 'off'}" for r in rows]
+    ax.bar(labels, [r["gbps"] for r in rows], color=["tab:green" if r["peer"] else "tab:gray" for r in rows])
+    ax.set(ylabel="GB/s", xlabel="GPU pair, peer access")
 
 
 def timeline_figure(data: dict):

@@ -1,5 +1,5 @@
-"""Buffers a measurement makes for itself, straight through the backend (not the session's), always freed —
-for `calibrate` and the benches."""
+"""What a measurement (`calibrate`, the benches) makes for itself: buffers straight through the backend (not the
+session's), always freed; and its progress line, a step per point measured."""
 
 from __future__ import annotations
 
@@ -26,10 +26,31 @@ class Scratch:
         for pos in range(0, buf.size, PIECE):
             self.backend.write(buf, pos, ones(min(PIECE, buf.size - pos)))
 
+    def free(self, buf: Buffer) -> None:
+        self.backend.free(buf)
+        self.bufs.remove(buf)
+
     def free_all(self) -> None:
         for buf in self.bufs:
             self.backend.free(buf)
         self.bufs.clear()
+
+
+class Progress:
+    """Counts the points of a measurement for the shell's progress line (`session.progress`: shown on a terminal,
+    through the shell's own error stream; nothing elsewhere)."""
+
+    def __init__(self, session, total: int, label: str):
+        self.session, self.total, self.done, self.label = session, total, 0, label
+
+    def step(self) -> None:
+        self.done += 1
+        if self.session.progress:
+            self.session.progress(self.label, self.done, self.total)
+
+    def close(self) -> None:
+        if self.session.progress:
+            self.session.progress(self.label, None, self.total)
 
 
 def ones(n: int):

@@ -72,7 +72,11 @@ def test_the_gpus_the_driver_sees(tmp_path):
 
 
 def test_calibrate_on_a_pair_writes_the_peer_figures_back(pair, tmp_path):
+    seen = []
+    pair.shell.session.progress = lambda label, done, total: seen.append((label, done, total))
     p = pair.ok(f"calibrate out {tmp_path / 'pair.json'}")["profile"]
+    total = seen[0][2]  # a step per figure measured: never a long silence
+    assert seen == [("calibrate", k, total) for k in range(1, total + 1)] + [("calibrate", None, total)]
     assert p["gpus"] == 2 and p["peer_access"] is True and p["peer_link"] == "NVLink (NV18)"
     assert p["peer_rate"] == pytest.approx(390e9, rel=0.01) and p["peer_staged_rate"] == pytest.approx(37.7e9, rel=0.01)
     assert p["peer_latency"] == pytest.approx(10e-6, rel=0.05)

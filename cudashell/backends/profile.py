@@ -1,6 +1,8 @@
 """The figures the simulator models with. The default profile is `calibrate`'s output on the H100 (PCIe
-Gen5 x16), shipped in profiles/h100.json; the dataclass defaults are rounder figures for a profile file
-that leaves some out. `--sim-profile` loads a JSON file (as `calibrate` writes) or a built-in name, e.g.
+Gen5 x16), shipped in profiles/h100.json — but for sync_latency, device_free, pinned_free_per_mib and
+unregister_per_mib, which that calibrate did not measure: there the file holds the estimates below (their
+sources beside them) until `calibrate` runs on the H100 again. The dataclass defaults are rounder figures for a
+profile file that leaves some out. `--sim-profile` loads a JSON file (as `calibrate` writes) or a built-in name, e.g.
 `no-uva` for the pre-UVA rule that only mapped memory is reachable."""
 
 from __future__ import annotations
@@ -56,7 +58,12 @@ class Profile:
     kernel_shared_wavefronts: float = 2.3e11
     # latencies and costs in seconds
     copy_latency: float = 7.3e-6  # what one small copy occupies its engine
-    sync_latency: float = 0.0  # what a blocking call costs the host beyond the work (completion round trip)
+    # what a blocking call costs the host beyond the work: the round trip from the GPU's end of it to the host
+    # going on (cudaStreamSynchronize, a synchronous copy). calibrate measures it as an empty kernel's launch +
+    # sync less the launch call and the kernel; files of an older calibrate hold 0 (their method found none). 2 µs
+    # is an estimate: bpftime issue 506's nsys trace has cudaDeviceSynchronize after a small kernel at a median of
+    # 5.2 µs, that kernel's few µs included
+    sync_latency: float = 2.0e-6
     engine_switch: float = 0.0  # what a stream adds when its next operation runs on another engine
     launch_latency: float = 4.0e-6
     async_call: float = 2.0e-6  # the host cost of queueing async work
@@ -64,6 +71,13 @@ class Profile:
     pinned_alloc_per_mib: float = 0.55e-3
     register_per_mib: float = 0.25e-3
     device_alloc: float = 60e-6
+    # freeing, after the device sync cudaFree and cudaHostUnregister make (calibrate measures them as `bench alloc`
+    # does). The defaults are estimates until measured here: unpinning costs about a quarter of pinning (an nsys
+    # trace on a PCIe host: 503 ms to cudaHostAlloc 512 MiB, 115 ms to cudaFreeHost it — kekzl/imp issue 1653),
+    # and a cudaFree of a large block tens of µs (a median of 47 µs in bpftime issue 506's trace)
+    device_free: float = 40e-6
+    pinned_free_per_mib: float = 0.13e-3
+    unregister_per_mib: float = 0.06e-3
     staging_rate: float = 10 * GB  # the host's memcpy of pageable bytes into the driver's staging buffer
     staging_latency: float = 15e-6
     # several GPUs: how many, and how each pair is joined (all pairs alike); rates per direction, cudaMemcpyPeer
@@ -131,6 +145,10 @@ class Profile:
         return asdict(self)
 
 
+# figures with a default above 0 that a measurement may still find to be 0 (an older calibrate's sync_latency)
+MAY_BE_ZERO = frozenset({"sync_latency"})
+
+
 def _wrong_value(key: str, value, default) -> str | None:
     """What a profile value must be, if it is not (a string where a bandwidth goes would fail only at the first copy,
     a negative time would run the clock backwards). None when it fits: the default's type, and its sign."""
@@ -150,7 +168,7 @@ def _wrong_value(key: str, value, default) -> str | None:
     if isinstance(default, float):
         if not number(value):
             return "a number"
-        if default > 0 and value <= 0:
+        if default > 0 and value <= 0 and key not in MAY_BE_ZERO:
             return "a number above 0 (a rate or a time)"
         return None if value >= 0 else "0 or more"
     if isinstance(default, dict):  # copy_curves: {"pinned h2d": [[bytes, seconds], …]}

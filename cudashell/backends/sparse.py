@@ -1,5 +1,6 @@
 """Lazy byte storage for the simulator: fixed-size chunks made on first write, so a 64 GiB buffer
-that nobody touched costs no RAM, and a shared budget stops the simulator from exhausting the host."""
+that nobody touched costs no RAM, and a shared budget stops the simulator from exhausting the host. A copy of
+whole chunks shares them (copy on write): a bench's gigabyte copies cost the host no time and no RAM."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ CHUNK = 1 << 20
 
 
 class Budget:
+    """The RAM the simulator's bytes may hold: each chunk counted once, however many stores share it."""
+
     def __init__(self, limit: int):
         self.limit = limit
         self.used = 0
+        self.holders: dict[int, int] = {}  # id of a chunk two or more stores hold → how many hold it
 
     def check(self, nbytes: int) -> None:
         if self.used + nbytes > self.limit:
@@ -25,6 +29,24 @@ class Budget:
     def take(self, nbytes: int) -> None:
         self.check(nbytes)
         self.used += nbytes
+
+    def shared(self, chunk: np.ndarray) -> bool:
+        return id(chunk) in self.holders
+
+    def share(self, chunk: np.ndarray) -> None:
+        self.holders[id(chunk)] = self.holders.get(id(chunk), 1) + 1
+
+    def drop(self, chunk: np.ndarray) -> None:
+        """A store lets go of a chunk: its RAM comes back once no store holds it."""
+        n = self.holders.pop(id(chunk), 1)
+        if n > 2:
+            self.holders[id(chunk)] = n - 1
+        elif n == 1:
+            self.used -= CHUNK
+
+    def clear(self) -> None:
+        self.used = 0
+        self.holders.clear()
 
 
 class SparseBytes:
@@ -42,6 +64,9 @@ class SparseBytes:
             yield idx, start, stop, pos - offset
             pos += stop - start
 
+    def _length(self, idx: int) -> int:
+        return min(CHUNK, self.size - idx * CHUNK)
+
     def read(self, offset: int, nbytes: int) -> np.ndarray:
         out = np.zeros(nbytes, np.uint8)
         for idx, start, stop, at in self._spans(offset, nbytes):
@@ -50,20 +75,35 @@ class SparseBytes:
                 out[at : at + stop - start] = chunk[start:stop]
         return out
 
+    def _unowned(self, idx: int) -> bool:
+        """Whether writing into chunk idx needs RAM: it does not exist, or other stores share it."""
+        chunk = self.chunks.get(idx)
+        return chunk is None or self.budget.shared(chunk)
+
     def missing_bytes(self, offset: int, nbytes: int) -> int:
         """Real RAM a write over this range would add."""
-        return CHUNK * sum(1 for idx, *_ in self._spans(offset, nbytes) if idx not in self.chunks)
+        return CHUNK * sum(1 for idx, *_ in self._spans(offset, nbytes) if self._unowned(idx))
 
     def reserve(self, offset: int, nbytes: int) -> None:
         """Refuse up front a write that the budget cannot hold, so a failed command changes nothing."""
         self.budget.check(self.missing_bytes(offset, nbytes))
 
+    def _own(self, idxs) -> None:
+        """Chunks this store may write into: made where missing, copied where shared — the RAM for all of them
+        taken first, or none (a refused write changes nothing)."""
+        needed = [idx for idx in idxs if self._unowned(idx)]
+        self.budget.take(len(needed) * CHUNK)
+        for idx in needed:
+            chunk = self.chunks.get(idx)
+            if chunk is None:
+                self.chunks[idx] = np.zeros(self._length(idx), np.uint8)
+            else:
+                self.chunks[idx] = chunk.copy()
+                self.budget.drop(chunk)  # still held by another store: no RAM back
+
     def _chunks_for(self, offset: int, nbytes: int):
         spans = list(self._spans(offset, nbytes))
-        missing = [idx for idx, *_ in spans if idx not in self.chunks]
-        self.budget.take(len(missing) * CHUNK)  # all or nothing: a refused write changes nothing
-        for idx in missing:
-            self.chunks[idx] = np.zeros(min(CHUNK, self.size - idx * CHUNK), np.uint8)
+        self._own([idx for idx, *_ in spans])
         return spans
 
     def write(self, offset: int, data: np.ndarray) -> None:
@@ -71,17 +111,24 @@ class SparseBytes:
         for idx, start, stop, at in self._chunks_for(offset, data.size):
             self.chunks[idx][start:stop] = data[at : at + stop - start]
 
+    def _zero(self, spans) -> None:
+        """Zeros over these spans: whole chunks dropped (zero pages need no storage), parts cleared."""
+        spans = list(spans)
+        self._own([idx for idx, start, stop, *_ in spans if idx in self.chunks
+                   and not (start == 0 and stop == self._length(idx))])
+        for idx, start, stop, *_ in spans:
+            chunk = self.chunks.get(idx)
+            if chunk is None:
+                continue
+            if start == 0 and stop == chunk.size:
+                del self.chunks[idx]
+                self.budget.drop(chunk)
+            else:
+                chunk[start:stop] = 0
+
     def fill(self, offset: int, value: int, nbytes: int) -> None:
-        if value == 0:  # zero pages need no storage: drop or clear what exists
-            for idx, start, stop, _ in self._spans(offset, nbytes):
-                chunk = self.chunks.get(idx)
-                if chunk is None:
-                    continue
-                if start == 0 and stop == chunk.size:
-                    del self.chunks[idx]
-                    self.budget.used -= CHUNK
-                else:
-                    chunk[start:stop] = 0
+        if value == 0:
+            self._zero(self._spans(offset, nbytes))
             return
         for idx, start, stop, _ in self._chunks_for(offset, nbytes):
             self.chunks[idx][start:stop] = value
@@ -90,6 +137,9 @@ class SparseBytes:
         """Chunk by chunk, so a large copy never holds the whole range at once."""
         if src.touched(src_off, nbytes):
             self.reserve(dst_off, nbytes)
+        if (src_off - dst_off) % CHUNK == 0:
+            self._copy_aligned(src, src_off, dst_off, nbytes)
+            return
         step = CHUNK
         for pos in range(0, nbytes, step):
             n = min(step, nbytes - pos)
@@ -97,9 +147,30 @@ class SparseBytes:
             if piece.any() or self.touched(dst_off + pos, n):
                 self.write(dst_off + pos, piece)
 
+    def _copy_aligned(self, src: "SparseBytes", src_off: int, dst_off: int, nbytes: int) -> None:
+        """Each piece lies in one chunk on both sides: a whole chunk is shared, a part copied into this store's own
+        chunk; a chunk never written gives zeros. No array between (through read and write a bench's 1 GiB copy
+        took 0.7 s)."""
+        shift = (src_off - dst_off) // CHUNK
+        for idx, start, stop, _ in self._spans(dst_off, nbytes):
+            have = src.chunks.get(idx + shift)
+            if have is None:
+                self._zero([(idx, start, stop)])
+            elif start == 0 and stop == self._length(idx) == have.size:
+                mine = self.chunks.get(idx)
+                if mine is not have:
+                    self.budget.share(have)
+                    self.chunks[idx] = have
+                    if mine is not None:
+                        self.budget.drop(mine)
+            else:
+                self._own([idx])
+                self.chunks[idx][start:stop] = have[start:stop]
+
     def touched(self, offset: int, nbytes: int) -> bool:
         return any(idx in self.chunks for idx, *_ in self._spans(offset, nbytes))
 
     def release(self) -> None:
-        self.budget.used -= len(self.chunks) * CHUNK
+        for chunk in self.chunks.values():
+            self.budget.drop(chunk)
         self.chunks.clear()

@@ -18,8 +18,8 @@ from ..launchdims import dim3
 from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
-from ..scratch import Scratch
-from ..render import fit, host_table
+from ..scratch import Progress, Scratch
+from ..render import fit, fmt_seconds, host_table
 from ..sizes import format_size
 from typing import NotRequired, TypedDict
 
@@ -42,23 +42,6 @@ def parse_sizes(text: str, col: int, default: list[int]) -> list[int]:
             n *= 2
         return out
     return [parse_size(x, col) for x in text.split(",") if x]
-
-
-class Progress:
-    """Counts the points of a bench for the shell's progress line (`session.progress`: shown on a terminal,
-    through the shell's own error stream; nothing elsewhere)."""
-
-    def __init__(self, session, total: int, label: str):
-        self.session, self.total, self.done, self.label = session, total, 0, label
-
-    def step(self) -> None:
-        self.done += 1
-        if self.session.progress:
-            self.session.progress(self.label, self.done, self.total)
-
-    def close(self) -> None:
-        if self.session.progress:
-            self.session.progress(self.label, None, self.total)
 
 
 def timed_batch(backend, calls: list, gate: bool = True, rounds: int = 1) -> float:
@@ -133,12 +116,12 @@ def _peak(backend, direction: str) -> tuple[float | None, str]:
     return (2 * peak, what + ", both directions") if direction == "bidir" else (peak, what + " per direction")
 
 
-def _stopped(error: ShellError, rows: list) -> str:
-    """A bench's next point refused: with nothing measured yet, the bench fails; else the points stay, and why it
-    stopped is said under them."""
+def _stopped(error: ShellError, rows: list, bench: str, at: str) -> dict:
+    """A bench's point `at` refused (the simulator's RAM budget, the GPU's memory): with nothing measured yet, the
+    bench fails, saying at which point; else the points stay, and where and why it stopped is said under them."""
     if not rows:
-        raise error
-    return f"{error.code}: {error.message}"
+        raise ShellError(error.code, f"bench {bench} at {at}: {error.message}", error.hint, error.col)
+    return {"stopped": f"{error.code}: {error.message}", "stopped_at": at}
 
 
 @command("bench memcpy", "copies", "copy bandwidth by memory kind and size, against the link's peak",
@@ -165,22 +148,23 @@ def bench_memcpy(session, backend, args):
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [1 << 20, 16 << 20, 64 << 20])
     reps = max(2, args.get("REPS", 5))
     peak, peak_what = _peak(backend, direction)
-    rows, interrupted, stopped = [], False, None
+    rows, interrupted, stopped = [], False, {"stopped": None}
     progress = Progress(session, len(kinds) * len(sizes), "bench memcpy")
     try:
         for kind in kinds:
             for size in sizes:
+                at = f"{kind} {format_size(size)}"
                 gate = "ungated" not in args.flags and kind not in ("pageable", "managed")
                 rows.append(_memcpy_point(backend, kind, direction, size, reps, gate, peak))
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
     except ShellError as e:  # a point the backend refused (out of memory): the points measured stay
-        stopped = _stopped(e, rows)
+        stopped = _stopped(e, rows, "memcpy", at)
     finally:
         progress.close()
     data = {"bench": "memcpy", "direction": direction, "rows": rows, "peak": peak, "peak_of": peak_what,
-            "interrupted": interrupted, "stopped": stopped, "timing": backend.timing_label}
+            "interrupted": interrupted, **stopped, "timing": backend.timing_label}
     return _outputs(Bench(data), args)
 
 
@@ -221,7 +205,8 @@ LATENCY_ROUNDS = 2000
 @command("bench latency", "copies", "what one small operation costs: copies, a launch, an event, a callback",
          "bench latency", "one 4-byte cudaMemcpy per kind and direction, a kernel launch, cudaEventRecord, "
          "cudaLaunchHostFunc + cudaStreamSynchronize — each timed on the host, many times",
-         opts=(Opt("rounds", Arg("ROUNDS", "count")), Opt("--csv", Arg("FILE", "file"))), flags=(Flag("--json"),),
+         opts=(Opt("rounds", Arg("ROUNDS", "count")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         flags=(Flag("--json"),),
          details="Each point runs N rounds (2000 by default) on the GPU side as a loop of driver calls and reports "
                  "the host time of one round: median and spread (p10–p90). Synchronous 4-byte copies from pageable "
                  "and pinned memory, each direction (what `cudaMemcpy` of one value costs); launching an empty kernel "
@@ -232,7 +217,7 @@ def bench_latency(session, backend, args):
     if not 10 <= rounds <= 1_000_000:
         raise usage("rounds 10..1000000", args.col("ROUNDS"))
     s = Scratch(backend)
-    ev = None
+    ev = progress = None
     rows = []
     try:
         pageable, pinned, dev = (s.alloc(k, 4096)[0] for k in ("pageable", "pinned", "device"))
@@ -246,12 +231,16 @@ def bench_latency(session, backend, args):
                   ("kernel launch + sync", [["launch", spin0], ["stream_sync", (None,)]]),
                   ("event record", [["event_record", (ev, None)]]),
                   ("host callback + sync", [["host_noop", (None,)], ["stream_sync", (None,)]])]
+        progress = Progress(session, len(points), "bench latency")
         for name, calls in points:
             backend.run_plan(calls, max(10, rounds // 20), trace=False)  # warm-up
             r = backend.run_plan(calls, rounds, trace=False)["per_round"]
             rows.append({"what": name, "median_us": r["median"] * 1e6, "p10_us": r["p10"] * 1e6,
                          "p90_us": r["p90"] * 1e6, "rounds": rounds})
+            progress.step()
     finally:
+        if progress:
+            progress.close()
         if ev is not None:
             backend.event_destroy(ev)
         s.free_all()
@@ -267,21 +256,22 @@ def bench_latency(session, backend, args):
 def bench_alloc(session, backend, args):
     kinds = args.get("KIND") or list(ALLOC_KINDS)
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [64 << 20, 256 << 20])
-    rows, interrupted, stopped = [], False, None
+    rows, interrupted, stopped = [], False, {"stopped": None}
     progress = Progress(session, len(kinds) * len(sizes), "bench alloc")
     try:
         for kind in kinds:
             for size in sizes:
+                at = f"{kind} {format_size(size)}"
                 rows.append(_alloc_point(backend, kind, size))
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
     except ShellError as e:
-        stopped = _stopped(e, rows)
+        stopped = _stopped(e, rows, "alloc", at)
     finally:
         progress.close()
-    return _outputs(Bench({"bench": "alloc", "rows": rows, "interrupted": interrupted, "stopped": stopped,
-                                     "timing": backend.timing_label}), args)
+    return _outputs(Bench({"bench": "alloc", "rows": rows, "interrupted": interrupted, **stopped,
+                           "timing": backend.timing_label}), args)
 
 
 def _alloc_point(backend, kind: str, size: int) -> dict:
@@ -318,16 +308,17 @@ def _alloc_point(backend, kind: str, size: int) -> dict:
 def bench_zerocopy(session, backend, args):
     rng = args.get("RANGE") or "2^10..2^20"
     counts = parse_sizes(rng, args.col("RANGE"), [])
-    rows, interrupted, stopped = [], False, None
+    rows, interrupted, stopped = [], False, {"stopped": None}
     progress = Progress(session, len(counts), "bench zerocopy")
     try:
         for n in counts:
+            at = f"n = {n:,}"
             rows.append(_zerocopy_point(backend, n))
             progress.step()
     except KeyboardInterrupt:
         interrupted = True
     except ShellError as e:
-        stopped = _stopped(e, rows)
+        stopped = _stopped(e, rows, "zerocopy", at)
     finally:
         progress.close()
     # the smallest n from which the zero-copy whole step keeps winning (noise at tiny n aside)
@@ -338,8 +329,8 @@ def bench_zerocopy(session, backend, args):
         wins_from = r["n"]
     kernel_cross = next((r["n"] for r in rows if r["zc_kernel_us"] > 2 * r["dev_kernel_us"]), None)
     return _outputs(Bench({"bench": "zerocopy", "rows": rows, "zc_step_wins_from": wins_from,
-                                     "kernel_2x": kernel_cross, "interrupted": interrupted, "stopped": stopped,
-                                     "timing": backend.timing_label}), args)
+                           "kernel_2x": kernel_cross, "interrupted": interrupted, **stopped,
+                           "timing": backend.timing_label}), args)
 
 
 def _zerocopy_point(backend, n: int) -> dict:
@@ -388,6 +379,7 @@ def bench_overlap(session, backend, args):
     s = Scratch(backend)
     handles = []
     rows = []
+    progress = Progress(session, len(counts), "bench overlap")
     try:
         host = [s.alloc("pinned", size)[0] for _ in range(chunks)]
         dev = [s.alloc("device", size)[0] for _ in range(chunks)]
@@ -403,7 +395,9 @@ def bench_overlap(session, backend, args):
             timed_batch(backend, calls)
             ms = statistics.median(timed_batch(backend, calls) for _ in range(3)) * 1e3
             rows.append({"streams": k, "ms": ms})
+            progress.step()
     finally:
+        progress.close()
         for h in handles:
             backend.stream_destroy(h)
         s.free_all()
@@ -543,6 +537,7 @@ class BenchData(TypedDict):
     kernel_2x: NotRequired[int | None]
     interrupted: NotRequired[bool]
     stopped: NotRequired[str | None]
+    stopped_at: NotRequired[str]
     timing: str
     direction: NotRequired[str]
     peak: NotRequired[float]
@@ -572,10 +567,10 @@ class Bench(Result, kind="bench"):
             table = [[r["what"], f"{r['median_us']:.2f}", f"{r['p10_us']:.2f}–{r['p90_us']:.2f}"] for r in rows]
             headers = ["operation", "µs (median)", "p10–p90 µs"]
         elif bench == "alloc":
-            head = f"bench alloc ({label}): seconds per GiB"
-            table = [[r["kind"], format_size(r["size"]), r["call"], f"{r['alloc_s_per_gib']:.4f}",
-                      f"{r['free_s_per_gib']:.4f}"] for r in rows]
-            headers = ["kind", "size", "call", "alloc s/GiB", "free s/GiB"]
+            head = f"bench alloc ({label}): time per GiB"
+            table = [[r["kind"], format_size(r["size"]), r["call"], fmt_seconds(r["alloc_s_per_gib"]),
+                      fmt_seconds(r["free_s_per_gib"])] for r in rows]
+            headers = ["kind", "size", "call", "alloc /GiB", "free /GiB"]
         elif bench == "zerocopy":
             head = f"bench zerocopy ({label}): sumArraysGPU, µs"
             table = [[r["n"], f"{r['zc_kernel_us']:.1f}", f"{r['dev_kernel_us']:.1f}", f"{r['zc_step_us']:.1f}",
@@ -607,7 +602,7 @@ class Bench(Result, kind="bench"):
         if d.get("interrupted"):
             out.append("interrupted: the points measured so far")
         if d.get("stopped"):
-            out.append(f"stopped at the next point — {d['stopped']}: the points measured so far")
+            out.append(f"stopped at {d['stopped_at']} — {d['stopped']}: the points measured so far")
         return out
 
     def figure(self):

@@ -15,7 +15,7 @@ from ..kernels import BUILTINS
 from ..launchdims import dim3
 from ..registry import command
 from ..results import Result
-from ..scratch import Scratch
+from ..scratch import Progress, Scratch
 from ..render import fmt_seconds
 from typing import TypedDict
 
@@ -117,11 +117,10 @@ def engine_switch(backend, pinned, dev, h2d: float, d2h: float) -> float:
     return max((pair - h2d - d2h) / 2, 0.0)
 
 
-def shell_overhead(backend, src, dst, copy: float) -> tuple[float, float, float]:
-    """(the host cost of queueing one async call, the shell's own time around each command, what a blocking
-    command costs beyond its GPU time and that): measured by a shell running `repeat`s of 4-byte copies,
-    async and sync. The simulator adds them to its clock, so the gaps between commands in a script are as
-    long as on this GPU."""
+def shell_overhead(backend, src, dst) -> tuple[float, float]:
+    """(the host cost of queueing one async call, the shell's own time around each command): measured by a
+    shell running a `repeat` of async 4-byte copies. The simulator adds them to its clock, so the gaps between
+    commands in a script are as long as on this GPU."""
     import io
 
     from ..shell import Shell  # a measuring harness: the real command path, as a script runs it
@@ -132,17 +131,56 @@ def shell_overhead(backend, src, dst, copy: float) -> tuple[float, float, float]
     per = {}
     try:
         raw = statistics.median(backend.memcpy(src, 0, dst, 0, 4, None, True).host_seconds for _ in range(200))
-        for mode in ("async", ""):
-            if mode:  # async copies queue behind a gate; sync ones each wait for their own
-                gate(backend, 20000)
-            t0 = backend.clock()
-            shell.execute(f"repeat 200 shell <<< memcpy {src.name} {dst.name} 4 {mode} >>>")
-            per[mode] = (backend.clock() - t0) / 200
-            backend.device_sync()
+        gate(backend, 20000)  # the copies queue behind it
+        t0 = backend.clock()
+        shell.execute(f"repeat 200 shell <<< memcpy {src.name} {dst.name} 4 async >>>")
+        per = (backend.clock() - t0) / 200
+        backend.device_sync()
     finally:
         shell.session.buffers.clear()
-    overhead = max(per["async"] - raw, 0.0)
-    return raw, overhead, max(per[""] - overhead - raw - copy, 0.0)
+    return raw, max(per - raw, 0.0)
+
+
+def sync_latency(backend, launch: float) -> float:
+    """What a blocking wait costs beyond the work: an empty kernel's launch + cudaStreamSynchronize, less the launch
+    call alone and the kernel's GPU time (`launch`) — the round trip from the kernel's end to the host going on,
+    which the simulator adds to every wait. Rounds run on the GPU side (as `bench latency`'s), few enough that
+    launches alone never fill the GPU's queue."""
+    import numpy as np
+
+    spin = ["launch", (BUILTINS["spin"], [np.int64(0)], 1, dim3(1), dim3(1), 0, None)]
+
+    def per_round(calls) -> float:
+        backend.run_plan(calls, 20, trace=False)  # warm-up
+        return backend.run_plan(calls, 200, trace=False)["per_round"]["median"]
+
+    return max(per_round([spin, ["stream_sync", (None,)]]) - per_round([spin]) - launch, 0.0)
+
+
+def alloc_figures(backend, size: int = SIZE) -> dict:
+    """What allocating and freeing cost the host, timed as `bench alloc` times them (the host's clock around each
+    call): cudaMalloc and cudaFree of `size` (fixed costs), cudaFreeHost, cudaHostRegister and
+    cudaHostUnregister per MiB."""
+    s = Scratch(backend)
+
+    def timed(call) -> float:
+        t0 = backend.clock()
+        call()
+        return backend.clock() - t0
+
+    try:
+        dev, device_alloc = s.alloc("device", size)
+        pinned, _ = s.alloc("pinned", size)
+        pageable, _ = s.alloc("pageable", size)
+        register = timed(lambda: backend.register(pageable, frozenset()))
+        unregister = timed(lambda: backend.unregister(pageable))
+        device_free = timed(lambda: s.free(dev))
+        pinned_free = timed(lambda: s.free(pinned))
+    finally:
+        s.free_all()
+    mib = size / MIB
+    return {"device_alloc": device_alloc, "device_free": device_free, "pinned_free_per_mib": pinned_free / mib,
+            "register_per_mib": register / mib, "unregister_per_mib": unregister / mib}
 
 
 PEER_SMALL, PEER_BIG = 64 << 10, 256 << 20
@@ -165,7 +203,10 @@ def peer_figures(backend) -> dict:
             "peer_rate": rate if access else PEER_BIG / staged, "peer_staged_rate": PEER_BIG / staged}
 
 
-def measure(backend) -> dict:
+STEPS = 14  # the progress line's steps in `measure`: one per figure or curve measured
+
+
+def measure(backend, progress: Progress) -> dict:
     s = Scratch(backend)
     try:
         pinned, t_pin = s.alloc("pinned", SIZE)
@@ -181,16 +222,20 @@ def measure(backend) -> dict:
         small = statistics.median(backend.memcpy(pinned, 0, dev, 0, 4, None, False).seconds for _ in range(200))
         queued_small = queued_seconds(backend, lambda: backend.memcpy(pinned, 0, dev, 0, 4, None, True), 50)
         queued_d2h = queued_seconds(backend, lambda: backend.memcpy(dev, 0, pinned, 0, 4, None, True), 50)
+        progress.step()
         latency = kernel_seconds(backend, dev, dev, dev2, 1)
-        api, overhead, sync_extra = shell_overhead(backend, pin_big, dev, queued_small)
+        sync = sync_latency(backend, latency)
+        progress.step()
+        api, overhead = shell_overhead(backend, pin_big, dev)
+        progress.step()
         n = SIZE // 4
-        curves = {"pinned h2d": copy_curve(backend, pin_big, dev, True),
-                  "pinned d2h": copy_curve(backend, dev, pin_big, True),
-                  "writecombined h2d": copy_curve(backend, wc, dev, True),
-                  "pageable h2d": copy_curve(backend, pageable, dev, False),
-                  "pageable d2h": copy_curve(backend, dev, pageable, False),
-                  "d2d": copy_curve(backend, dev, dev2, True),
-                  "h2h": copy_curve(backend, pageable, pageable2, False)}
+        curves = {}
+        for path, src, dst, queued in (("pinned h2d", pin_big, dev, True), ("pinned d2h", dev, pin_big, True),
+                                       ("writecombined h2d", wc, dev, True), ("pageable h2d", pageable, dev, False),
+                                       ("pageable d2h", dev, pageable, False), ("d2d", dev, dev2, True),
+                                       ("h2h", pageable, pageable2, False)):
+            curves[path] = copy_curve(backend, src, dst, queued)
+            progress.step()
         figures = {
             "pinned_h2d": copy_rate(backend, pinned, dev, small),
             "pinned_d2h": copy_rate(backend, dev, pinned, small),
@@ -198,18 +243,22 @@ def measure(backend) -> dict:
             "pageable_h2d": copy_rate(backend, pageable, dev, small),
             "pageable_d2h": copy_rate(backend, dev, pageable, small),
             "d2d": 2 * copy_rate(backend, dev, dev2, small),
-            "copy_latency": queued_small, "sync_latency": sync_extra,
+            "copy_latency": queued_small, "sync_latency": sync,
             "engine_switch": engine_switch(backend, pinned, dev, queued_small, queued_d2h),
             "launch_latency": latency, "async_call": api, "shell_overhead": overhead,
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
-            "kernel_device_read": (device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
-            "kernel_zero_copy_read": kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
-            "kernel_floor": kernel_floor(backend, dev, dev2, latency, device_read),
-            "copy_curves": curves,
-            **peer_figures(backend),
         }
+        progress.step()
+        figures.update(kernel_device_read=(device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
+                       kernel_zero_copy_read=kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
+                       kernel_floor=kernel_floor(backend, dev, dev2, latency, device_read), copy_curves=curves)
+        progress.step()
     finally:
         s.free_all()
+    figures.update(alloc_figures(backend))
+    progress.step()
+    figures.update(peer_figures(backend))
+    progress.step()
     return figures
 
 
@@ -217,14 +266,20 @@ def measure(backend) -> dict:
          "calibrate out lab-gpu.json", "cudaMemcpy / cudaHostAlloc / kernel launches, timed with events",
          opts=(Opt("out", Arg("FILE", "file")),),
          details="Measures a size curve (4 KiB … 256 MiB) for pinned, write-combined and pageable copies each "
-                 "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; the host "
-                 "cost of an async call and the shell's own time per command; pinned allocation cost per MiB; "
+                 "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; what a "
+                 "synchronize costs beyond the work (an empty kernel's launch + sync, less the call and the kernel); "
+                 "the host cost of an async call and the shell's own time per command; what cudaMalloc, cudaFree, "
+                 "pinning, registering and their undoing cost (per MiB where it grows with size); "
                  "and what a kernel reads per second from device and from zero-copy memory; with two or more GPUs, "
                  "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):
     info = backend.info
-    figures = measure(backend)
+    progress = Progress(session, STEPS, "calibrate")
+    try:
+        figures = measure(backend, progress)
+    finally:
+        progress.close()
     known = {f.name for f in fields(Profile)}
     profile = {"name": f"{info.name} (calibrated)", "compute_capability": info.compute_capability,
                "pci_bus_id": info.pci_bus_id, "device_memory": info.total_mem,
@@ -271,6 +326,11 @@ class CalibrateDataProfile(TypedDict):
     async_call: float
     shell_overhead: float
     pinned_alloc_per_mib: float
+    device_alloc: float
+    device_free: float
+    pinned_free_per_mib: float
+    register_per_mib: float
+    unregister_per_mib: float
     kernel_device_read: float
     kernel_zero_copy_read: float
     kernel_floor: float
@@ -296,7 +356,7 @@ class Calibration(Result, kind="calibrate"):
         for key, value in p.items():
             if key.endswith(("_h2d", "_d2h", "d2d", "_read")):
                 out.append(f"  {key:<24} {value / 1e9:10.2f} GB/s")
-            elif key.endswith(("latency", "per_mib")):
+            elif key.endswith(("latency", "per_mib", "_alloc", "_free")):
                 out.append(f"  {key:<24} {fmt_seconds(value):>13}")
         if d["path"]:
             out.append(f"use it with: cudashell --sim-profile {d['path']}")

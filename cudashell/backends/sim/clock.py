@@ -169,6 +169,11 @@ class Clock:
         self._advance(self.now + cost)
         return Timing(cost, self.now - before, rule.blocks, self.timing_label, rule=rule.why, basis="modeled")
 
+    def _noticed(self, t: float) -> float:
+        """When a host waiting for work that ends at t goes on: the completion's round trip after t (sync_latency);
+        at once for work already over."""
+        return t + self.profile.sync_latency if t > self.now else self.now
+
     def _wait_device(self, what: str = "cuCtxSynchronize") -> None:
         """Until every queued operation has ended — on destroyed streams too."""
-        self._wait(max([self.now] + [op.end for op in self.ops]), what)
+        self._wait(self._noticed(max([self.now] + [op.end for op in self.ops])), what)

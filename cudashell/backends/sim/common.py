@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ... import syncrules as R
-from ..sparse import SparseBytes
+from ..sparse import CHUNK, SparseBytes
 
 MIB = 1 << 20
-STEP = 64 * MIB
+# a built-in kernel works on its bytes this much at a time: its arrays (the inputs read, the output) sit beside the
+# storage budget, so they stay a few MiB rather than four times a buffer's size
+STEP = CHUNK
 INVALID = "CUDA_ERROR_INVALID_VALUE"
 INVALID_DEVICE = "CUDA_ERROR_INVALID_DEVICE"
 ILLEGAL = "CUDA_ERROR_ILLEGAL_ADDRESS"

@@ -12,6 +12,8 @@ from ..sparse import SparseBytes
 from ..refusals import refuse_register
 from .common import MIB, INVALID, STALE_LIMIT, SimAlloc
 
+MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
+
 
 class Memory:
     """The simulator's memory (a mixin: its state is made in SimBackend._fresh)."""
@@ -37,7 +39,7 @@ class Memory:
         a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx)
         a.addr = self._addresses(region, size)
         host_ptr = device_ptr = None
-        cost = 1e-6
+        cost = MALLOC
         if kind == "pageable":
             host_ptr = a.addr
         elif kind == "pinned":
@@ -133,6 +135,9 @@ class Memory:
         a.freed = True
         self.live.discard(a)
         self._count(a, -1)
+        p = self.profile
+        self._advance(self.now + (MALLOC if a.kind == "pageable" else p.pinned_free_per_mib * a.size / MIB
+                                  if a.kind == "pinned" else p.device_free))
 
     def _count(self, a: SimAlloc, sign: int) -> None:
         """Memory in use: the session GPU's (device and managed) and the host's; another GPU's is counted from
@@ -171,6 +176,7 @@ class Memory:
         self._alive()
         self._unmap(a)
         a.registered, a.readonly, a.host_bits, a.dptr = False, False, 0, None
+        self._advance(self.now + self.profile.unregister_per_mib * a.size / MIB)
 
     def pointer_info(self, buf):
         a: SimAlloc = buf.handle

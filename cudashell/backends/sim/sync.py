@@ -47,7 +47,7 @@ class Sync:
         if event.time is not None and event.time > self.now:
             self._refuse_held("cuEventSynchronize")
         before = self.now
-        self._wait(event.time or 0.0, "cuEventSynchronize")
+        self._wait(self._noticed(event.time or 0.0), "cuEventSynchronize")
         self._alive()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
@@ -102,7 +102,7 @@ class Sync:
         self._alive()
         self._refuse_held("cuStreamSynchronize")
         before = self.now
-        self._wait(self._stream_tail(handle), "cuStreamSynchronize")
+        self._wait(self._noticed(self._stream_tail(handle)), "cuStreamSynchronize")
         self._alive()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 

@@ -110,8 +110,8 @@ class Work:
             (q.writes and named[q.name].buf.handle.readonly)
             or (named[q.name].buf.device_ptr is None and not p.pageable_memory_access)
             or (named[q.name].buf.device_ptr is not None and isinstance(self.reach(named[q.name].buf, ctx), str)))]
-        if kernel.runs_for is not None:  # a kernel that only takes time (spin)
-            return self._submit(stream, kernel.runs_for(named), "compute", R.QUEUED)
+        if kernel.runs_for is not None:  # a kernel that only takes time (spin), after what any launch takes
+            return self._submit(stream, p.launch_latency + kernel.runs_for(named), "compute", R.QUEUED)
         n = computed(count, grid, block)  # one element a thread of the whole grid
         nbytes = n * 4
         bufs = {q.name: named[q.name] for q in kernel.params if q.is_buffer}
@@ -122,7 +122,7 @@ class Work:
 
         def effect(snapshot):
             def run():
-                for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM
+                for pos in range(0, nbytes, STEP):  # in pieces: a 16 GiB launch must not need 48 GiB of RAM beside it
                     size = min(STEP, nbytes - pos)
                     arrays = {k: r.buf.handle.data.read(r.offset + pos, size).view(np.float32)
                               for k, r in bufs.items()}
