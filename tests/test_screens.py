@@ -127,3 +127,21 @@ def test_set_pager_off_writes_tall_output_as_it_is(tmp_path):
     term.run("help")  # taller than the screen: no pager waits for q
     assert "(END)" not in term.display and "units" in term.text
     assert term.close() == 0
+
+
+def test_charts_fit_and_text_wraps_between_words(term):
+    """Item 6: a Gantt chart is never wrapped (drawn to fit), C and error lines break between words only."""
+    term.run("alloc pinned 32MB; alloc device 32MB; stream create; memcpy p0 d0 async stream 1; "
+             "launch increment d0; sync")
+    term.run("timeline width 200")
+    rows = [r for r in term.last_run()[1] if "|" in r]
+    assert [r.split("|")[0].strip() for r in rows] == ["stream 0", "stream 1", "copy H2D", "compute"]
+    assert all(r.endswith("|") and len(r) <= term.cols for r in rows)  # each row whole, on one line
+    term.run("explain on")
+    term.run("memcpy h2d p0 d0 async stream 1")
+    words = " ".join(term.last_run()[1]).split()
+    assert "cudaMemcpyHostToDevice," in words and "CHECK(cudaMemcpyAsync(b_d0," in words
+    term.run("explain off")
+    term.run("show nosuchbufferwithalongname count 5 dtype float32")
+    shown = " ".join(line.strip() for line in term.last_run()[1])
+    assert shown == "col 6: NO_SUCH_BUFFER: no buffer named 'nosuchbufferwithalongname' — hint: `ls` lists the buffers"
