@@ -36,6 +36,7 @@ def bench_figure(data: dict):
         {"memcpy": _memcpy, "latency": _latency, "zerocopy": _zerocopy, "overlap": _overlap,
          "peer": _peer}[bench](ax, data)
     fig.suptitle(f"cudashell bench {bench} ({data['timing']})")
+    fig.tight_layout()  # the title and the legends inside the figure, clear of the axes
     return fig
 
 
@@ -90,7 +91,6 @@ def _alloc(fig, axes, rows: list[dict]) -> None:
         ax.set(ylabel="seconds per GiB", title=title)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5),
                fontsize="small")
-    fig.tight_layout()
 
 
 ZEROCOPY_LINES = {  # key: (what a reader calls it, colour, line style): zero-copy orange, device blue; kernels dashed
