@@ -104,7 +104,7 @@ def test_profile_counts_activities_and_calls(cush):
     api = {r["name"]: r for r in prof["api"]}
     assert gpu["[CUDA memcpy HtoD]"]["calls"] == 3 and gpu["increment(A)"]["calls"] == 1
     assert api["cudaMemcpy"]["calls"] == 3 and api["cudaHostAlloc"]["calls"] == 1
-    assert sum(r["percent"] for r in prof["gpu"]) == pytest.approx(100)
+    assert sum(r["percent"] for r in prof["gpu"]) == pytest.approx(100, abs=0.01)  # each to 4 significant digits
 
 
 def test_user_kernels_run_on_both_backends(cush):
