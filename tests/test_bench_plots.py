@@ -300,3 +300,12 @@ def test_copies_between_lazy_stores_keep_every_byte_and_share_whole_chunks():
     a.release()
     b.release()
     assert budget.used == 0 and budget.holders == {}
+
+
+def test_closing_the_simulator_gives_its_whole_budget_back_shared_chunks_too():
+    c = on(Profile.load(None))
+    c.ok("alloc pinned 4MB as h; fill h 7; alloc device 4MB as d; memcpy h d; memcpy d h")
+    budget = c.backend.budget
+    assert budget.used == 4 * MIB and budget.holders  # h and d hold the same four chunks
+    c.shell.close()
+    assert budget.used == 0 and budget.holders == {}

@@ -99,4 +99,4 @@ class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
 
     def close(self):
         self.held = None
-        self.budget.used = 0
+        self.budget.clear()
