@@ -22,9 +22,11 @@ class Scratch:
         return buf, t.seconds
 
     def fill_ones(self, buf: Buffer) -> None:
-        """Bytes of 1 through the whole buffer, a piece at a time: a 1 GiB buffer needs no 1 GiB array beside it."""
+        """Bytes of 1 through the whole buffer, a piece at a time from one array: a 1 GiB buffer needs no 1 GiB array
+        beside it."""
+        piece = ones(min(PIECE, buf.size))
         for pos in range(0, buf.size, PIECE):
-            self.backend.write(buf, pos, ones(min(PIECE, buf.size - pos)))
+            self.backend.write(buf, pos, piece[:buf.size - pos])
 
     def free(self, buf: Buffer) -> None:
         self.backend.free(buf)
