@@ -98,7 +98,7 @@ def _setting_values(session, words: list[str], index: int) -> list[tuple[str, st
     return [(w, "value") for w in setting.words()] if setting else []
 
 
-@command("set", "session", "show or change a setting (count, format, tablefmt, time, explain, pinlimit, gpu-timeout, pager)",
+@command("set", "session", f"show or change a setting ({', '.join(SETTINGS)})",
          "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True, complete=_setting_values)),
@@ -107,7 +107,8 @@ def _setting_values(session, words: list[str], index: int) -> list[tuple[str, st
                  "host memory, and never past a finite RLIMIT_MEMLOCK on a GPU); gpu-timeout: seconds one wait on "
                  "the GPU may take before the shell gives the GPU up (off by default; Ctrl-C does it by hand), "
                  "after which `reset` brings the session back; pager: at the prompt, output taller than the screen goes "
-                 "through the config's pager (on) or is written as it is (off).", exported=False)
+                 "through the config's pager (on) or is written as it is (off); expanded: on, off or auto (pgcli's \\x: "
+                 "tables one field a line; auto: only those too wide for the terminal).", exported=False)
 def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
