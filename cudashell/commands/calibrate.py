@@ -158,9 +158,10 @@ def sync_latency(backend, launch: float) -> float:
 
 
 def alloc_figures(backend, size: int = SIZE) -> dict:
-    """What allocating and freeing cost the host, timed as `bench alloc` times them (the host's clock around each
-    call): cudaMalloc and cudaFree of `size` (fixed costs), cudaFreeHost, cudaHostRegister and
-    cudaHostUnregister per MiB."""
+    """What allocating and freeing cost the host: cudaMalloc of `size` as `alloc` reports it (timed beside the
+    driver); cudaFree (a fixed cost), cudaFreeHost, cudaHostRegister and cudaHostUnregister (per MiB), which report
+    no time of their own, as `bench alloc` times them: the host's clock around the call (on a GPU the worker's
+    pipe, some 20 µs, is in it)."""
     s = Scratch(backend)
 
     def timed(call) -> float:
