@@ -464,7 +464,7 @@ def _outputs(result: Result, args) -> Result:
                 w.writerows(table)
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
-    if args.values.get("PNG") and rows:  # (not every bench plots)
+    if args.values.get("PNG") and rows:  # (no points measured: nothing to draw)
         _plot(result.data, args.get("PNG"), args.col("PNG"))
     result.as_json = "--json" in args.flags
     return result
