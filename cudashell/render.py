@@ -339,8 +339,9 @@ PRECISION = {
     "ms": _decimals(6),
     **dict.fromkeys(("us_per_copy", "median_us", "p10_us", "p90_us", "zc_kernel_us", "dev_kernel_us", "zc_step_us",
                      "dev_step_us"), _decimals(3)),
-    **dict.fromkeys(("gbps", "peak", "speedup", "percent", "percent_of_peak", "cv", "efficiency",
+    **dict.fromkeys(("gbps", "peak", "speedup", "percent", "percent_of_peak", "efficiency",
                      "sectors_per_request", "conflict_ways"), _significant(4)),
+    "cv": _decimals(4),  # a spread of 0.01% is below what repeated runs tell apart (and 1e-15 is float noise)
     "per_cell": _significant(12),
 }
 USERS_OWN = frozenset({"args", "values", "settings", "profile"})
@@ -384,21 +385,28 @@ def csv_cell(v):
 def csv_text(result: Result) -> str:
     """A result as CSV: its table (the first list of records in it: rows, buffers, entries…), else one record of
     its plain fields; cells as `csv_cell` writes them, floats rounded as in JSON."""
-    import csv
-    import io
-
-    data = rounded(result.data)
+    data = result.data
     rows = next((v for v in data.values() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)),
                 None)
     if rows is None:
         rows = [{k: v for k, v in data.items() if not isinstance(v, (list, dict))}]
-    fields = list(dict.fromkeys(k for r in rows for k in r))
+    return csv_records(rows).rstrip("\n")
+
+
+def csv_records(rows: list[dict]) -> str:
+    """Records as CSV, a column for every key any of them has (an empty cell where one lacks it), cells as
+    `csv_cell` writes them, floats rounded as in JSON: `set format csv` and a bench's `--csv FILE` alike."""
+    import csv
+    import io
+
+    rows = rounded(rows)
     out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    w = csv.DictWriter(out, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="",
+                       lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow({k: csv_cell(v) for k, v in r.items()})
-    return out.getvalue().rstrip("\n")
+    return out.getvalue()
 
 
 def json_line(cmd: str, result: Result | None, error: ShellError | None = None, file: str | None = None,

@@ -122,6 +122,14 @@ def test_csv_writes_empty_lists_as_empty_cells_lists_joined_and_booleans_as_true
 NOISE = re.compile(r"\d\.\d{13,}|\de-\d\d\d")  # 14+ significant digits: binary noise, not a measurement
 
 
+def test_a_bench_csv_file_is_written_as_set_format_csv_writes(tmp_path):
+    out = tmp_path / "b.csv"
+    text_run([f"bench memcpy h2d pinned sizes 4KB,1MB reps 1 --csv {out}"])
+    rows = list(csv.DictReader(out.open()))
+    assert [r["size"] for r in rows] == ["4096", "1048576"] and {r["gated"] for r in rows} == {"true"}
+    assert all(len(r["cv"]) <= 6 and len(r["gbps"].replace(".", "").lstrip("0")) <= 4 for r in rows)  # no float noise
+
+
 def test_json_floats_are_rounded_to_what_was_measured_and_stay_numbers():
     import jsonschema
 
@@ -141,7 +149,7 @@ def test_json_floats_are_rounded_to_what_was_measured_and_stay_numbers():
         assert not NOISE.search(line), line
         jsonschema.validate(json.loads(line), schema)
     alloc = json.loads(lines[1])["result"]
-    assert alloc["host_seconds"] == 6e-05 and isinstance(alloc["host_seconds"], float)
+    assert alloc["host_seconds"] == round(c.shell.backend.profile.device_alloc, 9) and isinstance(alloc["host_seconds"], float)
     copy = json.loads(lines[2])["result"]
     assert copy["gbps"] == 42.82
 

@@ -1,7 +1,7 @@
 """The figures the simulator models with. The default profile is `calibrate`'s output on the H100 (PCIe
-Gen5 x16), shipped in profiles/h100.json — but for sync_latency, device_free, pinned_free_per_mib and
-unregister_per_mib, which that calibrate did not measure: there the file holds the estimates below (their
-sources beside them) until `calibrate` runs on the H100 again. The dataclass defaults are rounder figures for a
+Gen5 x16), shipped in profiles/h100.json; its sync, allocation and free figures (sync_latency, device_alloc,
+device_free, register_per_mib, pinned_free_per_mib, unregister_per_mib) come from a later calibrate there, on
+2026-11-25. The dataclass defaults are rounder figures for a
 profile file that leaves some out. `--sim-profile` loads a JSON file (as `calibrate` writes) or a built-in name, e.g.
 `no-uva` for the pre-UVA rule that only mapped memory is reachable."""
 
@@ -60,9 +60,8 @@ class Profile:
     copy_latency: float = 7.3e-6  # what one small copy occupies its engine
     # what a blocking call costs the host beyond the work: the round trip from the GPU's end of it to the host
     # going on (cudaStreamSynchronize, a synchronous copy). calibrate measures it as an empty kernel's launch +
-    # sync less the launch call and the kernel; files of an older calibrate hold 0 (their method found none). 2 µs
-    # is an estimate: bpftime issue 506's nsys trace has cudaDeviceSynchronize after a small kernel at a median of
-    # 5.2 µs, that kernel's few µs included
+    # sync less the launch call and the kernel; files of an older calibrate hold 0 (their method found none). The
+    # H100 gave 3.7 µs
     sync_latency: float = 2.0e-6
     engine_switch: float = 0.0  # what a stream adds when its next operation runs on another engine
     launch_latency: float = 4.0e-6
@@ -72,9 +71,8 @@ class Profile:
     register_per_mib: float = 0.25e-3
     device_alloc: float = 60e-6
     # freeing, after the device sync cudaFree and cudaHostUnregister make (calibrate measures them as `bench alloc`
-    # does). The defaults are estimates until measured here: unpinning costs about a quarter of pinning (an nsys
-    # trace on a PCIe host: 503 ms to cudaHostAlloc 512 MiB, 115 ms to cudaFreeHost it — kekzl/imp issue 1653),
-    # and a cudaFree of a large block tens of µs (a median of 47 µs in bpftime issue 506's trace)
+    # does, the host clock around the call). The H100 gave a third of pinning's cost to unpin (188 µs/MiB against
+    # 564–624) and 613 µs for a cudaFree of 64 MiB; the defaults are rounder
     device_free: float = 40e-6
     pinned_free_per_mib: float = 0.13e-3
     unregister_per_mib: float = 0.06e-3

@@ -6,7 +6,6 @@ buffers rotated so caches do not flatter."""
 
 from __future__ import annotations
 
-import csv
 import statistics
 
 from ..errors import ShellError, usage
@@ -19,7 +18,7 @@ from ..machine import pcie_peak
 from ..registry import command
 from ..results import Result
 from ..scratch import Progress, Scratch
-from ..render import fit, fmt_seconds, host_table
+from ..render import csv_records, fit, fmt_seconds, host_table
 from ..sizes import format_size
 from typing import NotRequired, TypedDict
 
@@ -458,10 +457,8 @@ def _outputs(result: Result, args) -> Result:
     if args.get("FILE") and rows:
         table = rows + result.data.get("host_rows", [])  # bench peer's host rows too, their own columns filled
         try:
-            with open(args.get("FILE"), "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in table for k in r)), restval="")
-                w.writeheader()
-                w.writerows(table)
+            with open(args.get("FILE"), "w", newline="", encoding="utf-8") as f:
+                f.write(csv_records(table))
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
     if args.values.get("PNG") and rows:  # (no points measured: nothing to draw)

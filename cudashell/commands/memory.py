@@ -260,7 +260,7 @@ class Freed(Result, kind="free"):
         out = ["freed " + ", ".join(f"{f['name']} ({f['kind']} {format_size(f['size'])}"
                                     f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
         if d.get("sync_rule") and d["host_seconds"] >= 1e-4:  # only worth a line when the wait was real
-            out.append(f"  host waited {fmt_seconds(d['host_seconds'])} for the device: {d['sync_rule']} ({d['timing']})")
+            out.append(f"  took {fmt_seconds(d['host_seconds'])}: {d['sync_rule']} ({d['timing']})")
         return out
 
 
