@@ -22,7 +22,7 @@ def paste(text: str) -> str:
 
 class Terminal:
     def __init__(self, tmp_path, rows: int, cols: int, args=("--backend", "sim"), env: dict | None = None):
-        self.rows, self.cols = rows, cols
+        self.rows, self.cols, self.tmp = rows, cols, tmp_path
         self.screen = pyte.HistoryScreen(cols, rows, history=5000)
         self.stream = pyte.Stream(self.screen)
         self.screen.write_process_input = lambda answer: self.child.send(answer)  # as a terminal answers a CPR

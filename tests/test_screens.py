@@ -145,3 +145,29 @@ def test_charts_fit_and_text_wraps_between_words(term):
     term.run("show nosuchbufferwithalongname count 5 dtype float32")
     shown = " ".join(line.strip() for line in term.last_run()[1])
     assert shown == "col 6: NO_SUCH_BUFFER: no buffer named 'nosuchbufferwithalongname' — hint: `ls` lists the buffers"
+
+
+def test_the_smaller_defects_as_the_screen_shows_them(term):
+    """Items 8 and 10, seen at the prompt: each answer is the one the issue asks for."""
+    (term.tmp / "latin1.cush").write_bytes("echo café\n".encode("latin-1"))
+    (term.tmp / "bom.cush").write_bytes("\ufeffecho bom read\n".encode("utf-8"))
+    checks = [
+        ("help memcpy memset", ["memcpy [h2d|d2h|d2d|h2h] SRC DST", "memset "]),
+        ("alloc pinned 1MB as p0", ["p0: pinned 1 MiB"]),
+        ("show p1", ["did you mean `p0`?"]),
+        ("show P0", ["did you mean `p0`?"]),
+        ("show p0 count 300", ["300 of 1048576 read"]),
+        ("set pinlimit 1GB", ["pinlimit = 1 GiB"]),
+        ("stream create; stream destroy 1", ["stream 1 destroyed"]),
+        ("stream query 1", ["stream 1 was destroyed"]),
+        ("free p0", ["freed p0"]),
+        ("free p0", ["(p0 was freed)"]),
+        ("timeline last 0", ["asks for no operations"]),
+        ("run latin1.cush", ["BAD_ENCODING", "byte 0xe9 is not UTF-8"]),
+        ("run bom.cush", ["bom read"]),
+        ("save s.cush", ["commands to s.cush"]),
+    ]
+    for line, wanted in checks:
+        term.run(line)
+        shown = " ".join(row.strip() for row in term.last_run()[1])
+        assert all(w in shown for w in wanted), (line, shown)
