@@ -43,6 +43,10 @@ def test_a_latin1_script_is_refused_at_its_first_foreign_byte(tmp_path):
     ("pinned_h2d", "fast", "must be a number"),
     ("pinned_h2d", -5, "above 0"),
     ("copy_latency", 0, "above 0"),
+    ("device_free", -1e-6, "above 0"),  # the sync and free figures (issue 25, 2) too
+    ("pinned_free_per_mib", "slow", "a number"),
+    ("unregister_per_mib", 0, "above 0"),
+    ("sync_latency", -2e-6, "0 or more"),
     ("unified_addressing", 1, "true or false"),
     ("gpus", 1.5, "a whole number"),
     ("copy_curves", {"pinned h2d": [[4096, "x"]]}, "[[bytes, seconds]"),
