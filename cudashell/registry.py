@@ -70,6 +70,22 @@ def load() -> None:
         from . import commands  # noqa: F401  (importing it registers the handlers)
 
 
+WATCHERS: list[Callable] = []
+
+
+def watcher(fn: Callable) -> Callable:
+    """Decorator for what looks at every command after it ran — a lesson's check, the advice rules:
+    fn(session, backend, command, result, error) -> list of Results, shown after the command's own output.
+    `command` is the parsed Command, or None when the line did not parse."""
+    WATCHERS.append(fn)
+    return fn
+
+
+def watchers() -> list[Callable]:
+    load()
+    return WATCHERS
+
+
 def specs() -> list[Spec]:
     """Every spec, grouped in GROUPS order then by name."""
     load()

@@ -19,7 +19,7 @@ from .environment import Environment
 from .errors import ShellError
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
-from .registry import parse_segment, spec_of
+from .registry import parse_segment, spec_of, watchers
 from .results import Action, Block, Edit, Output, Quit, Repeat, Result, RunScript
 from .session import Session
 
@@ -102,7 +102,7 @@ class Shell:
             spec = spec_of([t.text for t in seg.tokens[:2]])
             if spec is None or spec.echoed:
                 self._write(self.out, f"cush> {seg.text}")
-        result, error, before = None, None, None
+        result, error, before, cmd = None, None, None, None
         t0 = time.perf_counter()
         try:
             if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
@@ -139,6 +139,8 @@ class Shell:
         self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
                      explained)
         self._report_callbacks()
+        if self.recording:  # not each round of a `repeat`: the repeat is the command
+            self._report_watched(cmd, result, error)
         if error is None and result is not None and result.data.get("interrupted"):
             self.interrupted = True  # a bench keeps what it measured before Ctrl-C; the script stops there
             self.last_error = ShellError("INTERRUPTED", "interrupted", "what was measured before Ctrl-C is shown")
@@ -158,6 +160,12 @@ class Shell:
         for fired in self.backend.fired_callbacks():  # host callbacks, and what a user kernel printed
             kind = fired.get("result", "callback")
             self._report(f"({kind.replace('_', ' ')})", Result.KINDS[kind](fired), None, None, None)
+
+    def _report_watched(self, cmd, result: Result | None, error: ShellError | None) -> None:
+        """What the watchers (a lesson's check, advice) say of the command that just ran, after its output."""
+        for watch in watchers():
+            for said in watch(self.session, self.backend, cmd, result, error):
+                self._report(f"({said.kind.replace('_', ' ')})", said, None, None, None)
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
                 wall: float | None = None, explained: tuple[str, str] | None = None) -> None:
