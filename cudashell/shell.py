@@ -22,6 +22,7 @@ from .grammar import Segment, split_commands
 from .registry import parse_segment, spec_of, watchers
 from .results import Action, Block, Edit, Output, Quit, Repeat, Result, RunScript
 from .session import Session
+from .shipped import DEMO_DIR
 
 MAX_DEPTH = 16
 
@@ -37,6 +38,14 @@ def script_text(raw: bytes, path: Path) -> str:
         col = len(before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")) + 1
         raise ShellError("BAD_ENCODING", f"{path}:{line}:{col}: byte 0x{raw[e.start]:02x} is not UTF-8",
                          "save the script as UTF-8 (a Latin-1 file: `iconv -f latin1 -t utf-8`)") from None
+
+def script_name(path: Path) -> str:
+    """How errors name a script: a shipped demo by its file name (`register.cush:21:18`, wherever the package is
+    installed), another relative to the directory the shell runs in where it is below it."""
+    if path.parent == DEMO_DIR:
+        return path.name
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
 
 WORD = re.compile(r"[A-Za-z_][\w.]*")
 NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space, a tab or a Unicode space too
@@ -315,7 +324,7 @@ class Shell:
         text = script_text(raw, path)
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
-        name = str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+        name = script_name(path)
         self.dirs.append(path.parent)
         self.session.script_dir = path.parent
         try:
