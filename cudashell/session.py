@@ -114,6 +114,16 @@ class Event:
     context: str = "gpu0"  # the context it was made in: it can be recorded only on that context's streams
 
 
+@dataclass
+class Measured:
+    """What a session measured, for `compare ref`: the last result of each bench and `calibrate` (by command line) and
+    the newest copies (their trace entries, whose times fill in as the work finishes). A demo's scope shares its
+    caller's, so what a demo measured counts as the session's."""
+
+    results: dict = field(default_factory=dict)  # command line → (the parsed Command, its result's data)
+    copies: list = field(default_factory=list)  # {"src", "dst": (kind, flags, registered), "async", "entry"}
+
+
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
             "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off", "pager": "on",
             "expanded": "off"}
@@ -203,6 +213,7 @@ class Session:
     peers: set = field(default_factory=set)  # (a, b) after `peer enable a b`: GPU a may reach GPU b's memory
     progress: object = None  # (label, done or None at the end, total) -> None: the shell's progress line, if any
     gone: dict = field(default_factory=dict)  # names freed or destroyed → what became of them (for the error)
+    measured: Measured = field(default_factory=Measured)  # benches, calibrate and copies, for `compare ref`
 
     # -------------------------------------------------------------- contexts
     @property

@@ -478,7 +478,8 @@ class Shell:
         """Run a script (a demo) on a session of its own — the same backend, the user's settings with `settings`
         on top — and release what it made at its end, whatever happened: the user's session is left as it was."""
         mine = self.session
-        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, progress=mine.progress)
+        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, progress=mine.progress,
+                        measured=mine.measured)  # what a demo measures is the session's, for `compare ref`
         self.session = scope
         try:
             self.backend.context_use(None)  # a fresh session starts in the GPU's primary context

@@ -55,6 +55,8 @@ TRIGGERS = {
     "NO_SUCH_EVENT": (None, ["event record a", "elapsed a nope"]),
     "NO_SUCH_KERNEL": (None, ["alloc device 4KB", "launch nosuch d0"]),
     "NO_SUCH_DEMO": (None, ["demo nosuch"]),
+    "NOTHING_MEASURED": (None, ["compare ref h100"]),
+    "NO_REFERENCE": (None, ["bench latency rounds 10", "compare ref nosuch"]),
     "NO_SUCH_FILE": (None, ["run missing.cush"]),
     "NAME_TAKEN": (None, ["alloc pinned 4KB as a", "alloc pinned 4KB as a"]),
     "OUT_OF_BOUNDS": (None, ["alloc pinned 4KB", "show p0 offset 5KB"]),

@@ -125,6 +125,9 @@ def check_name(name: str, col: int | None, what: str) -> None:
 
 def check_new_name(session, name: str, col: int | None) -> None:
     check_name(name, col, "a buffer")
+    if name.lower() == "ref":  # `compare ref …` is the reference figures: `compare ref h0` could not mean this buffer
+        raise ShellError("USAGE", "'ref' cannot name a buffer: `compare ref` sets figures beside a reference",
+                         "pick another name", col)
     if name in session.buffers:
         raise ShellError("NAME_TAKEN", f"a buffer named '{name}' exists", "pick another name or `free` it", col)
 
