@@ -77,7 +77,8 @@ class _Version(argparse.Action):
 def build_parser(env: Environment | None = None) -> Parser:
     p = Parser(prog="cudashell", description="Explore how CUDA host and device memory behave.", env=env,
                epilog="exit status: 0 ok, 1 a command failed, 2 a usage or startup error, 130 interrupted, "
-                      "141 the reader of the output left")
+                      "141 the reader of the output left. `cudashell grade CHECKS.cush [SUBMISSION…]` grades "
+                      "students' submissions (`cudashell grade --help`)")
     p.add_argument("scripts", nargs="*", metavar="FILE.cush", help="scripts to run in order")
     p.add_argument("-c", dest="commands", metavar="CMDS", help="run these commands (`;` separates them)")
     p.add_argument("--backend", choices=("auto", "sim", "cuda"),
@@ -90,9 +91,6 @@ def build_parser(env: Environment | None = None) -> Parser:
     p.add_argument("--keep-going", action="store_true", help="run on after a failed command (exit 1 at the end)")
     p.add_argument("--echo", action=argparse.BooleanOptionalAction, default=None,
                    help="print each script command before its output (default: on for script files)")
-    p.add_argument("--advice", action=argparse.BooleanOptionalAction, default=None,
-                   help="a `note:` line when a command does what a teacher would comment on (default: on at the "
-                        "prompt, off in scripts, -c and --json)")
     p.add_argument("--quiet", action="store_true", help="no banner")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
     p.add_argument("--version", action=_Version, help="show the version and exit")
@@ -113,6 +111,10 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
     """The command, on `env`'s streams (the process's when none is given); its exit status."""
     env = env or Environment()
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["grade"]:  # `cudashell grade CHECKS.cush [SUBMISSION…]` (a script named grade: ./grade)
+        from .grade import main as grade_main
+
+        return grade_main(argv[1:], env)
     parser = build_parser(env)
     if "--json" in (argv[:argv.index("--")] if "--" in argv else argv):
         parser.json_cmd = shlex.join(["cudashell", *argv])
@@ -148,14 +150,11 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
     if env.stdout is None:
         shell.output_lost = "stdout is closed"
     apply_settings(shell, settings)
-    if args.advice:
-        shell.session.settings["advice"] = "on"
     try:
         if interactive:
             from .repl import repl
 
-            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env,
-                                   advice=args.advice if args.advice is not None else not args.json))
+            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env))
         else:
             if not args.quiet and not args.json:
                 shell._write(shell.err, banner(reason, backend))

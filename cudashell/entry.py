@@ -17,8 +17,8 @@ _started: tuple | None = None  # (process, main socket, rescue socket, side, ord
 
 
 def _wanted(argv: list[str], env: Environment | None = None) -> bool:
-    if any(a in ("-h", "--help", "--version", "--json-schema") for a in argv):
-        return False
+    if any(a in ("-h", "--help", "--version", "--json-schema") for a in argv) or argv[:1] == ["grade"]:
+        return False  # `grade` starts a backend per section, each in a process of its own
     choice = None
     for i, a in enumerate(argv):
         if a == "--backend" and i + 1 < len(argv):

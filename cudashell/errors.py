@@ -74,6 +74,9 @@ SHELL_CODES = {
     "GPU_WORKER_DIED": "the GPU worker process ended: `reset`",
     "NO_SUCH_HISTORY": "`!N`, `!!` or `!PREFIX` at the prompt names no command in the history",
     "NOT_INTERACTIVE": "the command opens an editor or waits for keys: it works at the prompt only",
+    "OUTSIDE_SUBMISSION": "`cudashell grade`: the submission named a file outside its own folder",
+    "TIME_LIMIT": "`cudashell grade`: a check ran past its time limit (`--time-limit`) and was stopped",
+    "CHECK_CRASHED": "`cudashell grade`: the process running a check ended without reporting it",
     "INTERRUPTED": "Ctrl-C",
     "INTERNAL_ERROR": "a bug in cudashell: `--debug` shows the traceback",
 }

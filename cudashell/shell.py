@@ -48,6 +48,7 @@ def script_name(path: Path) -> str:
 
 
 WORD = re.compile(r"[A-Za-z_][\w.]*")
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)  # what a kernel's source reads besides itself
 NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space, a tab or a Unicode space too
 
 
@@ -82,6 +83,7 @@ class Shell:
         self.editor = None  # (text, suffix) -> text: the user's $EDITOR, where there is a person at a prompt
         self.next_input = ""  # what `edit` brought back, waiting at the next prompt
         self.progress_stream = None  # where the progress line goes, when not the error stream (the prompt's terminal)
+        self.root: Path | None = None  # `cudashell grade`: the submission's folder, outside which no file is opened
 
     @property
     def json_mode(self) -> bool:
@@ -117,6 +119,8 @@ class Shell:
             if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
+            if self.root is not None:
+                self._confine(cmd)
             if self.session.settings["explain"] == "on":  # what was alive before: the C refers to it
                 before = cemit.alive(self.session, WORD.findall(seg.text))  # what the command (and a block in it) names
             self.backend.command_started()
@@ -155,6 +159,38 @@ class Shell:
             self.last_error = ShellError("INTERRUPTED", "interrupted", "what was measured before Ctrl-C is shown")
             return False
         return error is None
+
+    def _confine(self, cmd) -> None:
+        """Grading: every file a command names — a script, a kernel and what it #includes, a file it writes — must
+        lie inside `root` (symbolic links followed, resolved from the script's folder and from the working
+        directory, as the commands resolve them), or the command is refused before it opens anything."""
+        root = self.root.resolve()
+
+        def inside(path: Path, shown: str, col: int | None) -> None:
+            if not path.resolve().is_relative_to(root):
+                raise ShellError("OUTSIDE_SUBMISSION", f"{shown} is outside the submission's folder {self.root}",
+                                 "a submission opens and writes files only inside its own folder", col)
+
+        def includes(source: str, folder: Path, col: int | None, seen: set) -> None:
+            for name in INCLUDE.findall(source):
+                target = folder / name
+                inside(target, f"#include {name!r}", col)
+                if target.is_file() and target.resolve() not in seen:
+                    seen.add(target.resolve())
+                    includes(target.read_text(encoding="utf-8", errors="replace"), target.parent, col, seen)
+
+        for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
+            value = cmd.args.values.get(arg.name)
+            if arg.kind != "file" or value is None or (cmd.spec.name == "output" and value == "off"):
+                continue
+            col = cmd.args.col(arg.name)
+            for base in (self.dirs[-1], Path.cwd()):
+                inside(base / value, value, col)
+            if cmd.spec.name == "kernel load" and (self.dirs[-1] / value).is_file():
+                includes((self.dirs[-1] / value).read_text(encoding="utf-8", errors="replace"),
+                         (self.dirs[-1] / value).parent, col, set())
+        if cmd.spec.name == "kernel define":
+            includes(cmd.args.get("SOURCE"), self.dirs[-1], cmd.args.col("SOURCE"), set())
 
     @staticmethod
     def _as_recorded(text: str, result: Result | None) -> str:
@@ -301,7 +337,8 @@ class Shell:
             return self.run_items([(BadLine(e, line.strip()), 1)])
         return self.run_items([(s, 1) for s in segments])
 
-    def script_items(self, text: str) -> list[tuple[Segment | BadLine, int]]:
+    @staticmethod
+    def script_items(text: str) -> list[tuple[Segment | BadLine, int]]:
         items: list[tuple[Segment | BadLine, int]] = []
         lines = text.splitlines()
         for lineno, line in joined_source_lines(lines):

@@ -91,6 +91,7 @@ TRIGGERS = {
     "NO_SUCH_CONTEXT": (None, ["context use other"]),
     "CONTEXT_IN_USE": (None, ["context create as other; stream create as s1", "context destroy other"]),
     "GPU_ABANDONED": (None, ["set gpu-timeout 0.001", "launch spin 100000", "sync"]),
+    "OUTSIDE_SUBMISSION": (None, ["run ../x.cush"]),
     "INTERRUPTED": (None, ["alloc pinned 4KB", "sync"]),
     "INTERNAL_ERROR": (None, ["alloc pinned 4KB", "ls"]),
 }
@@ -98,8 +99,9 @@ TRIGGERS = {
 # GPU (only where there is none), a worker process that dies (the cuda backend's pipe, with the simulator behind
 # it), and two the GPU side alone raises (a NUMA node the kernel will not bind host pages to; a call a GPU-side
 # loop cannot make without the shell); and the prompt's `!N`, expanded before a line runs (test_repl).
+# `cudashell grade` says of a check that ran past its time limit or whose process died (tests/test_grade.py).
 ELSEWHERE = {"BAD_PROFILE", "BAD_CONFIG", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE",
-             "NO_SUCH_HISTORY"}
+             "NO_SUCH_HISTORY", "TIME_LIMIT", "CHECK_CRASHED"}
 
 
 def _rigged(code: str, shell: Shell, monkeypatch) -> None:
@@ -118,6 +120,8 @@ def _rigged(code: str, shell: Shell, monkeypatch) -> None:
     elif code == "NOT_INSTALLED":
         monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
         monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
+    elif code == "OUTSIDE_SUBMISSION":  # as `cudashell grade` confines a submission to its folder
+        shell.root = shell.dirs[-1]
     elif code == "RUNAWAY_KERNEL":
         from cudashell.simt import interp
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import re
 
 from ..errors import ShellError
+from ..grammar import Arg, Opt
 from ..sizes import format_size, format_size_exact
 from ..session import Region
 
@@ -166,3 +167,8 @@ def write_file(path, text: str, col: int | None) -> None:
         path.write_text(text)
     except OSError as e:
         raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, col) from None
+
+
+# `points N` on every expect line: what the check is worth when `cudashell grade` runs a checks file
+POINTS = Opt("points", Arg("POINTS", "count"))
+GRADED = "With `points N` it is a check worth N points in a checks file (`cudashell grade`); elsewhere points change nothing."

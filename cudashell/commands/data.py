@@ -11,7 +11,7 @@ from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
 from ..registry import command
 from ..results import Expectation, Result
-from .checks import check_host_accessible, check_range, check_within, common_size, region
+from .checks import GRADED, POINTS, check_host_accessible, check_range, check_within, common_size, region
 from ..render import pending_notes
 from ..sizes import format_size_exact
 from typing import NotRequired, TypedDict
@@ -194,7 +194,8 @@ def compare(session, backend, args):
 
 
 @command("expect equal", "scripts", "check that two buffers hold the same bytes", "expect equal h0 h1[4KB:+4KB]",
-         "(none)", args=(Arg("A", "part"), Arg("B", "part"), Arg("SIZE", "size", optional=True)), exported=False, saved=False)
+         "(none)", args=(Arg("A", "part"), Arg("B", "part"), Arg("SIZE", "size", optional=True)), opts=(POINTS,),
+         details=GRADED, exported=False, saved=False)
 def expect_equal(session, backend, args):
     data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
                            (args.col("A"), args.col("B"), args.col("SIZE") if "SIZE" in args.values else None))

@@ -11,7 +11,7 @@ from ..registry import GROUPS, command, lookup, parse_segment, specs
 from ..results import Block, Edit, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
 from ..settings import SETTINGS
 from ..shipped import DEMO_DIR, demos
-from .checks import check_writable, write_file
+from .checks import GRADED, POINTS, check_writable, write_file
 from ..render import fmt_seconds
 from ..sizes import format_size_exact
 from typing import NotRequired, TypedDict
@@ -166,7 +166,8 @@ def _previous(session):
     return last
 
 
-@command("expect ok", "scripts", "check that the command before succeeded", "expect ok", "(none)", exported=False, saved=False)
+@command("expect ok", "scripts", "check that the command before succeeded", "expect ok", "(none)", opts=(POINTS,),
+         details=GRADED, exported=False, saved=False)
 def expect_ok(session, backend, args):
     last = _previous(session)
     if not last.ok:
@@ -175,8 +176,9 @@ def expect_ok(session, backend, args):
 
 
 @command("expect error", "scripts", "check that the command before failed with CODE",
-         "expect error CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "(none)", args=(Arg("CODE", "code"),),
-         details="In a script a failing command stops it unless the next command is a matching expect error.", exported=False, saved=False)
+         "expect error CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "(none)", args=(Arg("CODE", "code"),), opts=(POINTS,),
+         details="In a script a failing command stops it unless the next command is a matching expect error. " + GRADED,
+         exported=False, saved=False)
 def expect_error(session, backend, args):
     last = _previous(session)
     code = args.get("CODE").upper()
@@ -191,7 +193,7 @@ def expect_error(session, backend, args):
 @command("expect faster", "scripts", "check that the time between two events is shorter than between two others",
          "expect faster b0 b1 than n0 n1", "cudaEventElapsedTime",
          args=(Arg("A1", "event"), Arg("A2", "event"), Arg("THAN", choices=("than",)), Arg("B1", "event"),
-               Arg("B2", "event")), exported=False, saved=False)
+               Arg("B2", "event")), opts=(POINTS,), details=GRADED, exported=False, saved=False)
 def expect_faster(session, backend, args):
     a = backend.event_elapsed(session.event(args.get("A1"), args.col("A1")).handle,
                               session.event(args.get("A2"), args.col("A2")).handle)

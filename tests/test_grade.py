@@ -1,0 +1,229 @@
+"""`cudashell grade`: the example in docs/grading/ scores its three submissions as intended on both backends, the same
+on two simulator profiles, and a submission that escapes its folder, loops or crashes costs only its checks."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from cudashell.cli import main
+from cudashell.environment import Environment, ExitStatus
+from cudashell.shell import Shell
+from cudashell.backends.sim import SimBackend
+from tests.conftest import gpu_missing
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "grading"
+CHECKS = str(EXAMPLE / "checks.cush")
+SUBMISSIONS = [str(EXAMPLE / who) for who in ("right", "slow", "wrong")]
+
+
+def grade(*argv: str, tmp_path: Path) -> tuple[ExitStatus, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(stdin=None, stdout=out, stderr=err, stdin_isatty=False, stdout_isatty=False,
+                      config_dir=tmp_path / "config", state_dir=tmp_path / "state")
+    return main(["grade", *argv], env), out.getvalue(), err.getvalue()
+
+
+def grades(*argv: str, tmp_path: Path) -> tuple[ExitStatus, list[dict]]:
+    code, out, err = grade(*argv, "--json", tmp_path=tmp_path)
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert all(x["kind"] == "grade" and x["ok"] for x in lines), (out, err)
+    return code, [x["result"] for x in lines]
+
+
+def outcome(g: dict) -> list[tuple]:
+    """What a grade decides, check by check (not the figures its messages quote, nor wall times)."""
+    return [(s["title"], c["line"], c["status"], c["code"], c["score"]) for s in g["sections"] for c in s["checks"]]
+
+
+def _example(backend: str, tmp_path: Path) -> None:
+    code, (right, slow, wrong) = grades("--backend", backend, CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+    assert [(g["score"], g["total"], g["passed"]) for g in (right, slow, wrong)] == \
+        [(100, 100, True), (60, 100, True), (50, 100, False)]
+    assert code == ExitStatus.ERROR  # one submission is below the default 60%
+    assert outcome(right) == [("The script runs", 8, "passed", None, 10), ("The result is right", 18, "passed", None, 50),
+                              ("The copy is fast", 28, "passed", None, 40)]
+    assert outcome(slow)[2] == ("The copy is fast", 28, "failed", "EXPECT_FAILED", 0)
+    assert outcome(wrong)[1] == ("The result is right", 18, "failed", "EXPECT_FAILED", 0)
+    assert "first difference at byte" in wrong["sections"][1]["checks"][0]["message"]
+    assert right["backend"] == backend and right["timing"] == ("modeled" if backend == "sim" else "measured")
+
+
+def test_the_example_grades_right_slow_and_wrong_on_the_simulator(tmp_path):
+    _example("sim", tmp_path)
+
+
+@pytest.mark.gpu
+def test_the_example_grades_right_slow_and_wrong_on_the_gpu(tmp_path):
+    if gpu_missing():
+        pytest.skip(f"no GPU: {gpu_missing()}")
+    _example("cuda", tmp_path)
+
+
+def test_grades_on_the_simulator_do_not_depend_on_the_profile_where_the_checks_are_about_order(tmp_path):
+    """The copy check asks which copy is faster, not how fast: a GPU with one copy engine, or one without UVA,
+    grades the example as the H100 does."""
+    _, h100 = grades("--backend", "sim", "--sim-profile", "h100", CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+    for profile in ("one-copy-engine", "no-uva"):
+        _, other = grades("--backend", "sim", "--sim-profile", profile, CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+        assert [outcome(g) for g in other] == [outcome(g) for g in h100]
+        assert [g["score"] for g in other] == [100, 60, 50]
+
+
+def test_the_json_lines_validate_against_the_published_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    from cudashell.results import json_schema
+
+    _, out, _ = grade("--backend", "sim", "--json", CHECKS, SUBMISSIONS[2], tmp_path=tmp_path)
+    line = json.loads(out)
+    assert list(jsonschema.Draft202012Validator(json_schema()).iter_errors(line)) == []
+    assert line["cmd"].startswith("cudashell grade --backend sim --json")
+
+
+def test_the_score_table_and_the_threshold_decide_the_exit_status(tmp_path):
+    code, out, _ = grade("--backend", "sim", CHECKS, SUBMISSIONS[1], tmp_path=tmp_path)
+    assert code == ExitStatus.SUCCESS
+    assert "total 60/100 points (60%): passed (passing takes 60)" in out
+    assert "0/40  ✗ EXPECT_FAILED: t0→t1 took" in out
+    code, out, _ = grade("--backend", "sim", "--pass", "61%", CHECKS, SUBMISSIONS[1], tmp_path=tmp_path)
+    assert code == ExitStatus.ERROR and "not passed (passing takes 61)" in out
+    code, _, _ = grade("--backend", "sim", "--pass", "50", CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+    assert code == ExitStatus.SUCCESS
+    code, _, err = grade("--backend", "sim", "--pass", "101%", CHECKS, SUBMISSIONS[0], tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE and "USAGE: --pass 101% is outside 0..100 points" in err
+
+
+def test_junit_xml_has_a_case_per_check_and_a_failure_per_failed_expect(tmp_path):
+    xml = tmp_path / "grade.xml"
+    grade("--backend", "sim", "--junit", str(xml), CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+    suites = ElementTree.parse(xml).getroot().findall("testsuite")
+    assert [(s.get("tests"), s.get("failures"), s.get("errors")) for s in suites] == [("3", "0", "0"), ("3", "1", "0"),
+                                                                                      ("3", "1", "0")]
+    props = {p.get("name"): p.get("value") for p in suites[2].find("properties")}
+    assert (props["score"], props["total"], props["passed"]) == ("50", "100", "false")
+    failure = suites[2].findall("testcase")[1].find("failure")
+    assert failure.get("type") == "EXPECT_FAILED" and "out and want differ" in failure.get("message")
+
+
+# ------------------------------------------------------------------ a submission that misbehaves
+BAD_CHECKS = """\
+run setup.cush
+section "escapes with run" points 10
+run escape.cush
+expect ok
+section "loads a kernel outside" points 10
+kernel load /etc/passwd
+expect ok
+section "includes a file outside" points 10
+kernel load inc.cu
+launch inc d grid 1 block 1
+expect ok
+section "loops" points 10
+run loop.cush
+expect ok
+expect ok points 0
+section "crashes" points 10
+run crash.cush
+expect equal h h
+section "behaves" points 10
+alloc pinned 4KB as p
+expect ok
+"""
+
+
+def _misbehaving(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "checks.cush").write_text(BAD_CHECKS)
+    (tmp_path / "outside.cush").write_text("alloc pinned 4KB\n")
+    (tmp_path / "secret.h").write_text("#define SECRET 42\n")
+    sub = tmp_path / "student"
+    sub.mkdir()
+    (sub / "setup.cush").write_text("alloc device 4KB as d\nalloc pinned 4KB as h\n")
+    (sub / "escape.cush").write_text("run ../outside.cush\n")
+    (sub / "inc.cu").write_text('#include "../secret.h"\n__global__ void inc(int *a) { a[0] = SECRET; }\n')
+    (sub / "loop.cush").write_text("kernel define forever <<< __global__ void forever(int *a) { while (a[0] == 0) { } } >>>\n"
+                                   "launch forever d grid 1 block 1\nsync\n")
+    (sub / "crash.cush").write_text("memset d 0\n")
+    return tmp_path / "checks.cush", sub
+
+
+def test_a_submission_that_escapes_loops_or_crashes_scores_zero_there_and_grading_goes_on(tmp_path, monkeypatch):
+    checks, sub = _misbehaving(tmp_path)
+
+    def crash(*args, **kwargs):  # the section's process dies as a segfault would end it (the grader is forked)
+        os._exit(11)
+    monkeypatch.setattr(SimBackend, "memset", crash)
+    code, (g,) = grades("--backend", "sim", "--time-limit", "3", str(checks), str(sub), tmp_path=tmp_path)
+    checks_ = {s["title"]: s["checks"] for s in g["sections"]}
+    escape, = checks_["escapes with run"]
+    assert (escape["status"], escape["code"], escape["score"]) == ("failed", "EXPECT_FAILED", 0)
+    assert "escape.cush:1:5: OUTSIDE_SUBMISSION: ../outside.cush is outside the submission's folder" in escape["message"]
+    kernel, = checks_["loads a kernel outside"]
+    assert "OUTSIDE_SUBMISSION: /etc/passwd is outside" in kernel["message"]
+    include, = checks_["includes a file outside"]  # the kernel load failed, so the launch after it is not run
+    assert include["code"] == "OUTSIDE_SUBMISSION" and "not reached: line 9 failed" in include["message"]
+    assert "#include '../secret.h' is outside" in include["message"]
+    loop, after = checks_["loops"]
+    assert (loop["status"], loop["code"], loop["score"]) == ("error", "TIME_LIMIT", 0)
+    assert 3 <= loop["seconds"] < 10  # stopped at the limit, not by the simulator's own 10 s runaway guard
+    assert after["code"] == "TIME_LIMIT" and after["message"].startswith("not reached")
+    crashed, = checks_["crashes"]
+    assert (crashed["status"], crashed["code"]) == ("error", "CHECK_CRASHED")
+    assert "exit status 11" in crashed["message"]
+    behaves, = checks_["behaves"]
+    assert behaves["status"] == "passed"
+    assert (g["score"], g["total"], code) == (10, 60, ExitStatus.ERROR)
+
+
+def test_the_shell_refuses_files_outside_its_root_and_opens_those_inside(tmp_path):
+    sub = tmp_path / "sub"
+    (sub / "k").mkdir(parents=True)
+    (sub / "ok.cush").write_text("alloc pinned 4KB\n")
+    (sub / "k" / "two.cu").write_text("__global__ void two(int *a) { a[0] = 2; }\n")
+    (sub / "link.cush").symlink_to(tmp_path / "out.cush")
+    (tmp_path / "out.cush").write_text("alloc pinned 4KB\n")
+    os.chdir(sub)
+    try:
+        shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
+        shell.root, shell.dirs, shell.session.script_dir = sub, [sub], sub
+        for line in ("run ../out.cush", "run link.cush", "kernel load /etc/passwd", "save ../saved.cush",
+                     "output ../o.txt", "export c /tmp/x.cu", "kernel define t <<< #include \"../../h.h\"\n"
+                     "__global__ void t(int *a) { } >>>"):
+            assert shell.execute(line) is False, line
+            assert shell.last_error.code == "OUTSIDE_SUBMISSION", (line, shell.last_error)
+        assert shell.execute("run ok.cush; kernel load k/two.cu; save kept.cush; output off")
+        assert (sub / "kept.cush").is_file()
+        shell.close()
+    finally:
+        os.chdir(tmp_path)
+
+
+def test_a_checks_file_that_cannot_be_graded_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "bad.cush"
+    bad.write_text('section "a" points 10\nexpect ok points 20\n')
+    code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE
+    assert err.strip() == (f"USAGE: {bad}:1: section 'a' is worth 10 points, and its checks' own points add up to 20 "
+                           "— hint: leave `points` off some of its expect lines to share the rest, or fix the numbers")
+    bad.write_text("alloc pinned 4KB\nallok pinned 4KB\n")
+    code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE and f"UNKNOWN_COMMAND: {bad}:2: unknown command 'allok'" in err
+    bad.write_text("expect ok\n")
+    code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE and "no check is worth any points" in err
+    code, _, err = grade("--backend", "sim", CHECKS, str(tmp_path / "nobody"), tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE and "NO_SUCH_FILE: submission" in err and "is not a folder" in err
+
+
+def test_points_are_shared_within_a_section_and_the_lines_before_the_first_section_run_in_each(tmp_path):
+    checks = tmp_path / "checks.cush"
+    checks.write_text('alloc pinned 4KB as p\nsection "two shares" points 9\nfree p\nexpect ok\nexpect ok points 3\n'
+                      'expect error CUDA_ERROR_INVALID_VALUE\nsection "again" points 1\nfree p\nexpect ok\n')
+    code, (g,) = grades("--backend", "sim", str(checks), str(tmp_path), tmp_path=tmp_path)
+    assert [(c["points"], c["score"], c["status"]) for s in g["sections"] for c in s["checks"]] == \
+        [(3.0, 3.0, "passed"), (3.0, 3.0, "passed"), (3.0, 0.0, "failed"), (1.0, 1.0, "passed")]
+    assert code == ExitStatus.SUCCESS  # 7 of 10
