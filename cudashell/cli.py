@@ -91,6 +91,9 @@ def build_parser(env: Environment | None = None) -> Parser:
     p.add_argument("--keep-going", action="store_true", help="run on after a failed command (exit 1 at the end)")
     p.add_argument("--echo", action=argparse.BooleanOptionalAction, default=None,
                    help="print each script command before its output (default: on for script files)")
+    p.add_argument("--advice", action=argparse.BooleanOptionalAction, default=None,
+                   help="a `note:` line when a command does what a teacher would comment on (default: on at the "
+                        "prompt, off in scripts, -c and --json)")
     p.add_argument("--quiet", action="store_true", help="no banner")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
     p.add_argument("--version", action=_Version, help="show the version and exit")
@@ -150,11 +153,14 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
     if env.stdout is None:
         shell.output_lost = "stdout is closed"
     apply_settings(shell, settings)
+    if args.advice:
+        shell.session.settings["advice"] = "on"
     try:
         if interactive:
             from .repl import repl
 
-            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env))
+            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env,
+                                   advice=args.advice if args.advice is not None else not args.json))
         else:
             if not args.quiet and not args.json:
                 shell._write(shell.err, banner(reason, backend))

@@ -85,6 +85,7 @@ class Cush:
         self.shell, self.options = Shell(chosen, reason, out=self.env.stdout, err=self.env.stderr), wanted
         self.shell.display = self._display
         self.shell.echo_scripts = True  # `%cush demo …` shows each command it runs, as the prompt does
+        self.shell.session.settings["advice"] = "on"  # notes as the cells run, as at the prompt
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
         return self.shell
 
@@ -122,9 +123,10 @@ class Cush:
                 shell.execute(text)
             finally:
                 self.quiet = False
-            for shown in self.shown[:-1]:
+            results = [s for s in self.shown if s.kind != "note"]  # an advice note is shown, never the value
+            for shown in results[:-1] + [s for s in self.shown if s.kind == "note"]:
                 display(shown)
-            return self.shown[-1] if self.shown and shell.last_error is None else None
+            return results[-1] if results and shell.last_error is None else None
         finally:
             if shell.quitting:  # `quit` ends this session; the next %cush starts a fresh one, and says so
                 shell.close()

@@ -412,11 +412,13 @@ def ask_abandon(what: str, waited: float) -> bool:
 
 
 def repl(shell, banner: str, settings: dict | None = None, input=None, output=None,
-         env: Environment | None = None) -> ExitStatus:
+         env: Environment | None = None, advice: bool = True) -> ExitStatus:
     settings = settings or {}
     env = env or Environment()
     session = make_session(shell, settings, input, output, env)
     shell.echo_scripts = True  # `demo` and `run FILE` show each command as they run it
+    if advice:  # a `note:` when a command does what a teacher would comment on (`--no-advice`, `set advice off`)
+        shell.session.settings["advice"] = "on"
     if use_color(settings.get("color", "auto"), env) and input is None:
         shell.err = ColorErrors(shell.err)
     info = shell.backend.info

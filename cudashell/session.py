@@ -126,7 +126,7 @@ class Measured:
 
 SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
             "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off", "pager": "on",
-            "expanded": "off"}
+            "expanded": "off", "advice": "off"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,6 +213,7 @@ class Session:
     peers: set = field(default_factory=set)  # (a, b) after `peer enable a b`: GPU a may reach GPU b's memory
     progress: object = None  # (label, done or None at the end, total) -> None: the shell's progress line, if any
     gone: dict = field(default_factory=dict)  # names freed or destroyed → what became of them (for the error)
+    advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
     measured: Measured = field(default_factory=Measured)  # benches, calibrate and copies, for `compare ref`
 
     # -------------------------------------------------------------- contexts

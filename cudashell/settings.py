@@ -48,4 +48,6 @@ SETTINGS = {
                         lambda v: v if v == "auto" else parse_size(v), lambda: ["auto"], _size_or_auto),
     "expanded": Setting("on, off or auto (pgcli's \\x: tables one `field | value` a line; auto: those too wide for "
                         "the terminal)", lambda v: v in ("on", "off", "auto"), str, lambda: ["on", "off", "auto"]),
+    "advice": Setting("on or off (a `note:` line when a command does what a teacher would comment on; on at the "
+                      "prompt and in notebooks)", lambda v: v in ON_OFF, str, lambda: list(ON_OFF)),
 }
