@@ -209,8 +209,16 @@ class Shell:
     def _report_watched(self, cmd, result: Result | None, error: ShellError | None) -> None:
         """What the watchers (a lesson's check, advice) say of the command that just ran, after its output."""
         for watch in watchers():
-            for said in watch(self.session, self.backend, cmd, result, error):
-                self._report(f"({said.kind.replace('_', ' ')})", said, None, None, None)
+            try:
+                said = watch(self.session, self.backend, cmd, result, error)
+            except Exception as e:  # a bug in a watcher: the command itself ran, and stays a success
+                if self.debug:
+                    raise
+                self._write(self.err, f"INTERNAL_ERROR: {watch.__module__}.{watch.__name__} failed after the command: "
+                                      f"{type(e).__name__}: {e} — hint: run with --debug for the traceback")
+                continue
+            for one in said:
+                self._report(f"({one.kind.replace('_', ' ')})", one, None, None, None)
 
     def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
                 wall: float | None = None, explained: tuple[str, str] | None = None) -> None:

@@ -228,3 +228,17 @@ def test_nested_runs_say_what_happened_once(tmp_path):
     assert "went on (--keep-going)" in r.stderr and "stopped" not in r.stderr and "after" in r.stdout
     r = cush("nosuch.cush")
     assert "relative to the directory you are in" in r.stderr and "that script" not in r.stderr
+
+
+def test_a_watcher_that_fails_leaves_the_command_a_success(monkeypatch):
+    """A bug in what looks at a command after it ran (advice, a lesson's check) is one line, not the command's
+    failure: the command did run."""
+    from cudashell import registry
+
+    def broken(*args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(registry, "WATCHERS", registry.watchers() + [broken])
+    sh, out, err = shell()
+    assert sh.execute("alloc pinned 4KB as a") is True and "a" in sh.session.buffers
+    assert "INTERNAL_ERROR: tests.test_scripts.broken failed after the command: ZeroDivisionError" in err.getvalue()
