@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
     out = env.stdout or open(os.devnull, "w")  # a stream closed at start is None: write nowhere, say so below
     shell = Shell(backend, reason, out=out, err=env.stderr or out, json_mode=args.json, keep_going=args.keep_going,
                   debug=args.debug, echo=echo)
+    shell.session.state_dir = env.state_dir  # where a lesson's progress is kept
     if env.stdout is None:
         shell.output_lost = "stdout is closed"
     apply_settings(shell, settings)

@@ -84,6 +84,7 @@ class Cush:
                   file=self.env.stdout)
         self.shell, self.options = Shell(chosen, reason, out=self.env.stdout, err=self.env.stderr), wanted
         self.shell.display = self._display
+        self.shell.session.state_dir = self.env.state_dir  # a lesson's progress, kept between notebook sessions
         self.shell.echo_scripts = True  # `%cush demo …` shows each command it runs, as the prompt does
         self.shell.session.settings["advice"] = "on"  # notes as the cells run, as at the prompt
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))

@@ -213,8 +213,10 @@ class Session:
     peers: set = field(default_factory=set)  # (a, b) after `peer enable a b`: GPU a may reach GPU b's memory
     progress: object = None  # (label, done or None at the end, total) -> None: the shell's progress line, if any
     gone: dict = field(default_factory=dict)  # names freed or destroyed → what became of them (for the error)
-    advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
     measured: Measured = field(default_factory=Measured)  # benches, calibrate and copies, for `compare ref`
+    lesson: object = None  # the lesson running in this session (commands/lessons.py): its step, tries, results
+    state_dir: Path | None = None  # where progress is kept (the Environment's state dir); None: not kept
+    advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
 
     # -------------------------------------------------------------- contexts
     @property

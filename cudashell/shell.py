@@ -463,9 +463,16 @@ class Shell:
         result.data.update(wall=time.perf_counter() - t0, ran=times * len(segments), through_shell=why)
 
     def _block(self, block: Block) -> None:
-        """`if gpus N <<< … >>>`: the block's commands, each shown as a typed one is; the first failure stops it."""
-        for seg in split_commands(block.commands.replace("\n", ";")):
-            if not self.run_segment(seg):
+        """`if gpus N <<< … >>>`, a lesson's answers: the block's commands, each shown as a typed one is; the first
+        failure stops it, unless the next command is an `expect error` naming it (as in a script)."""
+        segments = split_commands(block.commands.replace("\n", ";"))
+        for i, seg in enumerate(segments):
+            outer, self.expecting = self.expecting, expected_code(segments[i + 1] if i + 1 < len(segments) else None)
+            try:
+                ok = self.run_segment(seg)
+            finally:
+                expecting, self.expecting = self.expecting, outer
+            if not ok and expecting is None:
                 raise ShellError("SCRIPT_FAILED", f"the block stopped at `{seg.text}`", "its error is printed above",
                                  block.col)
 

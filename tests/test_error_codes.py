@@ -55,6 +55,9 @@ TRIGGERS = {
     "NO_SUCH_EVENT": (None, ["event record a", "elapsed a nope"]),
     "NO_SUCH_KERNEL": (None, ["alloc device 4KB", "launch nosuch d0"]),
     "NO_SUCH_DEMO": (None, ["demo nosuch"]),
+    "NO_SUCH_LESSON": (None, ["lesson nosuch"]),
+    "BAD_LESSON": (None, ["echo not toml", "save bad.toml", "lesson bad.toml"]),  # a .cush script is not a lesson
+    "NO_LESSON": (None, ["lesson hint"]),
     "NOTHING_MEASURED": (None, ["compare ref h100"]),
     "NO_REFERENCE": (None, ["bench latency rounds 10", "compare ref nosuch"]),
     "NO_SUCH_FILE": (None, ["run missing.cush"]),

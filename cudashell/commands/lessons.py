@@ -1,0 +1,457 @@
+"""lesson: exercises the student does with their own hands, checked as they go (vimtutor, rustlings). The running
+lesson lives in the session; after every command a watcher decides the step's check (cudashell/lessons/checks.py)
+on the session — never on the text typed — and says ✓ and the next goal, or, after HINT_EVERY misses, a hint, then
+the answer. Progress is kept in the state directory (lessons.json), so `lesson` resumes where the student stopped."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NotRequired, TypedDict
+
+from .. import lessons as L
+from ..errors import ShellError
+from ..grammar import Arg, Flag, Opt, split_commands
+from ..lessons import checks
+from ..registry import command, watcher
+from ..results import Block, Result
+
+HINT_EVERY = 3  # commands that miss the goal between two hints (and, after the last hint, the answer)
+PROGRESS_FILE = "lessons.json"
+SUBCOMMANDS = {"list": "the lessons and your progress", "hint": "a hint for this step",
+               "answer": "the commands that meet this step's goal", "skip": "the shell types this step's answer",
+               "quit": "stop the lesson (progress is kept)"}
+
+
+@dataclass
+class Running:
+    """A lesson in progress in a session: which step, how many commands missed it, what was shown, the results
+    seen since the step began and how much of the trace was there then."""
+
+    lesson: L.Lesson
+    lang: str
+    step: int = 0  # 0-based
+    tries: int = 0
+    hints_shown: int = 0
+    answer_shown: bool = False
+    results: list = field(default_factory=list)
+    traced_from: int = 0
+    traced_seen: int = 0  # how much of the trace the commands before the last one queued
+    skipped: list = field(default_factory=list)  # 1-based steps done by `lesson skip`
+    replaying: bool = False  # while `lesson NAME` runs earlier steps' answers again: not the student's tries
+    skipping: int | None = None  # the step whose answer `lesson skip` is typing
+
+    def begin(self, session) -> None:
+        self.tries = self.hints_shown = 0
+        self.answer_shown = False
+        self.results = []
+        self.traced_from = self.traced_seen = session.traced()
+
+    @property
+    def current(self) -> L.Step:
+        return self.lesson.steps[self.step]
+
+    def base(self, event: str, step: int | None = None) -> dict:
+        """The data every lesson_step result has: the lesson, the language, the step (1-based) and its goal."""
+        i = self.step if step is None else step
+        return {"lesson": self.lesson.name, "title": L.say(self.lesson.title, self.lang), "lang": self.lang,
+                "event": event, "step": i + 1, "steps": len(self.lesson.steps),
+                "goal": L.say(self.lesson.steps[min(i, len(self.lesson.steps) - 1)].goal, self.lang)}
+
+
+def first_hint(step: L.Step) -> int:
+    """Misses before the first hint: HINT_EVERY, or one more than the answer has commands — a student on the way
+    through a five-command answer is not interrupted."""
+    return max(HINT_EVERY, sum(len(split_commands(line)) for line in step.answer) + 1)
+
+
+# ------------------------------------------------------------------ progress (XDG state)
+def _progress(session) -> dict:
+    """Saved progress: {"current": name, "lessons": {name: {"step", "steps", "done", "lang", "skipped", "path"}}};
+    empty where none is kept or the file cannot be read (a damaged file is started afresh)."""
+    if session.state_dir is None:
+        return {"current": None, "lessons": {}}
+    try:
+        data = json.loads((Path(session.state_dir) / PROGRESS_FILE).read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("lessons"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"current": None, "lessons": {}}
+
+
+def _save(session, run: Running, current: bool = True) -> str | None:
+    """Write the lesson's progress; why it could not be written, or None."""
+    if session.state_dir is None:
+        return None
+    data = _progress(session)
+    lesson = run.lesson
+    done = run.step >= len(lesson.steps)
+    data["lessons"][lesson.name] = {"step": run.step, "steps": len(lesson.steps), "done": done, "lang": run.lang,
+                                    "skipped": sorted(set(run.skipped)),
+                                    **({} if lesson.path.parent == L.LESSON_DIR else {"path": str(lesson.path)})}
+    data["current"] = lesson.name if current and not done else None
+    path = Path(session.state_dir) / PROGRESS_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        return f"{path}: {e.strerror}"
+    return None
+
+
+# ------------------------------------------------------------------ finding a lesson
+def find(session, name: str, col: int | None) -> L.Lesson:
+    """A shipped lesson by name, or a lesson file (NAME.toml, relative to the script's folder)."""
+    if name.endswith(".toml"):
+        path = Path(name).expanduser()
+        return L.load(path if path.is_absolute() else session.script_dir / path)
+    available = L.shipped()
+    if name not in available:
+        close = difflib.get_close_matches(name, list(available), n=1)
+        raise ShellError("NO_SUCH_LESSON", f"no lesson named '{name}'",
+                         f"did you mean `lesson {close[0]}`?" if close else "`lesson list` lists them", col)
+    return L.load(available[name])
+
+
+def _names(session, words, index):
+    """Completion after `lesson `: the shipped lessons and the subcommands."""
+    return list(L.titles().items()) + list(SUBCOMMANDS.items())
+
+
+# ------------------------------------------------------------------ the commands
+@command("lesson", "scripts", "start or resume a lesson: goals you meet with your own commands, checked as you go",
+         "lesson pinned lang zh", "(none: exercises on the session)",
+         args=(Arg("NAME", "word", optional=True, complete=_names),), flags=(Flag("restart"),),
+         opts=(Opt("lang", Arg("L", choices=L.LANGS)),),
+         details="Each step states a goal; after every command the shell checks it against the session (buffers, "
+                 f"streams, results, the timeline — never the text you typed) and says ✓ and the next goal. After "
+                 f"{HINT_EVERY} commands that miss it (one more than its answer has commands, if that is more), a "
+                 f"hint; every {HINT_EVERY} more, the next hint, then the answer (`help`, `set` and the other session "
+                 "commands, and `expect`, are not counted). `lesson hint`, `lesson answer`, "
+                 "`lesson skip` (the shell types the answer), `lesson quit`. Progress is kept in the state "
+                 "directory ($XDG_STATE_HOME/cudashell/lessons.json): `lesson` alone resumes the lesson you were in, "
+                 "running the earlier steps' answers again to rebuild the session; `restart` starts over. NAME may be "
+                 "a lesson file of your own (FILE.toml; its format: docs/lessons.md).", exported=False, saved=False)
+def lesson(session, backend, args):
+    name, lang, col = args.get("NAME"), args.get("L"), args.col("NAME")
+    run: Running | None = session.lesson
+    if name is None:
+        if run is not None:
+            return LessonStep({**run.base("where"), "tries": run.tries})
+        saved = _progress(session)
+        current = saved.get("current")
+        entry = saved["lessons"].get(current) if isinstance(current, str) else None
+        if not isinstance(entry, dict):
+            return _listing(session)
+        name = entry.get("path") or current
+    found = find(session, name, col)
+    if run is not None and run.lesson.name == found.name and "restart" not in args.flags and lang in (None, run.lang):
+        return LessonStep({**run.base("where"), "tries": run.tries})
+    entry = _progress(session)["lessons"].get(found.name, {})
+    entry = entry if isinstance(entry, dict) else {}
+    resume = 0
+    if "restart" not in args.flags and not entry.get("done") and isinstance(entry.get("step"), int):
+        resume = max(0, min(entry["step"], len(found.steps) - 1))
+    lang = lang or (entry.get("lang") if entry.get("lang") in L.LANGS and resume else None) or \
+        (session.settings["lang"] if session.settings["lang"] in L.LANGS else "en")
+    run = Running(found, lang, resume, skipped=[s for s in entry.get("skipped", []) if isinstance(s, int) and
+                                                s <= resume] if resume else [])
+    session.lesson = run
+    replay = [line for s in found.steps[:resume] for line in s.answer]
+    run.replaying = bool(replay)
+    run.begin(session)
+    data = {**run.base("resume" if resume else "start"), "intro": L.say(found.intro, lang), "minutes": found.minutes,
+            "article": found.article, "replayed": replay}
+    why = _save(session, run)
+    if why:
+        data["unsaved"] = why
+    return LessonStep(data, action=Block("; ".join(replay), col) if replay else None)
+
+
+@command("lesson list", "scripts", "the lessons, with your progress in each", "lesson list",
+         "(none: exercises on the session)", exported=False, saved=False)
+def lesson_list(session, backend, args):
+    return _listing(session)
+
+
+def _listing(session) -> "LessonList":
+    saved = _progress(session)["lessons"]
+    run = session.lesson
+    rows = []
+    for name, path in L.shipped().items():
+        try:
+            found = L.load(path)
+        except ShellError as e:  # a damaged installation: listed, with why it cannot run
+            rows.append({"name": name, "title": e.message, "minutes": 0, "article": "", "steps": 0, "done_steps": 0,
+                         "done": False, "running": False})
+            continue
+        entry = saved.get(name) if isinstance(saved.get(name), dict) else {}
+        steps = len(found.steps)
+        done_steps = steps if entry.get("done") else min(entry.get("step", 0), steps) \
+            if isinstance(entry.get("step"), int) else 0
+        if run is not None and run.lesson.name == name:
+            done_steps = run.step
+        rows.append({"name": name, "title": L.say(found.title, session.settings["lang"]), "minutes": found.minutes,
+                     "article": found.article, "steps": steps, "done_steps": done_steps,
+                     "done": bool(entry.get("done")), "running": run is not None and run.lesson.name == name})
+    return LessonList({"lessons": rows, "folder": str(L.LESSON_DIR)})
+
+
+def _running(session, col=None) -> Running:
+    if session.lesson is None:
+        raise ShellError("NO_LESSON", "no lesson is running", "`lesson` resumes yours; `lesson list` lists them", col)
+    return session.lesson
+
+
+@command("lesson hint", "scripts", "a hint for the step you are on (the next one, each time)", "lesson hint",
+         "(none: exercises on the session)", exported=False, saved=False)
+def lesson_hint(session, backend, args):
+    run = _running(session)
+    hints = run.current.hints.get(run.lang) or run.current.hints["en"]
+    if run.hints_shown >= len(hints):
+        return _answer(run)
+    run.hints_shown += 1
+    return LessonStep({**run.base("hint"), "hint": hints[run.hints_shown - 1], "hint_number": run.hints_shown,
+                       "hints": len(hints), "tries": run.tries})
+
+
+def _answer(run: Running) -> "LessonStep":
+    run.answer_shown = True
+    return LessonStep({**run.base("answer"), "answer": list(run.current.answer), "tries": run.tries})
+
+
+@command("lesson answer", "scripts", "the commands that meet this step's goal", "lesson answer",
+         "(none: exercises on the session)", exported=False, saved=False)
+def lesson_answer(session, backend, args):
+    return _answer(_running(session))
+
+
+@command("lesson skip", "scripts", "the shell types this step's answer for you, and the lesson goes on",
+         "lesson skip", "(none: exercises on the session)", exported=False, saved=False)
+def lesson_skip(session, backend, args):
+    run = _running(session)
+    run.skipping = run.step
+    return LessonStep({**run.base("skip"), "answer": list(run.current.answer)},
+                      action=Block("; ".join(run.current.answer), None))
+
+
+@command("lesson quit", "scripts", "stop the lesson; `lesson` resumes it where you were", "lesson quit",
+         "(none: exercises on the session)", exported=False, saved=False)
+def lesson_quit(session, backend, args):
+    run = _running(session)
+    session.lesson = None
+    data = run.base("quit")
+    why = _save(session, run)
+    if why:
+        data["unsaved"] = why
+    return LessonStep(data)
+
+
+# ------------------------------------------------------------------ the check after every command
+@watcher
+def check_step(session, backend, cmd, result, error) -> list[Result]:
+    """Decide the running step's check after a command; ✓ and the next goal, a hint, the answer, or nothing."""
+    run: Running | None = session.lesson
+    if run is None:
+        return []
+    if cmd is not None and cmd.spec.name.split()[0] == "lesson":
+        return _after_own(session, run, cmd.spec.name, error)
+    if run.replaying:
+        return []
+    ok = error is None and result is not None
+    queued = session.trace[max(0, run.traced_seen - session.trace_dropped):]  # what this command queued
+    run.traced_seen = session.traced()
+    if ok:
+        run.results.append((result.kind, result.data, queued))
+    seen = checks.Seen(session, (result.kind, result.data) if ok else None, error.code if error else None,
+                       run.results, run.traced_from)
+    if checks.holds(run.current.check, seen):
+        return [_advance(session, run)]
+    if cmd is not None and (cmd.spec.group == "session" or cmd.spec.name.startswith("expect")):
+        return []  # looking around (help, set, history) is not a try, nor is checking what just happened
+    run.tries += 1
+    first = first_hint(run.current)
+    if run.tries < first or (run.tries - first) % HINT_EVERY:
+        return []
+    hints = run.current.hints.get(run.lang) or run.current.hints["en"]
+    if run.hints_shown < len(hints):
+        run.hints_shown += 1
+        return [LessonStep({**run.base("hint"), "hint": hints[run.hints_shown - 1], "hint_number": run.hints_shown,
+                            "hints": len(hints), "tries": run.tries})]
+    if not run.answer_shown:
+        return [_answer(run)]
+    return []
+
+
+def _after_own(session, run: Running, name: str, error) -> list[Result]:
+    """After a `lesson` command itself: a replay that failed restates the goal; a skip whose answer did not meet
+    the check (the session was not as the lesson expects) still moves on."""
+    if name == "lesson" and run.replaying:
+        run.replaying = False
+        run.begin(session)  # the replayed answers are not the student's results
+        return [LessonStep({**run.base("where"), "tries": 0})] if error is not None else []
+    if name == "lesson skip" and run.skipping is not None:
+        skipping, run.skipping = run.skipping, None
+        if error is None and run.step == skipping:
+            return [_advance(session, run, forced=True)]
+    return []
+
+
+def _advance(session, run: Running, forced: bool = False) -> "LessonStep":
+    passed = run.step
+    skipped = forced or run.skipping == passed
+    if skipped:
+        run.skipped.append(passed + 1)
+    data = {**run.base("passed", passed), "tries": run.tries, "why": L.say(run.current.why, run.lang) or None,
+            "skipped": skipped}
+    run.step += 1
+    if run.step >= len(run.lesson.steps):
+        session.lesson = None
+        data.update(done=True, next_goal=None, summary=L.say(run.lesson.summary, run.lang) or None,
+                    skipped_steps=sorted(set(run.skipped)))
+    else:
+        run.begin(session)
+        data.update(done=False, next_goal=L.say(run.current.goal, run.lang))
+    why = _save(session, run)
+    if why:
+        data["unsaved"] = why
+    return LessonStep(data)
+
+
+# ------------------------------------------------------------------ results
+UI = {
+    "en": {"start": "lesson {lesson}: {title} — {steps} steps, about {minutes} minutes{article}",
+           "article": " ({article})",
+           "usage": "After each command the shell checks the goal. `lesson hint`, `lesson answer`, `lesson skip` "
+                    "(the shell types the answer), `lesson quit` (your progress is kept).",
+           "resume": "resuming at step {step}/{steps}: the answers of the steps before it ran again above, to "
+                     "rebuild the session",
+           "goal": "step {step}/{steps}: {goal}", "passed": "✓ step {step}/{steps}: {goal}",
+           "skipped": " (skipped: the shell typed the answer)",
+           "done": "lesson {lesson} done{skipped_note}. `lesson list` shows the others.",
+           "skipped_note": " ({n} skipped)",
+           "hint": "hint {hint_number}/{hints} for step {step}/{steps}: {hint}",
+           "answer": "answer to step {step}/{steps}: {commands} — type it, or `lesson skip` to have it typed",
+           "quit": "lesson {lesson} stopped at step {step}/{steps}; `lesson` resumes it",
+           "where": "you are at step {step}/{steps} of lesson {lesson}: {goal}",
+           "unsaved": "(progress not saved: {unsaved})"},
+    "zh": {"start": "课程 {lesson}：{title} —— 共 {steps} 步，约 {minutes} 分钟{article}",
+           "article": "（{article}）",
+           "usage": "每条命令之后 shell 都会检查目标是否达成。`lesson hint` 提示，`lesson answer` 答案，`lesson skip` "
+                    "由 shell 代为输入答案，`lesson quit` 退出（进度会保存）。",
+           "resume": "从第 {step}/{steps} 步继续：上面重新运行了之前各步的答案，以恢复会话",
+           "goal": "第 {step}/{steps} 步：{goal}", "passed": "✓ 第 {step}/{steps} 步：{goal}",
+           "skipped": "（已跳过：由 shell 输入了答案）",
+           "done": "课程 {lesson} 完成{skipped_note}。`lesson list` 列出其他课程。",
+           "skipped_note": "（跳过 {n} 步）",
+           "hint": "第 {step}/{steps} 步的提示 {hint_number}/{hints}：{hint}",
+           "answer": "第 {step}/{steps} 步的答案：{commands} —— 自己输入，或用 `lesson skip` 让 shell 代为输入",
+           "quit": "课程 {lesson} 停在第 {step}/{steps} 步；`lesson` 可以继续",
+           "where": "你在课程 {lesson} 的第 {step}/{steps} 步：{goal}",
+           "unsaved": "（进度未保存：{unsaved}）"},
+}
+
+
+class LessonStepData(TypedDict):
+    lesson: str
+    title: str
+    lang: str
+    event: str  # start | resume | where | passed | hint | answer | skip | quit
+    step: int  # the step it is about, from 1 (passed: the step just passed)
+    steps: int
+    goal: str  # that step's goal
+    tries: NotRequired[int]  # commands that missed the goal so far
+    intro: NotRequired[str]  # start, resume
+    minutes: NotRequired[int]
+    article: NotRequired[str]
+    replayed: NotRequired[list[str]]  # resume: the earlier steps' answers, run again
+    why: NotRequired[str | None]  # passed: what the step showed
+    skipped: NotRequired[bool]  # passed: by `lesson skip`
+    done: NotRequired[bool]  # passed: it was the last step
+    next_goal: NotRequired[str | None]  # passed: the goal of the step now current
+    summary: NotRequired[str | None]  # passed, done: the lesson's closing words
+    skipped_steps: NotRequired[list[int]]  # passed, done
+    hint: NotRequired[str]
+    hint_number: NotRequired[int]
+    hints: NotRequired[int]
+    answer: NotRequired[list[str]]  # answer, skip
+    unsaved: NotRequired[str]  # why progress could not be kept
+
+
+class LessonStep(Result, kind="lesson_step"):
+    """What a lesson says: its start, ✓ and the next goal, a hint, the answer, where you are."""
+
+    Data = LessonStepData
+    prose = True
+
+    def text(self):
+        d = self.data
+        ui = UI.get(d["lang"], UI["en"])
+        event = d["event"]
+        out: list[str] = []
+        if event in ("start", "resume"):
+            out.append(ui["start"].format(**{**d, "article": ui["article"].format(**d) if d["article"] else ""}))
+            if d["intro"]:
+                out += d["intro"].strip().splitlines()
+            out.append(ui["usage"])
+            if event == "resume":
+                out.append(ui["resume"].format(**d))
+            out.append(ui["goal"].format(**d))
+        elif event == "passed":
+            out.append(ui["passed"].format(**d) + (ui["skipped"] if d["skipped"] else ""))
+            if d["why"]:
+                out += ["  " + line for line in d["why"].strip().splitlines()]
+            if d["done"]:
+                if d["summary"]:
+                    out += d["summary"].strip().splitlines()
+                n = len(d["skipped_steps"])
+                out.append(ui["done"].format(**d, skipped_note=ui["skipped_note"].format(n=n) if n else ""))
+            else:
+                out.append(ui["goal"].format(**{**d, "step": d["step"] + 1, "goal": d["next_goal"]}))
+        elif event == "hint":
+            out.append(ui["hint"].format(**d))
+        elif event == "answer":
+            out.append(ui["answer"].format(**d, commands="; ".join(d["answer"])))
+        elif event == "quit":
+            out.append(ui["quit"].format(**d))
+        elif event == "where":
+            out.append(ui["where"].format(**d))
+        if d.get("unsaved"):
+            out.append(ui["unsaved"].format(**d))
+        return out
+
+
+class LessonListItem(TypedDict):
+    name: str
+    title: str
+    minutes: int
+    article: str
+    steps: int
+    done_steps: int  # steps passed (all of them once done)
+    done: bool
+    running: bool  # the lesson running in this session
+
+
+class LessonListData(TypedDict):
+    lessons: list[LessonListItem]
+    folder: str
+
+
+class LessonList(Result, kind="lessons"):
+    Data = LessonListData
+
+    def text(self):
+        d = self.data
+        out = []
+        for x in d["lessons"]:
+            progress = "done" if x["done"] else f"{x['done_steps']}/{x['steps']}" if x["done_steps"] else "-"
+            mark = "▶" if x["running"] else " "
+            out.append(f"{mark} {x['name']:<10} {progress:>5}  {x['minutes']:>2} min  {x['title']}")
+        return out + ["`lesson NAME` starts one (`lang zh` in Chinese) or resumes it; `lesson` resumes the last. "
+                      f"The lesson files are in {d['folder']}"]

@@ -1,0 +1,321 @@
+"""Lessons (issue 26, part 1): every shipped lesson completed by a scripted student on both backends, a wrong
+student reaching the hints and then the answer, checks that read the session and never the text, progress kept
+and resumed, the lesson file format's validation, JSON against the schema, and a lesson in a notebook."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from cudashell import lessons as L
+from cudashell.backends.sim import SimBackend
+from cudashell.commands.lessons import HINT_EVERY, first_hint
+from cudashell.shell import Shell
+
+LESSONS = list(L.shipped())
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    """No test writes progress to this machine's state directory."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    return tmp_path / "xdg-state" / "cudashell"
+
+
+def said(objs: list[dict]) -> list[dict]:
+    """The lesson's own words among a line's JSON objects."""
+    return [o["result"] for o in objs if o["kind"] == "lesson_step"]
+
+
+def type_answer(cush, step: L.Step) -> list[dict]:
+    out = []
+    for line in step.answer:
+        out += cush.run(line)
+    return out
+
+
+# ------------------------------------------------------------------ the shipped lessons
+def test_there_is_a_lesson_for_each_article_in_english_and_chinese_each_under_15_minutes():
+    assert set(LESSONS) == {"pinned", "flags", "zero-copy", "managed", "streams"}
+    articles = " ".join(L.load(path).article for path in L.shipped().values())
+    assert all(seed in articles for seed in ("000", "001", "003", "004"))
+    for name, path in L.shipped().items():
+        lesson = L.load(path)
+        assert 1 <= lesson.minutes <= 15, name
+        texts = [lesson.title, lesson.intro, lesson.summary] + [t for s in lesson.steps for t in (s.goal, s.why) if t]
+        assert all(set(t) == {"en", "zh"} for t in texts), name
+        assert all(len(s.hints["zh"]) == len(s.hints["en"]) >= 1 for s in lesson.steps), name
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_a_scripted_student_completes_the_lesson(cush, name, state_home):
+    """Typed by hand, the answers meet every goal in turn: ✓ for each step, no hint, no answer shown, and done."""
+    cush.shell.session.state_dir = state_home
+    lesson = L.load(L.shipped()[name])
+    start = said(cush.run(f"lesson {name}"))
+    assert start[0]["event"] == "start" and start[0]["step"] == 1 and start[0]["steps"] == len(lesson.steps)
+    for i, step in enumerate(lesson.steps):
+        words = said(type_answer(cush, step))
+        assert [w["event"] for w in words] == ["passed"], (name, i + 1, words)
+        assert words[0]["step"] == i + 1 and words[0]["skipped"] is False
+        assert words[0]["done"] is (i + 1 == len(lesson.steps))
+    assert cush.shell.session.lesson is None
+    listed = {x["name"]: x for x in cush.ok("lesson list")["lessons"]}
+    assert listed[name]["done_steps"] == len(lesson.steps)
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_a_wrong_student_gets_each_hint_then_the_answer_at_every_step(cush, name):
+    """Commands that miss the goal (and `help`, which is not a try) bring the hints one by one, then the answer;
+    typing the answer then passes the step."""
+    lesson = L.load(L.shipped()[name])
+    cush.run(f"lesson {name}")
+    for i, step in enumerate(lesson.steps):
+        heard, tries = [], 0
+        while not any(w["event"] == "answer" for w in heard):
+            assert not said(cush.run("help alloc")), "looking up help is not a try"
+            heard += said(cush.run("echo not what was asked"))
+            tries += 1
+            assert tries < 30, (name, i + 1, heard)
+        hints = len(step.hints["en"])
+        assert tries == first_hint(step) + HINT_EVERY * hints
+        assert [w["event"] for w in heard] == ["hint"] * hints + ["answer"]
+        assert [w["hint"] for w in heard[:-1]] == step.hints["en"]
+        assert heard[-1]["answer"] == list(step.answer) and heard[-1]["step"] == i + 1
+        assert [w["event"] for w in said(type_answer(cush, step))] == ["passed"]
+
+
+def test_the_chinese_lesson_speaks_chinese(sim):
+    start = said(sim.run("lesson pinned lang zh"))[0]
+    lesson = L.load(L.shipped()["pinned"])
+    assert start["lang"] == "zh" and start["goal"] == L.say(lesson.steps[0].goal, "zh")
+    sim.shell.session.settings["format"] = "table"
+    sim.shell.execute("alloc pageable 64MB as h; alloc device 64MB as d")
+    text = sim.out.getvalue()
+    assert "✓ 第 1/5 步：分配 64 MB 可分页主机内存" in text and "第 2/5 步：分配 64 MB 页锁定主机内存" in text
+
+
+# ------------------------------------------------------------------ checks read the session, not the text
+def test_a_step_passes_on_what_the_session_holds_however_it_was_typed(sim):
+    sim.run("lesson pinned")
+    assert not said(sim.run("echo alloc pageable 64MB as h; echo alloc device 64MB as d"))  # the text: no
+    assert [w["event"] for w in said(sim.run("alloc pageable 32MB"))] == ["hint"]  # too small: a third miss
+    words = said(sim.run("alloc pageable 2^26 as mine; alloc device 128MB"))  # other words, other names: yes
+    assert [w["event"] for w in words] == ["passed"] and words[0]["step"] == 1
+
+
+def test_a_failed_command_is_a_try_and_an_error_can_be_the_goal(sim):
+    sim.run("lesson flags")
+    for step in L.load(L.shipped()["flags"]).steps[:5]:
+        type_answer(sim, step)
+    assert sim.shell.session.lesson.step == 5
+    objs = sim.run("register nosuch")  # fails, but not with the code the step asks for
+    assert not objs[0]["ok"] and not said(objs)
+    objs = sim.run("register buf")
+    assert objs[0]["error"]["code"] == "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"
+    assert said(objs)[0]["event"] == "passed" and said(objs)[0]["done"] is True
+
+
+def test_faster_compares_like_with_like(sim):
+    """Step 3 of pinned: a pinned copy faster than a pageable one of the same size — a smaller pinned copy does
+    not count."""
+    sim.run("lesson pinned; alloc pageable 64MB as h; alloc device 64MB as d; alloc pinned 64MB as p")
+    assert sim.shell.session.lesson.step == 2
+    assert not said(sim.run("memcpy h d; memcpy p d 1MB"))
+    assert said(sim.run("memcpy p d"))[0]["step"] == 3
+
+
+def test_overlap_needs_two_streams_running_at_once(sim):
+    sim.run("lesson streams")
+    for step in L.load(L.shipped()["streams"]).steps[:3]:
+        type_answer(sim, step)
+    assert sim.shell.session.lesson.step == 3
+    assert not said(sim.run("memcpy h[0:+32MB] d[0:+32MB] async stream s1; sync; launch spin 2000 stream s2; "
+                            "sync"))  # one after the other
+    words = said(sim.run("hold; memcpy h[0:+32MB] d[0:+32MB] async stream s1; launch spin 2000 stream s2; release; "
+                         "sync"))
+    assert words[-1]["event"] == "passed" and words[-1]["step"] == 4
+
+
+# ------------------------------------------------------------------ the commands around a lesson
+def test_hint_answer_skip_and_quit(sim, state_home):
+    sim.shell.session.state_dir = state_home
+    sim.run("lesson zero-copy")
+    step = L.load(L.shipped()["zero-copy"]).steps[0]
+    assert sim.ok("lesson hint")["hint"] == step.hints["en"][0]
+    assert sim.ok("lesson hint")["hint"] == step.hints["en"][1]
+    assert sim.ok("lesson hint")["answer"] == list(step.answer)  # no hints left: the answer
+    assert sim.ok("lesson answer")["answer"] == list(step.answer)
+    words = said(sim.run("lesson skip"))
+    assert [w["event"] for w in words] == ["passed", "skip"] and words[0]["skipped"] is True
+    assert sim.buffer("z")["flags"] == ["mapped"]  # the shell typed the answer
+    assert sim.ok("lesson")["event"] == "where" and sim.ok("lesson")["step"] == 2
+    assert sim.ok("lesson quit")["event"] == "quit" and sim.shell.session.lesson is None
+    for sub in ("hint", "answer", "skip", "quit"):
+        assert sim.fails(f"lesson {sub}")["code"] == "NO_LESSON"
+    saved = json.loads((state_home / "lessons.json").read_text())
+    assert saved["current"] == "zero-copy" and saved["lessons"]["zero-copy"]["step"] == 1
+    assert saved["lessons"]["zero-copy"]["skipped"] == [1]
+
+
+def test_a_skip_whose_answer_fails_on_an_expected_error_still_passes(sim):
+    """The answer of an error step holds `expect error`: typed by `lesson skip`, the error is part of it."""
+    sim.run("lesson flags")
+    for step in L.load(L.shipped()["flags"]).steps[:5]:
+        type_answer(sim, step)
+    objs = sim.run("lesson skip")
+    assert all(o["ok"] for o in objs if o["kind"] != "lesson_step" and o["cmd"] != "register port"), objs
+    assert said(objs)[0]["event"] == "passed" and said(objs)[0]["done"] is True
+
+
+def test_progress_is_kept_and_lesson_resumes_rebuilding_the_session(state_home):
+    def shell():
+        out = io.StringIO()
+        sh = Shell(SimBackend(), "test", out=out, err=out, json_mode=True)
+        sh.session.state_dir = state_home
+        return sh, out
+
+    first, _ = shell()
+    lesson = L.load(L.shipped()["pinned"])
+    first.execute("lesson pinned")
+    for step in lesson.steps[:2]:
+        for line in step.answer:
+            first.execute(line)
+    first.close()
+    again, out = shell()
+    again.execute("lesson")  # no name: the lesson you were in
+    objs = [json.loads(x) for x in out.getvalue().splitlines()]
+    start = said(objs)[-1]
+    assert start["event"] == "resume" and start["step"] == 3 and start["replayed"] == [
+        "alloc pageable 64MB as h", "alloc device 64MB as d", "alloc pinned 64MB as p"]
+    assert set(again.session.buffers) == {"h", "d", "p"} and again.session.lesson.tries == 0
+    for step in lesson.steps[2:]:
+        for line in step.answer:
+            again.execute(line)
+    assert again.session.lesson is None
+    saved = json.loads((state_home / "lessons.json").read_text())
+    assert saved["current"] is None and saved["lessons"]["pinned"]["done"] is True
+    out.truncate(0), out.seek(0)
+    again.execute("lesson")  # nothing to resume: the list
+    listed = json.loads(out.getvalue().splitlines()[0])["result"]["lessons"]
+    assert {x["name"]: x["done"] for x in listed}["pinned"] is True
+    again.close()
+
+
+def test_no_state_dir_keeps_no_progress(sim, state_home):
+    sim.run("lesson pinned; lesson quit")
+    assert not state_home.exists()
+
+
+def test_a_cli_session_keeps_progress_in_the_environments_state_dir(tmp_path):
+    from cudashell.cli import main
+    from cudashell.environment import Environment
+
+    out = io.StringIO()
+    env = Environment(stdin=io.StringIO(), stdout=out, stderr=out, stdin_isatty=False, config_dir=tmp_path / "c",
+                      state_dir=tmp_path / "s")
+    assert main(["--backend", "sim", "-c", "lesson managed; alloc managed 16MB as m"], env) == 0
+    saved = json.loads((tmp_path / "s" / "lessons.json").read_text())
+    assert saved["lessons"]["managed"]["step"] == 1 and "✓ step 1/5" in out.getvalue()
+
+
+def test_no_such_lesson_suggests_one(sim):
+    err = sim.fails("lesson pined")
+    assert err["code"] == "NO_SUCH_LESSON" and err["hint"] == "did you mean `lesson pinned`?"
+
+
+def test_lesson_json_validates_against_the_schema(sim):
+    jsonschema = pytest.importorskip("jsonschema")
+    from cudashell.results import json_schema
+
+    validator = jsonschema.Draft202012Validator(json_schema())
+    objs = sim.run("lesson list; lesson streams")
+    for _ in range(4):
+        objs += sim.run("echo wrong")
+    objs += sim.run("lesson hint; lesson answer; lesson skip; lesson; lesson quit")
+    assert {o["kind"] for o in objs} >= {"lessons", "lesson_step"}
+    assert {w["event"] for w in said(objs)} >= {"start", "hint", "answer", "passed", "skip", "where", "quit"}
+    for o in objs:
+        validator.validate(o)
+
+
+# ------------------------------------------------------------------ a teacher's lesson file
+GOOD = '''title.en = "Mine"
+minutes = 3
+
+[[step]]
+goal.en = "Allocate pinned memory."
+check.buffer = { kind = "pinned" }
+hints.en = ["alloc pinned"]
+answer = ["alloc pinned 4KB"]
+'''
+
+
+def test_a_teachers_lesson_file_runs(sim, tmp_path):
+    (tmp_path / "mine.toml").write_text(GOOD)
+    start = sim.ok(f"lesson {tmp_path / 'mine.toml'}")
+    assert start["lesson"] == "mine" and start["steps"] == 1 and start["lang"] == "en"
+    assert said(sim.run("alloc pinned 1MB"))[0]["done"] is True
+
+
+BAD = '''title.en = "Broken"
+colour = "red"
+
+[[step]]
+goal.en = "One"
+check.bufer = { kind = "pinned" }
+hints.en = ["h"]
+answer = ["alloc pinned 4KB"]
+
+[[step]]
+goal.en = "Two"
+check.last_result = { kind = "copy", blockng = false, src = { knd = "pinned" } }
+hints.en = ["h"]
+hints.zh = []
+answer = ["memcpy p d asink"]
+'''
+
+
+def test_a_bad_lesson_file_is_one_error_naming_every_problem_where_it_is(sim, tmp_path):
+    (tmp_path / "bad.toml").write_text(BAD)
+    err = sim.fails(f"lesson {tmp_path / 'bad.toml'}")
+    assert err["code"] == "BAD_LESSON" and err["hint"] == "docs/lessons.md describes the format"
+    msg = err["message"]
+    assert msg.startswith(f"{tmp_path / 'bad.toml'}:2: no key 'colour'")
+    for part in ("bad.toml:6: step 1: check: no check 'bufer'",
+                 "bad.toml:12: step 2: check.last_result: a copy result has no field 'blockng'",
+                 "bad.toml:12: step 2: check.last_result.src: no buffer key 'knd'",
+                 "bad.toml:14: step 2: hints.zh: 0 hints, but hints.en has 1",
+                 "bad.toml:15: step 2: answer: `memcpy p d asink`: USAGE"):
+        assert part in msg, msg
+    assert sim.shell.session.lesson is None
+
+
+def test_a_lesson_file_that_is_not_toml_says_where(sim, tmp_path):
+    (tmp_path / "worse.toml").write_text('title.en = "x"\n[[step]\n')
+    err = sim.fails(f"lesson {tmp_path / 'worse.toml'}")
+    assert err["code"] == "BAD_LESSON" and f"{tmp_path / 'worse.toml'}:2: not TOML" in err["message"]
+
+
+# ------------------------------------------------------------------ in a notebook
+def test_a_lesson_runs_cell_by_cell_in_a_notebook(state_home):
+    pytest.importorskip("IPython")
+    from IPython.testing.globalipapp import get_ipython, start_ipython
+
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "cudashell")
+    try:
+        start = ip.run_line_magic("cush", "--backend sim lesson managed")
+        assert start.kind == "lesson_step" and start["event"] == "start"
+        ip.run_cell_magic("cush", "", "alloc managed 16MB as m\nfill m 1 dtype float32")
+        cush = ip.user_ns["cush"]
+        assert cush.shell.session.lesson.step == 2
+        assert [s.data["event"] for s in cush.shown if s.kind == "lesson_step"] == ["passed", "passed"]
+        assert "✓ step 2/5" in cush.shown[-1]._repr_html_()
+        assert json.loads((state_home / "lessons.json").read_text())["lessons"]["managed"]["step"] == 2
+    finally:
+        ip.run_line_magic("unload_ext", "cudashell")
+        ip.user_ns.pop("cush", None)
