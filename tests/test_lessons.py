@@ -319,3 +319,12 @@ def test_a_lesson_runs_cell_by_cell_in_a_notebook(state_home):
     finally:
         ip.run_line_magic("unload_ext", "cudashell")
         ip.user_ns.pop("cush", None)
+
+
+def test_the_format_reference_documents_every_check_and_buffer_key():
+    from cudashell.lessons import checks
+
+    text = (Path(__file__).parent.parent / "docs" / "lessons.md").read_text()
+    assert "`[[step]]`" in text
+    for word in [*checks.CHECKS, *checks.BUFFER_KEYS, *(set(L.TOP_KEYS) - {"step"}), *L.STEP_KEYS, checks.GPU_SECONDS]:
+        assert f"`{word}" in text, word
