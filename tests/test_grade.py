@@ -47,8 +47,8 @@ def _example(backend: str, tmp_path: Path) -> None:
         [(100, 100, True), (60, 100, True), (50, 100, False)]
     assert code == ExitStatus.ERROR  # one submission is below the default 60%
     assert outcome(right) == [("The script runs", 8, "passed", None, 10), ("The result is right", 18, "passed", None, 50),
-                              ("The copy is fast", 28, "passed", None, 40)]
-    assert outcome(slow)[2] == ("The copy is fast", 28, "failed", "EXPECT_FAILED", 0)
+                              ("The copy is fast", 33, "passed", None, 40)]
+    assert outcome(slow)[2] == ("The copy is fast", 33, "failed", "EXPECT_FAILED", 0)
     assert outcome(wrong)[1] == ("The result is right", 18, "failed", "EXPECT_FAILED", 0)
     assert "first difference at byte" in wrong["sections"][1]["checks"][0]["message"]
     assert right["backend"] == backend and right["timing"] == ("modeled" if backend == "sim" else "measured")
@@ -89,7 +89,7 @@ def test_the_score_table_and_the_threshold_decide_the_exit_status(tmp_path):
     code, out, _ = grade("--backend", "sim", CHECKS, SUBMISSIONS[1], tmp_path=tmp_path)
     assert code == ExitStatus.SUCCESS
     assert "total 60/100 points (60%): passed (passing takes 60)" in out
-    assert "0/40  ✗ EXPECT_FAILED: t0→t1 took" in out
+    assert "0/40  ✗ EXPECT_FAILED: c0→c1 took" in out
     code, out, _ = grade("--backend", "sim", "--pass", "61%", CHECKS, SUBMISSIONS[1], tmp_path=tmp_path)
     assert code == ExitStatus.ERROR and "not passed (passing takes 61)" in out
     code, _, _ = grade("--backend", "sim", "--pass", "50", CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
