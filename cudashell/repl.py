@@ -113,29 +113,23 @@ def open_block(text: str) -> bool:
 
 class ShellValidator(Validator):
     """Marks a malformed line at its column when Enter is pressed (not at every key: a half-typed `me` is no
-    error), and keeps it to mend. Several lines (a `<<<` block over lines) are checked as a script would be: line
-    by line, a block joined into its first line."""
+    error), and keeps it to mend. A `<<<` block over lines is checked as one command; several commands on lines of
+    their own (a paste) are not held back: each runs or fails on its own, as it would typed line by line."""
 
     def validate(self, document):
-        text = strip_prompts(document.text)
-        if open_block(text) or text.lstrip().startswith("!"):  # `!N` is checked when it is expanded
-            return
-        lines = text.split("\n")
-        starts = [0]
-        for line in lines[:-1]:
-            starts.append(starts[-1] + len(line) + 1)
+        text = document.text
+        if open_block(text) or text != strip_prompts(text) or text.lstrip().startswith("!"):
+            return  # a transcript's lines, and `!N` once expanded, are checked as they run
+        joined = [line for _, line in joined_source_lines(text.split("\n"))]
+        if len(joined) > 1:
+            return  # a paste of several commands: each line runs or fails on its own, as Enter on each would
+        line = joined[0] if joined else ""
         try:
-            for lineno, line in joined_source_lines(lines):
-                offset = starts[lineno - 1]
-                try:
-                    for seg in split_commands(line):
-                        if seg.tokens[-1].text != "?":
-                            parse_segment(seg)
-                except ShellError as e:
-                    e.col = offset + (e.col or 1) if "\n" not in line else offset + 1
-                    raise
+            for seg in split_commands(line):
+                if seg.tokens[-1].text != "?":
+                    parse_segment(seg)
         except ShellError as e:
-            col = min(max((e.col or 1) - 1, 0), len(text))
+            col = min(max((e.col or 1) - 1, 0), len(text)) if "\n" not in line else 0  # a block: its first line
             hint = f" — {e.hint}" if e.hint and e.hint.startswith("did you mean") else ""  # as scripts show it
             raise ValidationError(cursor_position=col, message=f"{e.code}: {e.message}{hint}") from None
 
@@ -392,7 +386,7 @@ def recalled(shell, line: str) -> str | None:
     try:
         expanded = expand_history(line, [e.text for e in shell.session.history])
     except ShellError as e:
-        shell._write(shell.err, render.error_line(e))
+        shell._write(shell.err, "\n".join(render.wrap([render.error_line(e)], int(shell.session.settings["width"]))))
         return None
     if expanded is None:
         return line
@@ -419,6 +413,7 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     shell.echo_scripts = True  # `demo` and `run FILE` show each command as they run it
     if advice:  # a `note:` when a command does what a teacher would comment on (`--no-advice`, `set advice off`)
         shell.session.settings["advice"] = "on"
+    shell.progress_stream = shell.err  # the progress line goes to the terminal as it is, not into the held output
     if use_color(settings.get("color", "auto"), env) and input is None:
         shell.err = ColorErrors(shell.err)
     info = shell.backend.info
@@ -428,7 +423,6 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     if input is None:
         shell.backend.ask_abandon = ask_abandon
         shell.editor = edit_in_editor
-    shell.progress_stream = shell.err  # the progress line goes to the terminal, not into the held output
     while not shell.quitting:
         shell.session.settings["width"] = env.terminal_size().columns
         waiting, shell.next_input = shell.next_input, ""
@@ -438,9 +432,7 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             continue
         except EOFError:
             break
-        line = recalled(shell, strip_prompts(line))
-        if line is None:
-            continue
+        line = strip_prompts(line)
         screen, errors = shell.out, shell.err
         first = lookup(line.split()[0]) if line.split() else None
         if first is None or not first.narrates:  # a script or a demo narrates as it goes: never held back
@@ -448,8 +440,11 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             # errors with it, in the order the commands ran (an error must not jump above what ran before it)
             shell.err = ColorErrors(shell.out) if isinstance(errors, ColorErrors) else shell.out
         try:  # Shell.execute reports its own failures; this guard is for the loop itself
-            for _, text in joined_source_lines(line.split("\n")):  # a pasted block runs line by line
-                if shell.quitting or not shell.execute(text):
+            for _, text in joined_source_lines(line.split("\n")):  # a paste: each line runs or fails on its own
+                text = recalled(shell, text)
+                if text is not None:
+                    shell.execute(text)
+                if shell.quitting or shell.last_error is not None and shell.last_error.code == "INTERRUPTED":
                     break
         except KeyboardInterrupt:
             continue

@@ -292,16 +292,18 @@ class Shell:
             if self.quitting or self._reader_gone():  # the reader left (`| head`): the rest would write to no one
                 break
             expecting = expected_code(items[i + 1][0] if i + 1 < len(items) else None)
-            if isinstance(item, BadLine):  # the line itself did not tokenize
-                self.session.record(item.text, False, item.error.code)
-                self._report(item.text, None, item.error, file, lineno)
-                ok = False
-            else:
-                outer, self.expecting = self.expecting, expecting
-                try:
+            outer, self.expecting = self.expecting, expecting
+            try:
+                if isinstance(item, BadLine):  # the line itself did not tokenize
+                    if self.echo and not self.json_mode:
+                        self._write(self.out, f"cush> {item.text}")
+                    self.session.record(item.text, False, item.error.code)
+                    self._report(item.text, None, item.error, file, lineno)
+                    ok = False
+                else:
                     ok = self.run_segment(item, file, lineno)
-                finally:
-                    self.expecting = outer
+            finally:
+                self.expecting = outer
             if ok or expecting is not None:
                 continue
             ok_all = False
@@ -419,17 +421,20 @@ class Shell:
             self.next_input = self.editor(edit.text, ".cush").strip()
             return
         path = self.dirs[-1] / edit.path
+        if not os.access(path.parent, os.W_OK):  # found before the editor opens, not after the user's edits
+            raise ShellError("IO_ERROR", f"cannot write {edit.path}: {path.parent} is not a directory you can write",
+                             None, edit.col)
         try:
-            original = path.read_text(encoding="utf-8") if path.exists() else ""
-        except (OSError, UnicodeDecodeError) as e:
-            raise ShellError("NO_SUCH_FILE", f"cannot read {edit.path}: {getattr(e, 'strerror', None) or e}",
-                             None, edit.col) from None
+            original = script_text(path.read_bytes(), path) if path.exists() else ""
+        except OSError as e:
+            raise ShellError("NO_SUCH_FILE", f"cannot read {edit.path}: {e.strerror}", None, edit.col) from None
         edited = self.editor(original, path.suffix or ".cush")
         try:
             path.write_text(edited, encoding="utf-8")
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {edit.path}: {e.strerror}", None, edit.col) from None
-        self.next_input = f"run {edit.path}"
+        quoted = f'"{edit.path}"' if re.search(r'[\s;#"<>]', edit.path) else edit.path  # one word, as typed
+        self.next_input = f"run {quoted}"
 
     def _repeat(self, block: Repeat, result: Result) -> None:
         """Run a block N times with its output held back; a failure stops it and is the repeat's error. Round 1

@@ -29,6 +29,8 @@ class Terminal:
         environ = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"),
                        TERM="xterm", NO_COLOR="1", LESS="")
         environ.update(env or {})
+        for name in [k for k, v in environ.items() if v is None]:  # None: not set at all
+            del environ[name]
         for name in ("COLUMNS", "LINES", "PROMPT_TOOLKIT_NO_CPR"):
             environ.pop(name, None)
         self.child = pexpect.spawn(sys.executable, ["-m", "cudashell", *args], env=environ, encoding="utf-8",
@@ -43,9 +45,11 @@ class Terminal:
         except pexpect.EOF:
             self.ended = True
             return
+        self.raw += data
         self.stream.feed(data)
 
     ended = False
+    raw = ""  # every character the shell wrote, escapes included: what passed over the screen, not only what stays
 
     @property
     def display(self) -> str:

@@ -425,3 +425,16 @@ def test_edit_puts_what_the_editor_saved_at_the_next_prompt(shell, tmp_path):
     assert shell.next_input == "alloc pinned 8KB as a"
     assert shell.execute("edit new.cush") and shell.next_input == "run new.cush"
     assert (tmp_path / "new.cush").read_text() == "\n"
+
+
+def test_edit_of_a_file_quotes_its_name_refuses_another_encoding_and_checks_the_folder_first(shell, tmp_path):
+    opened = []
+    shell.editor = lambda text, suffix: opened.append(text) or "echo edited\n"
+    shell.dirs = [tmp_path]
+    assert shell.execute('edit "my script.cush"') and shell.next_input == 'run "my script.cush"'
+    shell.execute(shell.next_input)
+    assert "edited" in shell.out.getvalue()
+    (tmp_path / "latin.cush").write_bytes("echo café\n".encode("latin-1"))
+    assert shell.execute("edit latin.cush") is False and "BAD_ENCODING" in shell.err.getvalue()
+    assert shell.execute("edit nosuchdir/x.cush") is False and "IO_ERROR" in shell.err.getvalue()
+    assert len(opened) == 1  # the editor opened only for the file it could write back

@@ -172,3 +172,20 @@ def test_the_smaller_defects_as_the_screen_shows_them(term):
         term.run(line)
         shown = " ".join(row.strip() for row in term.last_run()[1])
         assert all(w in shown for w in wanted), (line, shown)
+
+
+def test_a_bracketed_paste_with_a_bad_line_runs_the_others_and_bangs_in_it_expand(term):
+    term.run("echo first")
+    term.send(paste("units 8KB\n!! 16KB\nalocc 1MB\nunits 1KB")).wait(lambda t: "units 1KB" in t.display)
+    term.send("\r").wait(lambda t: "1KB = 1,024 bytes" in t.text and t.prompt_line() == "")
+    text = term.text
+    assert "8KB = 8,192 bytes" in text and "UNKNOWN_COMMAND" in text and "alocc" in text
+    assert "\nunits 8KB 16KB\n" in text + "\n"  # `!!` on the paste's second line: the line before it ran
+    term.send("ls\r").wait(lambda t: "no buffers" in t.text)  # nothing was left typed into a refused line
+
+
+def test_the_progress_line_shows_in_a_colour_terminal(tmp_path):
+    term = Terminal(tmp_path, 24, 80, env={"NO_COLOR": None})
+    term.run("bench memcpy h2d pinned sizes 64MB,128MB,256MB,512MB reps 2", timeout=120)
+    assert "bench memcpy [" in term.raw and "4/4" in term.raw
+    assert term.close() == 0

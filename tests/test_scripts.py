@@ -242,3 +242,15 @@ def test_a_watcher_that_fails_leaves_the_command_a_success(monkeypatch):
     sh, out, err = shell()
     assert sh.execute("alloc pinned 4KB as a") is True and "a" in sh.session.buffers
     assert "INTERNAL_ERROR: tests.test_scripts.broken failed after the command: ZeroDivisionError" in err.getvalue()
+
+
+def test_a_line_that_does_not_split_is_echoed_and_expected_like_any_other(tmp_path):
+    p = tmp_path / "bad.cush"
+    p.write_text('echo "open\nexpect error USAGE\necho after\n')
+    out, err = io.StringIO(), io.StringIO()
+    sh = Shell(SimBackend(), out=out, err=err, echo=True)
+    try:
+        assert sh.run_script(p) is True
+    finally:
+        sh.close()
+    assert 'cush> echo "open' in out.getvalue() and "as expected: " in out.getvalue() and err.getvalue() == ""
