@@ -154,8 +154,10 @@ def pageable_async(memory, flow, session, act) -> Iterator[tuple]:
     for end, word in (("SRC", "from"), ("DST", "to")):
         buf = session.buffers.get(act.args.values[end].name)
         if buf is not None and buf.kind == "pageable" and buf.registered is None and rule is not None:
-            yield buf.name, (f"memcpy … async {word} pageable {buf.name} is not asynchronous for the host: "
-                             f"{rule.why} — pin it (`register {buf.name}`, or `alloc pinned`)")
+            how = ("is not asynchronous for the host" if rule.blocks else
+                   "returned early only because the driver first copied it on the host into a staging buffer")
+            yield buf.name, (f"memcpy … async {word} pageable {buf.name} {how}: {rule.why} — pin it "
+                             f"(`register {buf.name}`, or `alloc pinned`)")
 
 
 def copy_then_sync(memory, flow, session, act) -> Iterator[tuple]:
