@@ -9,7 +9,6 @@ C that does what the session did is refused with NOT_EXPORTABLE, naming the comm
 from __future__ import annotations
 
 import re
-import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from .grammar import parse_part, split_commands
 from .kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels, with_includes
 from .launchdims import c_dims, default_grid, dim3, is_1d
 from .registry import parse_segment
+from .render import wrap
 
 PRELUDE = r"""// Written by cudashell `export c`: the session replayed with the CUDA runtime API.
 // Build and run: nvcc -O2 -o session session.cu && ./session
@@ -1010,8 +1010,7 @@ def explain_lines(c: str, driver: str, width: int = 0) -> list[str]:
             cur, piece, filled = cur + piece, "", True
         out.append(cur.rstrip())
     driver = "  driver: " + driver
-    return out + (textwrap.wrap(driver, width, subsequent_indent=pad, break_long_words=False,
-                                break_on_hyphens=False) if width else [driver])
+    return out + wrap([driver], width, indent=pad)
 
 
 def _infer(src_kind: str, dst_kind: str) -> str:

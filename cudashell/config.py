@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import render
 from .environment import Environment, xdg_config_dir, xdg_state_dir
 from .errors import ShellError
 from .settings import SETTINGS
@@ -129,6 +128,8 @@ def load(create: bool = False, warn=None, env: Environment | None = None, only=N
         warn(f"{path}: {ShellError('BAD_CONFIG', f'cannot read it: {e.strerror}; using the defaults')}")
         return Config(DEFAULTS)
     settings, problems = read(raw, only)
+    from . import render  # here: the entry point reads the file before the GPU worker starts, and seldom warns
+
     for lineno, error in problems:
         warn(render.error_line(error, str(path), lineno))
     settings.file = str(path)
@@ -154,7 +155,7 @@ def read(raw: bytes, only=None) -> tuple[Config, list[tuple[int, ShellError]]]:
     configparser reads it, `_places` says where each header and key is (configparser keeps no line numbers), and
     each key's value is checked against what it accepts."""
     encoding, problems = _not_utf8(raw), []
-    lines = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace").splitlines()
+    lines = raw.removeprefix(codecs.BOM_UTF8).decode("utf-8", "replace").split("\n")  # configparser's lines
     parser = configparser.ConfigParser(interpolation=None, strict=False, default_section=_NO_DEFAULTS)
     try:
         parser.read_string("\n".join([f"[{_TOP}]", *lines]))

@@ -50,6 +50,7 @@ SHELL_CODES = {
     "NOT_HELD": "`release` with nothing held",
     "BAD_ENCODING": "a script that is not UTF-8 (the byte and where it is are named)",
     "SIM_BUDGET": "the simulator's budget of real RAM for the bytes it holds is spent (not a GPU limit)",
+    "HOST_OUT_OF_MEMORY": "malloc found no room for pageable memory (the host's memory or addresses, not the driver's)",
     "NOT_EXPORTABLE": "export c cannot write that command as C that does what the session did",
     "NOT_PLANNABLE": "a call that cannot run on the GPU side without the shell",
     "EXPECT_FAILED": "an `expect` line found something else",

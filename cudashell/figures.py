@@ -88,9 +88,20 @@ def _alloc(fig, axes, rows: list[dict]) -> None:
             ax.plot([r["size"] for r in pts], [r[key] for r in pts], marker="o", label=kind)
         _size_axis(ax, [r["size"] for r in rows], "bytes")
         ax.set_yscale("log")  # cudaMalloc's µs and pinning's tenths of a second on one axis
+        _at_least_a_decade(ax, [r[key] for r in rows])
         ax.set(ylabel="seconds per GiB", title=title)
     fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5),
                fontsize="small")
+
+
+def _at_least_a_decade(ax, values: list[float]) -> None:
+    """A log axis spanning at least a decade around its values: a cost the model keeps constant per GiB varies in
+    its last bits only (the clock's rounding), and matplotlib would zoom into that as a steep slope whose ticks
+    all read the same number."""
+    values = [v for v in values if v > 0]
+    if values and max(values) < 10 * min(values):
+        mid = (max(values) * min(values)) ** 0.5
+        ax.set_ylim(mid / 10 ** 0.5, mid * 10 ** 0.5)
 
 
 ZEROCOPY_LINES = {  # key: (what a reader calls it, colour, line style): zero-copy orange, device blue; kernels dashed
@@ -109,15 +120,15 @@ def _zerocopy(ax, data: dict) -> None:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set(xlabel="elements (n floats per array)", ylabel="µs")
-    winner = ["zero-copy" if r["zc_step_us"] < r["dev_step_us"] else "device memory" for r in rows]
-    changes = [i for i in range(1, len(rows)) if winner[i] != winner[i - 1]]
-    if changes:  # the last change: from there on one strategy keeps winning
-        at = rows[changes[-1]]["n"]
+    # where the bench found one strategy keeps winning from: what its table says
+    zc, dev = data.get("zc_step_wins_from"), data.get("dev_step_wins_from")
+    winner, at = ("zero-copy", zc) if zc else ("device memory", dev)
+    if at and at != n[0]:
         ax.axvline(at, color="gray", linestyle=":")
-        ax.annotate(f"{winner[changes[-1]]} wins from n = {at:,}", xy=(at, 0.98), xycoords=("data", "axes fraction"),
+        ax.annotate(f"{winner} wins from n = {at:,}", xy=(at, 0.98), xycoords=("data", "axes fraction"),
                     xytext=(4, 0), textcoords="offset points", rotation=90, va="top", fontsize="small")
-    else:
-        ax.text(0.02, 0.98, f"{winner[0]} wins at every n measured", transform=ax.transAxes, va="top",
+    elif at:
+        ax.text(0.02, 0.98, f"{winner} wins at every n measured", transform=ax.transAxes, va="top",
                 fontsize="small")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize="small", frameon=False)
 

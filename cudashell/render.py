@@ -86,22 +86,13 @@ def _whole(column) -> bool:
     return all(POINTER.match(str(c)) for c in column)
 
 
-CELL_PIECE = re.compile(r"[^,(\s]+[,(]?\s*|[,(\s]+")  # a word, with the comma, bracket or spaces after it
-
-
 def _cell(c, limit: int | None):
-    """A cell of at most `limit` characters a line, broken after a space, a comma or an opening bracket
-    (`mapped,portable`, `registered(mapped)`), never inside a word (tabulate's own wrapping cuts words)."""
+    """A cell of at most `limit` characters a line, wrapped as text is (`fill`), and broken also after a comma or
+    an opening bracket inside a word (`mapped,portable`, `registered(mapped)`)."""
     s = str(c)
     if limit is None or len(s) <= limit:
         return c
-    lines, line = [], ""
-    for piece in CELL_PIECE.findall(s):
-        if line and len((line + piece).rstrip()) > limit:
-            lines.append(line.rstrip())
-            line = ""
-        line += piece
-    return "\n".join(lines + [line.rstrip()])
+    return "\n".join(fill(s, limit, inside_words=True))
 
 
 def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -> str:
@@ -156,10 +147,7 @@ def expanded(rows, headers, width: int) -> Whole:
     for i, row in enumerate(rows, 1):
         lines = []
         for name, cell in zip(names, row):
-            parts = str(cell).split("\n")
-            if room:
-                parts = [p for part in parts for p in (textwrap.wrap(part, room, break_long_words=False,
-                                                                      break_on_hyphens=False) or [""])]
+            parts = wrap(str(cell).split("\n"), room, indent="")
             lines += [f"{name if j == 0 else '':<{left}} | {p}".rstrip() for j, p in enumerate(parts)]
         body.append((f"-[ RECORD {i} ]", lines))
     rule = max((len(x) for _, lines in body for x in lines), default=0)
@@ -189,9 +177,9 @@ def _simple_left(rows, headers) -> str | None:
                       *(line(*row).rstrip() for row in cells)])
 
 
-def wrap(lines: list[str], width: int) -> list[str]:
-    """Lines longer than the terminal break between words, continued indented — never inside a word, a number or
-    a pointer (a word longer than the line stays whole); `Whole` text (tables, charts) is left as it is."""
+def wrap(lines: list[str], width: int, indent: str | None = None) -> list[str]:
+    """Lines longer than the terminal break between words (`fill`), continued indented by `indent` (by default 4
+    more than the line's own indentation); `Whole` text (tables, charts) is left as it is."""
     if not width:
         return lines
     out = []
@@ -203,16 +191,37 @@ def wrap(lines: list[str], width: int) -> list[str]:
             if len(part) <= width:
                 out.append(part)
                 continue
-            indent = " " * (len(part) - len(part.lstrip()) + 4)
-            out += [x.replace(GLUE, " ") for x in textwrap.wrap(
-                UNIT_SPACE.sub(GLUE, part), width, subsequent_indent=indent, break_long_words=False,
-                break_on_hyphens=False)] or [part]
+            out += fill(part, width, " " * (len(part) - len(part.lstrip()) + 4) if indent is None else indent)
     return out
+
+
+def fill(text: str, width: int, indent: str = "", inside_words: bool = False) -> list[str]:
+    """One line's words filled into lines of `width` by the shell's rules: never inside a word, a number or a
+    pointer (a word longer than the line stays whole), a number kept with its unit (`64 MiB`) and an opening bracket
+    with the word after it; `inside_words`: a break may also come after a comma or a bracket inside a word (a table's
+    narrow cells). Continued lines start with `indent`."""
+    filler = _Filler(width, indent, inside_words)
+    return [x.replace(GLUE, " ") for x in filler.wrap(UNIT_SPACE.sub(GLUE, text))] or [text]
+
+
+class _Filler(textwrap.TextWrapper):
+    """textwrap's filling over the shell's words: split at spaces, and where asked after a comma or a bracket
+    inside a word."""
+
+    def __init__(self, width: int, indent: str, inside_words: bool):
+        super().__init__(width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+        self.inside_words = inside_words
+
+    def _split(self, text: str) -> list[str]:
+        chunks = super()._split(text)
+        return [p for c in chunks for p in INSIDE_WORD.split(c) if p] if self.inside_words else chunks
 
 
 # a number and its unit (`64 MiB`, `1.2 ms`, `7.58 GB/s`) are one word: held together by a space textwrap keeps
 UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:[KMGT]i?B|B|[µmn]?s|GB/s|bytes|elements)(?![\w/]))")
 GLUE = "\ue000"  # a private-use character: never in what the shell prints
+# where a word may break in a narrow cell: after a comma (not one between digits) or a bracket that follows a letter
+INSIDE_WORD = re.compile(r"(?<=,)(?=[^\d\s])|(?<=\w\()(?=[^\s)])")
 
 
 def access_lines(a) -> list[str]:
@@ -270,9 +279,6 @@ def host_table(rows) -> list[list]:
             "" if r["near"] is None else " (near)" if r["near"] else " (far)")
         cells.setdefault((where, r["gpu"]), {})[r["to_device"]] = f"{r['gbps']:.1f}"
     return [[where, gpu, c.get(True, "-"), c.get(False, "-")] for (where, gpu), c in cells.items()]
-
-
-PROSE = frozenset({"message", "echo", "say", "help", "help_command", "settings", "run", "quit"})  # no CSV of these
 
 
 def human(result: Result, tablefmt: str = "simple", width: int = 0, expanded: str = "off") -> str:
@@ -376,33 +382,71 @@ def csv_cell(v):
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list) and not any(isinstance(x, (list, dict)) for x in v):
-        return ";".join(csv_cell(x) for x in v)
+        return ";".join(str(csv_cell(x)) for x in v)
     if isinstance(v, (list, dict)):
         return json.dumps(_json_safe(v), ensure_ascii=False)
     return "" if v is None else _json_safe(v)
 
 
 def csv_text(result: Result) -> str:
-    """A result as CSV: its table (the first list of records in it: rows, buffers, entries…), else one record of
-    its plain fields; cells as `csv_cell` writes them, floats rounded as in JSON."""
-    data = result.data
-    rows = next((v for v in data.values() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)),
-                None)
-    if rows is None:
-        rows = [{k: v for k, v in data.items() if not isinstance(v, (list, dict))}]
-    return csv_records(rows).rstrip("\n")
+    """A result as CSV. A table — a list of records that leads its data (the first field that is a list or a
+    mapping; of several such lists side by side, the first with rows) — as its rows; any other result as one
+    record of all its fields, lists of plain values `;`-joined and mappings a level down as `key.sub` columns
+    (`buffer.name`, `checksums.h0`). Cells as `csv_cell` writes them, floats rounded as in JSON."""
+    data = rounded(result.data)
+    tables = _tables(type(result))
+    lead = []
+    for k, v in data.items():
+        if isinstance(v, (list, dict)):
+            if k not in tables:
+                break
+            lead.append(k)
+    if lead:
+        key = next((k for k in lead if data[k]), lead[0])
+        return _csv(data[key], tables[key]).rstrip("\n")
+    record = {}
+    for k, v in data.items():
+        if isinstance(v, dict):
+            record.update({f"{k}.{sub}": x for sub, x in v.items()})
+        else:
+            record[k] = v
+    return _csv([record]).rstrip("\n")
+
+
+_TABLES: dict[type, dict[str, list[str]]] = {}
+
+
+def _tables(cls) -> dict[str, list[str]]:
+    """The fields of a kind's Data that are lists of records, each with its record's keys (an empty table's
+    header), read from the Data's types: an empty list says nothing of what it would hold."""
+    if cls not in _TABLES:
+        import types
+        import typing
+
+        found = {}
+        for k, t in typing.get_type_hints(cls.Data).items():
+            for t in typing.get_args(t) if typing.get_origin(t) in (typing.Union, types.UnionType) else (t,):
+                item = typing.get_args(t)[0] if typing.get_origin(t) is list else None
+                if item is not None and typing.is_typeddict(item):
+                    found[k] = list(typing.get_type_hints(item))
+        _TABLES[cls] = found
+    return _TABLES[cls]
 
 
 def csv_records(rows: list[dict]) -> str:
     """Records as CSV, a column for every key any of them has (an empty cell where one lacks it), cells as
     `csv_cell` writes them, floats rounded as in JSON: `set format csv` and a bench's `--csv FILE` alike."""
+    return _csv(rounded(rows))
+
+
+def _csv(rows: list[dict], columns: list[str] = ()) -> str:
+    """Rounded records as CSV; `columns`: the header where there are no rows to take it from."""
     import csv
     import io
 
-    rows = rounded(rows)
     out = io.StringIO()
-    w = csv.DictWriter(out, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="",
-                       lineterminator="\n")
+    w = csv.DictWriter(out, fieldnames=list(dict.fromkeys(k for r in rows for k in r)) or list(columns),
+                       restval="", lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow({k: csv_cell(v) for k, v in r.items()})

@@ -39,8 +39,8 @@ class Scratch:
 
 
 class Progress:
-    """Counts the points of a measurement for the shell's progress line (`session.progress`: shown on a terminal,
-    through the shell's own error stream; nothing elsewhere)."""
+    """Counts the points of a measurement for the shell's progress line (`session.progress`: drawn only on a
+    terminal; nothing in scripts or pipes)."""
 
     def __init__(self, session, total: int, label: str):
         self.session, self.total, self.done, self.label = session, total, 0, label

@@ -75,6 +75,7 @@ TRIGGERS = {
     "RECURSION": (None, ["run self.cush"]),
     "BAD_ENCODING": (None, ["run latin1.cush"]),
     "SIM_BUDGET": (None, ["alloc pageable 8GB", "fill h0 1"]),
+    "HOST_OUT_OF_MEMORY": ("no-uva", ["alloc pageable 512MB", "alloc pageable 256MB"]),  # 624 MiB of addresses
     "IO_ERROR": (None, ["output /nonexistent-dir/x.txt"]),
     "NOT_INTERACTIVE": (None, ["edit"]),
     "NOT_SUPPORTED_ON_SIM": (None, ["kernel define k <<< __global__ void k(float *o) { o[0] = copysignf(1.0f, o[1]); } >>>"]),

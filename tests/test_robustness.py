@@ -80,7 +80,7 @@ def test_keep_going_runs_the_scripts_after_a_missing_one_and_still_says_it_faile
 
 def test_a_bench_past_the_simulators_storage_leaves_the_session_working(sim):
     sim.ok("alloc pageable 4KB as keep; fill keep 9")
-    assert sim.fails("bench memcpy h2d pinned sizes 1GB")["code"] == "SIM_BUDGET"
+    assert sim.fails("bench memcpy h2d pinned sizes 4GB")["code"] == "SIM_BUDGET"  # two 4 GiB sources to write
     assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["keep"]
     assert sim.ok("show keep count 2")["values"] == [9, 9]
     sim.ok("alloc device 1MB as d; memcpy h2d keep d[0:+4KB]")

@@ -72,7 +72,8 @@ class Profile:
     device_alloc: float = 60e-6
     # freeing, after the device sync cudaFree and cudaHostUnregister make (calibrate measures them as `bench alloc`
     # does, the host clock around the call). The H100 gave a third of pinning's cost to unpin (188 µs/MiB against
-    # 564–624) and 613 µs for a cudaFree of 64 MiB; the defaults are rounder
+    # 564–624) and 613 µs a cudaFree; that is modeled as a fixed cost per call, whatever the size (as cudaFree
+    # roughly is); the defaults are rounder
     device_free: float = 40e-6
     pinned_free_per_mib: float = 0.13e-3
     unregister_per_mib: float = 0.06e-3

@@ -133,19 +133,35 @@ class SparseBytes:
         for idx, start, stop, _ in self._chunks_for(offset, nbytes):
             self.chunks[idx][start:stop] = value
 
+    def reserve_copy(self, src: "SparseBytes", src_off: int, dst_off: int, nbytes: int) -> None:
+        """Refuse up front a copy whose new chunks the budget cannot hold: only those it makes — a part of a chunk
+        that gets bytes from the source, or a shared chunk written into; a whole chunk lined up with the source's
+        is shared (or dropped, where the source has none) and needs no RAM."""
+        aligned = (src_off - dst_off) % CHUNK == 0
+        shift = (src_off - dst_off) // CHUNK
+        made = 0
+        for idx, start, stop, at in self._spans(dst_off, nbytes):
+            if not self._unowned(idx):
+                continue
+            if aligned and start == 0 and stop == self._length(idx):
+                have = src.chunks.get(idx + shift)
+                if have is None or have.size == stop:
+                    continue
+            if idx in self.chunks or src.touched(src_off + at, stop - start):
+                made += CHUNK
+        self.budget.check(made)
+
     def copy_from(self, src: "SparseBytes", src_off: int, dst_off: int, nbytes: int) -> None:
-        """Chunk by chunk, so a large copy never holds the whole range at once."""
-        if src.touched(src_off, nbytes):
-            self.reserve(dst_off, nbytes)
+        """Chunk by chunk of this store, so a large copy never holds the whole range at once; a piece of zeros
+        makes no chunk."""
+        self.reserve_copy(src, src_off, dst_off, nbytes)
         if (src_off - dst_off) % CHUNK == 0:
             self._copy_aligned(src, src_off, dst_off, nbytes)
             return
-        step = CHUNK
-        for pos in range(0, nbytes, step):
-            n = min(step, nbytes - pos)
-            piece = src.read(src_off + pos, n)
-            if piece.any() or self.touched(dst_off + pos, n):
-                self.write(dst_off + pos, piece)
+        for idx, start, stop, at in self._spans(dst_off, nbytes):
+            piece = src.read(src_off + at, stop - start)
+            if piece.any() or idx in self.chunks:
+                self.write(dst_off + at, piece)
 
     def _copy_aligned(self, src: "SparseBytes", src_off: int, dst_off: int, nbytes: int) -> None:
         """Each piece lies in one chunk on both sides: a whole chunk is shared, a part copied into this store's own

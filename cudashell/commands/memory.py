@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
@@ -13,7 +11,7 @@ from ..session import Buffer
 from ..backends.base import host_flag_names
 from ..syncrules import FREE_SYNCS
 from .checks import check_new_name, check_pin_limit
-from ..render import Whole, buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, timing_note
+from ..render import Whole, buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, timing_note, wrap
 from typing import NotRequired, TypedDict
 
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
@@ -333,9 +331,7 @@ class PointerInfo(Result, kind="info"):
         out = [f"{d['name']}: {d['kind']} {d['size_text']}, flags {flags_text(d)}, {d['state']}"]
         for k, v, note in rows:
             line = f"  {k:<{label}}  {v!s:<{value}}  {note}".rstrip()
-            out += [Whole(x) for x in textwrap.wrap(line, width, subsequent_indent=" " * (label + value + 6),
-                                                    break_long_words=False, break_on_hyphens=False)] \
-                if width and len(line) > width else [line]
+            out += map(Whole, wrap([line], width, indent=" " * (label + value + 6)))
         return out
 
 

@@ -260,21 +260,22 @@ class Profile(Result, kind="profile"):
             if title == "API calls":
                 out.append("==cudashell== API calls (host time of each call):")
             out.append(head)
-            out += [f"{r['percent']:>6.2f}%{nvprof_time(r['total']):>10}{r['calls']:>10}{nvprof_time(r['avg']):>10}"
-                    f"{nvprof_time(r['min']):>10}{nvprof_time(r['max']):>10}  {r['name']}" for r in stats]
+            out += [Whole(f"{r['percent']:>6.2f}%{nvprof_time(r['total']):>10}{r['calls']:>10}"  # a row, as nvprof's
+                          f"{nvprof_time(r['avg']):>10}{nvprof_time(r['min']):>10}{nvprof_time(r['max']):>10}"
+                          f"  {r['name']}") for r in stats]
         if d.get("metrics"):
             out.append("==cudashell== Metrics of your kernels (counted by the simulator):")
             out.append(f"{'Kernel':<20}{'Memory':<12}{'Requests':>10}{'Sectors':>10}{'Per req':>9}{'Used':>7}")
             for r in d["metrics"]:
                 if r["memory"] == "shared":
                     per = r["wavefronts"] / r["requests"] if r["requests"] else 0
-                    out.append(f"{r['kernel']:<20}{'shared':<12}{r['requests']:>10}{r['wavefronts']:>10}{per:>9.2f}"
-                               f"{'':>7}  (wavefronts: bank conflicts above 1 a request)")
+                    out.append(Whole(f"{r['kernel']:<20}{'shared':<12}{r['requests']:>10}{r['wavefronts']:>10}"
+                                     f"{per:>9.2f}{'':>7}  (wavefronts: bank conflicts above 1 a request)"))
                 else:
                     per = r["sectors"] / r["requests"] if r["requests"] else 0
                     used = r["useful_bytes"] / (32 * r["sectors"]) if r["sectors"] else 1
-                    out.append(f"{r['kernel']:<20}{r['memory']:<12}{r['requests']:>10}{r['sectors']:>10}{per:>9.2f}"
-                               f"{100 * used:>6.0f}%")
+                    out.append(Whole(f"{r['kernel']:<20}{r['memory']:<12}{r['requests']:>10}{r['sectors']:>10}"
+                                     f"{per:>9.2f}{100 * used:>6.0f}%"))
         if d["pending"]:
             out.append(f"({d['pending']} operations still running are not counted: `sync` first)")
         return out

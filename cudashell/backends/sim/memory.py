@@ -15,6 +15,12 @@ from .common import MIB, INVALID, STALE_LIMIT, SimAlloc
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
 
 
+def _out_of_memory(kind: str) -> tuple[str, str]:
+    """The code of an allocation that finds no room, and the call to name in its message: pageable memory is
+    malloc's, the host's failure; every other kind the driver's."""
+    return ("HOST_OUT_OF_MEMORY", "malloc: ") if kind == "pageable" else ("CUDA_ERROR_OUT_OF_MEMORY", "")
+
+
 class Memory:
     """The simulator's memory (a mixin: its state is made in SimBackend._fresh)."""
 
@@ -29,15 +35,14 @@ class Memory:
         if device and on_device:  # another GPU's own memory
             used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
         if used + size > limit:
-            raise ShellError("CUDA_ERROR_OUT_OF_MEMORY",
-                             f"{size} bytes do not fit: {used} of {limit} bytes of "
-                             f"{'device' if on_device else 'host'} memory in use",
-                             "free something, or ask for less")
+            code, call = _out_of_memory(kind)
+            raise ShellError(code, f"{call}{size} bytes do not fit: {used} of {limit} bytes of "
+                             f"{'device' if on_device else 'host'} memory in use", "free something, or ask for less")
         if kind == "managed" and not p.managed_memory:
             raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
         region = "alias" if kind == "device" and not p.unified_addressing else kind
         a = SimAlloc(kind, size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx)
-        a.addr = self._addresses(region, size)
+        a.addr = self._addresses(region, size, kind)
         host_ptr = device_ptr = None
         cost = MALLOC
         if kind == "pageable":
@@ -85,14 +90,15 @@ class Memory:
                 old.data.release()
                 del self.stale[addr]
 
-    def _addresses(self, region: str, size: int) -> int:
+    def _addresses(self, region: str, size: int, kind: str = "") -> int:
         """Where an allocation goes; a 32-bit address space that has no room left is out of memory."""
         try:
             return self.addresses.take(region, size)
         except AddressSpaceFull as e:
             where = "device" if region == "alias" else region
-            raise ShellError("CUDA_ERROR_OUT_OF_MEMORY", f"{format_size(size)} do not fit in the {where} addresses left "
-                             f"in this {self.profile.address_bits}-bit address space (they end at 0x{e.args[0]:08x})",
+            code, call = _out_of_memory(kind)
+            raise ShellError(code, f"{call}{format_size(size)} does not fit in the {where} addresses left in this "
+                             f"{self.profile.address_bits}-bit address space (they end at 0x{e.args[0]:08x})",
                              "free something, or ask for less") from None
 
     def _map(self, host_ptr: int, size: int, mapped: bool) -> int | None:

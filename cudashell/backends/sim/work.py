@@ -77,8 +77,11 @@ class Work:
                 return lambda: d.data.write(dst_off, data) if data is not None else d.data.fill(dst_off, 0, nbytes)
             return lambda: d.data.copy_from(s.data, src_off, dst_off, nbytes)
 
-        if s.data.touched(src_off, nbytes):
-            d.data.reserve(dst_off, nbytes)
+        if rule.stages:  # the bytes staged now are written whole
+            if s.data.touched(src_off, nbytes):
+                d.data.reserve(dst_off, nbytes)
+        else:
+            d.data.reserve_copy(s.data, src_off, dst_off, nbytes)
         return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
