@@ -83,3 +83,10 @@ def test_cli_exit_releases_everything():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "measured" in r.stdout and "context stack" not in r.stderr
+
+
+def test_a_malloc_the_host_refuses_is_the_hosts_failure(gpu):
+    """As on the simulator: pageable memory that does not fit is HOST_OUT_OF_MEMORY, not a driver error or a bug."""
+    error = gpu.fails("alloc pageable 2^50")  # a PiB: more than RAM and swap, which mmap refuses
+    assert error["code"] == "HOST_OUT_OF_MEMORY" and error["message"].startswith("malloc: ")
+    gpu.ok("alloc pageable 1MB")  # the session goes on

@@ -41,7 +41,11 @@ class Memory:
 
         kind, size = a.kind, a.size
         if kind == "pageable":  # anonymous pages: page-aligned, lazily backed, like a large malloc
-            a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            try:
+                a.owner = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            except OSError as e:  # the host's refusal, not the driver's (the simulator names it the same)
+                raise ShellError("HOST_OUT_OF_MEMORY", f"malloc: {size} bytes do not fit: {e.strerror}",
+                                 "free something, or ask for less") from None
             a.array = numpy.frombuffer(a.owner, numpy.uint8)
         elif kind == "pinned":
             bits = ((cu.CU_MEMHOSTALLOC_PORTABLE if "portable" in flags else 0)
