@@ -47,8 +47,8 @@ def _example(backend: str, tmp_path: Path) -> None:
         [(100, 100, True), (60, 100, True), (50, 100, False)]
     assert code == ExitStatus.ERROR  # one submission is below the default 60%
     assert outcome(right) == [("The script runs", 8, "passed", None, 10), ("The result is right", 18, "passed", None, 50),
-                              ("The copy is fast", 33, "passed", None, 40)]
-    assert outcome(slow)[2] == ("The copy is fast", 33, "failed", "EXPECT_FAILED", 0)
+                              ("The copy is fast", 36, "passed", None, 40)]
+    assert outcome(slow)[2] == ("The copy is fast", 36, "failed", "EXPECT_FAILED", 0)
     assert outcome(wrong)[1] == ("The result is right", 18, "failed", "EXPECT_FAILED", 0)
     assert "first difference at byte" in wrong["sections"][1]["checks"][0]["message"]
     assert right["backend"] == backend and right["timing"] == ("modeled" if backend == "sim" else "measured")
