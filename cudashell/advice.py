@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from .errors import ShellError
+from .machine import host_memory_total
+from .regions import common_size, region
 from .sizes import format_size, size_word
 from .syncrules import memcpy_rule, memory_class, memset_rule
 
@@ -112,8 +114,6 @@ def copy_bytes(session, act: Act) -> int | None:
     """How many bytes a memcpy moved: its result says; in a `repeat` round, from its arguments."""
     if act.data is not None:
         return act.data["bytes"]
-    from .commands.checks import common_size, region
-
     try:
         regions = [region(session, act.args.values[k], None) for k in ("SRC", "DST")]
         return common_size(regions, act.args.values.get("SIZE"), None, (None, None))
@@ -168,8 +168,8 @@ def copy_then_sync(memory, flow, session, act) -> Iterator[tuple]:
             yield stream, (f"{memory['row']} async copies in a row on stream {stream}, each followed at once by "
                            "sync: the host waits each time, so nothing overlaps them — queue more work before syncing, "
                            "or sync once at the end")
-    elif act.name != "sync" and memory.get("after_copy"):
-        memory["row"] = 0  # the copy was not followed by a sync: the pattern broke
+    elif not is_async_copy(act):
+        memory["row"] = 0  # neither a copy nor its sync: the row broke
     memory["after_copy"] = stream_of(session, act).name if is_async_copy(act) else None
 
 
@@ -214,14 +214,15 @@ def tiny_copies(memory, flow, session, act) -> Iterator[tuple]:
     if nbytes is None or nbytes >= TINY:
         memory.clear()
         return
-    names = {act.args.values[k].name for k in ("SRC", "DST")}
-    row = {n: memory.get(n, 0) + 1 for n in names}  # a buffer not in this copy is no longer in a row
+    src, dst = (act.args.values[k].name for k in ("SRC", "DST"))
+    row = {n: memory.get(n, 0) + 1 for n in (src, dst)}  # a buffer not in this copy is no longer in a row
     memory.clear()
     memory.update(row)
-    for name in sorted(names):
-        if row[name] == TINY_ROW:
-            yield name, (f"{TINY_ROW} copies of {name} in a row, each under {size_word(TINY)}: each pays a copy's "
-                         "fixed cost (microseconds), so the bus mostly idles — copy the range in one memcpy")
+    full = [n for n in dict.fromkeys((src, dst)) if row[n] == TINY_ROW]
+    if full:  # one note for the copy that made the row, keyed on its pair (p → d is one pattern, not two)
+        what = f"from {src} to {dst}" if len(full) == 2 else f"of {full[0]}"
+        yield (src, dst), (f"{TINY_ROW} copies {what} in a row, each under {size_word(TINY)}: each pays a copy's "
+                           "fixed cost (microseconds), so the bus mostly idles — copy the range in one memcpy")
 
 
 def mapped_reread(memory, flow, session, act) -> Iterator[tuple]:
@@ -265,12 +266,11 @@ def managed_pingpong(memory, flow, session, act) -> Iterator[tuple]:
 
 
 def host_ram(backend) -> int:
-    """The host's RAM: the simulator's profile says it, a GPU's host is read from /proc/meminfo."""
+    """The host's RAM: the simulator's profile says it; a GPU's host (the worker runs on this machine) is read from
+    /proc/meminfo here, without loading the driver's bindings into the shell."""
     profile = getattr(backend, "profile", None)
     if profile is not None:
         return profile.host_memory
-    from .backends.gpu.common import host_memory_total
-
     return host_memory_total()
 
 

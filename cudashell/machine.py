@@ -60,6 +60,11 @@ def meminfo() -> dict:
     return out
 
 
+def host_memory_total() -> int:
+    """The host's RAM in bytes (MemTotal); 0 where /proc/meminfo does not say."""
+    return meminfo().get("MemTotal", 0)
+
+
 def transparent_hugepages() -> str | None:
     text = _read(Path("/sys/kernel/mm/transparent_hugepage/enabled"))
     m = re.search(r"\[(\w+)\]", text or "")

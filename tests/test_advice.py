@@ -93,14 +93,14 @@ def test_many_tiny_copies_of_one_buffer_in_a_row(on):
     on.ok("alloc pinned 1MB as p; alloc device 1MB as d")
     piece = "memcpy p[{0}KB:+1KB] d[{0}KB:+1KB]"
     assert advised(on, "; ".join(piece.format(i) for i in range(7))) == []
-    assert advised(on, piece.format(7)) == ["tiny-copies", "tiny-copies"]  # p and d
+    assert advised(on, piece.format(7)) == ["tiny-copies"]  # p to d: one pattern
     assert advised(on, "; ".join(piece.format(i) for i in range(8, 20))) == []
     assert advised(on, "repeat 3 <<< memcpy p d >>>") == []  # large copies break the row
 
 
 def test_tiny_copies_in_a_repeat_count(on):
     on.ok("alloc pinned 1MB as p; alloc device 1MB as d")
-    assert advised(on, "repeat 100 <<< memcpy p[0:+4KB] d[0:+4KB] >>>") == ["tiny-copies", "tiny-copies"]
+    assert advised(on, "repeat 100 <<< memcpy p[0:+4KB] d[0:+4KB] >>>") == ["tiny-copies"]
 
 
 def test_kernels_reading_mapped_memory_again(on):
@@ -237,3 +237,36 @@ def test_every_rule_has_its_section_in_the_guide():
                 for h in re.findall(r"^#+ (.+)$", GUIDE.read_text(encoding="utf-8"), re.M)}
     assert [r.id for r in advice.RULES if r.section.split("#")[1] not in headings] == []
     assert len(advice.RULES) == 9
+
+
+def test_advice_loads_neither_the_driver_bindings_nor_the_commands():
+    """The rules are pure: on a GPU backend (no profile) the host's RAM is read without `cuda.bindings.driver`
+    (the architecture keeps it in the worker), and nothing of commands/ is imported."""
+    code = """
+import sys
+from cudashell import advice
+from cudashell.machine import meminfo
+assert advice.host_ram(object()) == meminfo()["MemTotal"] > 0
+print(sorted(m for m in sys.modules if m.startswith(("cuda.", "cudashell.backends", "cudashell.commands"))))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_an_async_copy_then_sync_only_in_a_row_of_them(on):
+    """A copy-then-sync, other work, another copy-then-sync: the other work breaks the row (the review's program)."""
+    on.ok("alloc pinned 1MB as p; alloc device 1MB as d")
+    assert advised(on, "memcpy p d async; sync; launch increment d; sync; show p count 1; memcpy d p async; sync; "
+                       "fill p 1; memcpy p d async; sync") == []
+    assert advised(on, "memcpy p d async; sync; memcpy d p async; sync") == ["copy-then-sync"]  # 3 in a row now
+
+
+def test_tiny_copies_between_two_buffers_are_one_note(on):
+    """A row of tiny copies from p to d is one pattern: one note, naming both."""
+    on.ok("alloc pinned 1MB as p; alloc device 1MB as d; alloc device 1MB as e")
+    objs = on.run("repeat 10 <<< memcpy p[0:+4KB] d[0:+4KB] >>>")
+    assert notes(objs) == ["tiny-copies"] and "8 copies from p to d in a row" in objs[-1]["result"]["note"]
+    objs = on.run("; ".join(f"memcpy p[{i}KB:+1KB] e[{i}KB:+1KB]" for i in range(8)))
+    assert notes(objs) == ["tiny-copies"]  # another pair: another note
+    assert on.ok("advice")["notes"][0]["count"] == 2

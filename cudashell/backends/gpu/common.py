@@ -38,14 +38,6 @@ def _nvidia_driver() -> str:
     return m.group(1) if m else "unknown"
 
 
-def host_memory_total() -> int:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def _host_array(ptr: int, size: int) -> np.ndarray:
     """The bytes of a host-accessible allocation, as numpy sees them (no copy)."""
     import numpy as np  # here: the GPU side starts without it (0.3 s on the H100 machine)

@@ -13,7 +13,8 @@ from ...errors import ShellError, held_error
 from ..bindings import answer, call, cu, location
 from ..base import Allocation
 from ..refusals import refuse_register
-from .common import ADVICE, host_memory_total, _host_array, CudaAlloc
+from ...machine import host_memory_total
+from .common import ADVICE, _host_array, CudaAlloc
 
 
 class Memory:
