@@ -96,6 +96,7 @@ STICKY = frozenset({"CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "C
                     "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
                     "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
                     "CUDA_ERROR_ECC_UNCORRECTABLE", "GPU_ABANDONED", "GPU_WORKER_DIED"})
+OUTSIDE_HINT = "a submission opens and writes files only inside its own folder"  # `cudashell grade`
 RESET_HINT = "the context is dead; `reset` brings the session back on a fresh one (host contents are kept)"
 
 

@@ -209,6 +209,7 @@ class Session:
     kernels: dict = field(default_factory=lambda: dict(BUILTINS))
     api: list = field(default_factory=list)  # (CUDA call, host seconds) of every command, for `profile`
     script_dir: Path = field(default_factory=Path.cwd)  # where relative input paths are resolved
+    root: Path | None = None  # `cudashell grade`: the submission's folder, outside which no file is opened
     held: dict | None = None  # while `hold`: since when, how, and how much of the trace was there then
     peers: set = field(default_factory=set)  # (a, b) after `peer enable a b`: GPU a may reach GPU b's memory
     progress: object = None  # (label, done or None at the end, total) -> None: the shell's progress line, if any

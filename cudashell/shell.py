@@ -16,7 +16,7 @@ from pathlib import Path
 from . import cemit, render
 from .backends.base import Backend
 from .environment import Environment
-from .errors import ShellError
+from .errors import OUTSIDE_HINT, ShellError
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
 from .registry import parse_segment, spec_of, watchers
@@ -48,7 +48,7 @@ def script_name(path: Path) -> str:
 
 
 WORD = re.compile(r"[A-Za-z_][\w.]*")
-INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)  # what a kernel's source reads besides itself
+INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)', re.M)  # the plain #include lines of a source
 NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space, a tab or a Unicode space too
 
 
@@ -83,7 +83,16 @@ class Shell:
         self.editor = None  # (text, suffix) -> text: the user's $EDITOR, where there is a person at a prompt
         self.next_input = ""  # what `edit` brought back, waiting at the next prompt
         self.progress_stream = None  # where the progress line goes, when not the error stream (the prompt's terminal)
-        self.root: Path | None = None  # `cudashell grade`: the submission's folder, outside which no file is opened
+
+    @property
+    def root(self) -> Path | None:
+        """`cudashell grade`: the submission's folder, outside which no file is opened. The session's, so that
+        compiling a kernel (the backend's `load_kernels`) is confined to it too."""
+        return self.session.root
+
+    @root.setter
+    def root(self, folder: Path | None) -> None:
+        self.session.root = folder
 
     @property
     def json_mode(self) -> bool:
@@ -161,31 +170,38 @@ class Shell:
         return error is None
 
     def _confine(self, cmd) -> None:
-        """Grading: every file a command names — a script, a kernel and what it #includes, a file it writes — must
-        lie inside `root` (symbolic links followed, resolved from the script's folder and from the working
-        directory, as the commands resolve them), or the command is refused before it opens anything."""
+        """Grading: every file a command names — a script, a kernel, a lesson file (`lesson NAME.toml`), a
+        profile (`compare ref FILE`), a file it writes — must lie inside `root`, or the command is refused before
+        it opens anything. Paths are resolved as the commands resolve them: from the script's folder and from the
+        working directory, `~` expanded, symbolic links followed. A kernel's plain `#include "…"` lines are
+        checked here too, as the shell reads those files itself (kernels.with_includes); what else a source
+        makes the compiler open is refused where the compiler opens it (`load_kernels` with the session's root)."""
         root = self.root.resolve()
 
         def inside(path: Path, shown: str, col: int | None) -> None:
             if not path.resolve().is_relative_to(root):
                 raise ShellError("OUTSIDE_SUBMISSION", f"{shown} is outside the submission's folder {self.root}",
-                                 "a submission opens and writes files only inside its own folder", col)
+                                 OUTSIDE_HINT, col)
 
         def includes(source: str, folder: Path, col: int | None, seen: set) -> None:
-            for name in INCLUDE.findall(source):
+            for quoted, angled in INCLUDE.findall(source):
+                name = quoted or angled
                 target = folder / name
                 inside(target, f"#include {name!r}", col)
                 if target.is_file() and target.resolve() not in seen:
                     seen.add(target.resolve())
                     includes(target.read_text(encoding="utf-8", errors="replace"), target.parent, col, seen)
 
-        for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
-            value = cmd.args.values.get(arg.name)
-            if arg.kind != "file" or value is None or (cmd.spec.name == "output" and value == "off"):
+        named = [(arg.name, cmd.args.values.get(arg.name)) for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts))
+                 if arg.kind == "file" or (cmd.spec.name == "lesson" and arg.name == "NAME")]
+        for name, value in named:
+            if value is None or (cmd.spec.name == "output" and value == "off") or \
+                    (cmd.spec.name == "lesson" and not value.endswith(".toml") and "/" not in value):  # a shipped one
                 continue
-            col = cmd.args.col(arg.name)
+            col = cmd.args.col(name)
             for base in (self.dirs[-1], Path.cwd()):
-                inside(base / value, value, col)
+                for path in {Path(value), Path(value).expanduser()}:
+                    inside(base / path, value, col)
             if cmd.spec.name == "kernel load" and (self.dirs[-1] / value).is_file():
                 includes((self.dirs[-1] / value).read_text(encoding="utf-8", errors="replace"),
                          (self.dirs[-1] / value).parent, col, set())
@@ -535,8 +551,8 @@ class Shell:
         """Run a script (a demo) on a session of its own — the same backend, the user's settings with `settings`
         on top — and release what it made at its end, whatever happened: the user's session is left as it was."""
         mine = self.session
-        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, progress=mine.progress,
-                        measured=mine.measured)  # what a demo measures is the session's, for `compare ref`
+        scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, root=mine.root,
+                        progress=mine.progress, measured=mine.measured)  # what a demo measures: for `compare ref`
         self.session = scope
         try:
             self.backend.context_use(None)  # a fresh session starts in the GPU's primary context

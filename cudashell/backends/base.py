@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is imported where it is used: the GPU side starts without it
+    from pathlib import Path
+
     import numpy as np
 
 
@@ -254,8 +256,10 @@ class Backend(ABC):
         CUDA_ERROR_INVALID_VALUE (the simulator's through `launchdims.check_launch`)."""
 
     @abstractmethod
-    def load_kernels(self, source: str, path: str | None = None) -> list:
-        """Compile CUDA C and return its kernels with backend handles (cuda only)."""
+    def load_kernels(self, source: str, path: str | None = None, root: Path | None = None) -> list:
+        """Compile CUDA C and return its kernels with backend handles (cuda only). With `root` (grading), a
+        source that reads a file outside that folder (CUDA's own headers aside) is OUTSIDE_SUBMISSION, refused
+        before its text can reach an error message."""
 
     # events and host callbacks
     @abstractmethod

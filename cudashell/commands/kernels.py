@@ -169,7 +169,7 @@ def kernel_load(session, backend, args):
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
     parse_kernels(with_includes(source, str(path)))  # a bad signature is a usage error before any compiler runs
-    kernels = backend.load_kernels(source, str(path))
+    kernels = backend.load_kernels(source, str(path), session.root)
     return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
                               "from": str(path)})
 
@@ -185,7 +185,7 @@ def kernel_define(session, backend, args):
     # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
     where = str(session.script_dir / f"{name} (kernel define)")
     parse_kernels(with_includes(source, where))  # a bad signature is a usage error before any compiler runs
-    kernels = backend.load_kernels(source, where)
+    kernels = backend.load_kernels(source, where, session.root)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))

@@ -39,7 +39,7 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     done, failed = [], {}
     for (source, path), names in by_source.items():
         try:
-            fresh = {k.symbol: k.handle for k in backend.load_kernels(source, path)}
+            fresh = {k.symbol: k.handle for k in backend.load_kernels(source, path, session.root)}
         except ShellError as e:
             for n in names:
                 failed[n] = e.code

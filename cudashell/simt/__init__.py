@@ -6,24 +6,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ShellError
+from ..errors import OUTSIDE_HINT, ShellError
 from ..kernels import Kernel, Param
 
 
-def compile_source(source: str, path: str | None = None) -> list[Kernel]:
-    """The __global__ functions of a source, as Kernels whose handle is (program, function)."""
+def compile_source(source: str, path: str | None = None, root: Path | None = None) -> list[Kernel]:
+    """The __global__ functions of a source, as Kernels whose handle is (program, function); with `root`
+    (grading), a source that names a file outside that folder is OUTSIDE_SUBMISSION."""
     from .ctype import Pointer, Scalar
     from .frontend import CompileError, parse
 
     name = Path(path).name if path else "kernel.cu"
     dirs = [Path(path).parent] if path else []
     try:
-        program = parse(source, name, dirs)
+        program = parse(source, name, dirs, root)
     except CompileError as e:
         where = f"{e.where[0]}:{e.where[1]}:{e.where[2]}: " if e.where else ""
         raise ShellError(e.code, f"{where}{e.message}",
                          "the simulator runs the CUDA C subset in the guide's chapter \"Your own kernels\""
-                         if e.code == "NOT_SUPPORTED_ON_SIM" else None) from None
+                         if e.code == "NOT_SUPPORTED_ON_SIM" else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION"
+                         else None) from None
     kernels = []
     for kname in program.kernel_names:
         fn = program.functions[kname]

@@ -48,14 +48,52 @@ CUDA_HEADERS = {"cuda_runtime.h", "cuda.h", "stdio.h", "assert.h", "math.h", "st
                 "device_functions.h", "sm_20_atomic_functions.h", "helper_cuda.h", "helper_math.h"}
 
 
-def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[str, list]:
-    """The source with macros expanded and includes inlined; and, per output line, its (file, line)."""
+PASSED = {"pragma", "line", "ident"}  # directives pcpp leaves to clang: none of them opens a file
+FILE_DIRECTIVE = re.compile(r"\bdependency\b")  # `#pragma GCC dependency "f"` (or through _Pragma) makes clang stat f
+
+
+def confined(name: str, folders: list[str], root: Path | None, what: str) -> list[Path]:
+    """Where `name` may be looked for — as written when absolute, else in each of `folders` — all inside `root`
+    when one is set (grading), else the directive is OUTSIDE_SUBMISSION: refused before any of them is opened or
+    looked at, so that neither the file's text nor whether it exists reaches the submission."""
+    places = [Path(name)] if Path(name).is_absolute() else [Path(f or ".") / name for f in folders]
+    if root is not None:
+        for place in places:
+            if not place.resolve().is_relative_to(root.resolve()):
+                raise CompileError("OUTSIDE_SUBMISSION", f"{what} {name!r} is outside the submission's folder {root}")
+    return places
+
+
+def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path | None = None) -> tuple[str, list]:
+    """The source with macros expanded and includes inlined; and, per output line, its (file, line). With `root`
+    (grading) no file outside that folder is opened, nor its existence tested, by any directive: pcpp opens the
+    files (each through on_file_open), and every directive that could make clang open one is refused here."""
     try:
         import pcpp
     except ImportError:  # pragma: no cover - a dependency
         raise CompileError("NOT_SUPPORTED_ON_SIM", "the simulator's preprocessor (pcpp) is not installed") from None
 
     class Pre(pcpp.Preprocessor):
+        def on_file_open(self, is_system_include, includepath):
+            confined(includepath, [""], root, "#include")
+            return super().on_file_open(is_system_include, includepath)
+
+        refused: CompileError | None = None  # met inside an #if, whose evaluator turns errors into on_error
+
+        def on_unknown_macro_function_in_expr(self, ident):
+            if ident not in ("__has_include", "__has_include_next"):
+                return super().on_unknown_macro_function_in_expr(ident)
+
+            def has(arg: str) -> int:
+                name = arg.strip('"')
+                try:
+                    places = confined(name, [*self.temp_path[:1], *self.path], root, ident)
+                except CompileError as e:
+                    self.refused = e
+                    raise
+                return int(Path(name).name in CUDA_HEADERS or any(p.is_file() for p in places))
+            return has
+
         def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
             if Path(includepath).name in CUDA_HEADERS:  # what they declare is built in
                 raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
@@ -63,6 +101,8 @@ def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[st
                                "are found; CUDA's own headers are built in)")
 
         def on_error(self, file, line, msg):
+            if self.refused is not None:
+                raise self.refused
             raise CompileError("USAGE", f"{file}:{line}: {msg}")
 
         def on_directive_handle(self, directive, toks, ifpassthru, precedingtoks):
@@ -74,9 +114,16 @@ def preprocess(source: str, filename: str, include_dirs: list[Path]) -> tuple[st
             return super().on_directive_handle(directive, toks, ifpassthru, precedingtoks)
 
         def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
-            if directive.value == "pragma":
+            text = "".join(tok.value for tok in toks).strip()
+            where = (directive.source, directive.lineno, 2)
+            if directive.value in PASSED and not FILE_DIRECTIVE.search(text):
                 return None  # passed through: `#pragma unroll` changes nothing the interpreter computes
-            return super().on_directive_unknown(directive, toks, ifpassthru, precedingtoks)
+            named = re.search(r'"([^"]+)"|<([^>]+)>', "".join(t.value for t in self.expand_macros(list(toks))))
+            if named:  # `#include_next`, `#import`, `#embed`…: clang would open the file
+                confined(named.group(1) or named.group(2), [*self.temp_path[:1], *self.path], root,
+                         f"#{directive.value}")
+            raise CompileError("NOT_SUPPORTED_ON_SIM", f"#{directive.value} {text} is not in the simulator's "
+                               "subset (#include a file beside the source instead)", where)
 
     pre = Pre()
     pre.line_directive = "#line"
@@ -127,8 +174,11 @@ OUTSIDE = [
 ]
 
 
-def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | None = None) -> "Program":
-    text, where = preprocess(source, filename, include_dirs or [])
+def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | None = None,
+          root: Path | None = None) -> "Program":
+    text, where = preprocess(source, filename, include_dirs or [], root)
+    if FILE_DIRECTIVE.search("\n".join(re.findall(r"_Pragma\s*\((.*?)\)", text))):
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "_Pragma(\"GCC dependency …\") is not in the simulator's subset")
     for pattern, what in OUTSIDE:  # what clang would only call an unknown name: say what it is
         m = re.search(pattern, text)
         if m:
@@ -145,6 +195,8 @@ def _tu(text: str):
     ci = _clang()
     tu = ci.Index.create().parse("__cush__.cu", args=ARGS, unsaved_files=[("__cush__.cu", DECLS + text)],
                                  options=0)
+    if any(True for _ in tu.get_includes()):  # pcpp inlined every #include: what clang read, no directive asked for
+        raise CompileError("NOT_SUPPORTED_ON_SIM", "the source reads a file by a means the simulator does not run")
     return tu
 
 

@@ -4,20 +4,71 @@ timed through `Measurement._timed`."""
 from __future__ import annotations
 
 import ctypes as C
+import functools
+import os
+import re
+import subprocess
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from ... import syncrules as R
-from ...errors import ShellError, held_error
+from ...errors import OUTSIDE_HINT, ShellError, held_error
 from ...kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
 from ..bindings import HOST_FN, call, host_fn, launch_args
 from ..base import Timing
 from .common import CTYPE
 
 
+@functools.cache
+def compiler_folders(arch: str) -> tuple[Path, ...]:
+    """The folders nvcc's preprocessor searches for `#include <…>`: CUDA's own headers and the host compiler's."""
+    run = subprocess.run(["nvcc", "-E", f"-arch={arch}", "-Xcompiler", "-v", "-x", "cu", os.devnull, "-o", os.devnull],
+                         capture_output=True, text=True)
+    lines = run.stderr.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.startswith("#include <...> search starts here")), len(lines))
+    return tuple(Path(line.strip()).resolve() for line in lines[start + 1:] if line.startswith(" "))
+
+
+_DEPENDENCY_SPLIT = re.compile(r"(?<!\\)\s+")
+_NAMED_IN_ERROR = re.compile(r"^(?:In file included from|\s+from)?\s*(.+?):\d+(?::\d+)?[:,]", re.M)
+
+
+def confine_dependencies(text: str, include_dirs: list[str], arch: str, root: Path, allowed: list[str]) -> None:
+    """Grading: every file nvcc reads for `text` — listed by `nvcc -M` before the compile, whose error messages
+    could quote it — lies in `root`, in one of `allowed` or in the compiler's own folders, else the source is
+    OUTSIDE_SUBMISSION. `__has_include` is refused too: it tells whether a file exists, wherever it is."""
+    folders = (root.resolve(), *(Path(a).resolve() for a in allowed), *compiler_folders(arch))
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "kernel.cu"
+        source.write_text(text, encoding="utf-8")
+        run = subprocess.run(["nvcc", "-M", f"-arch={arch}", *(f"-I{d}" for d in include_dirs), source.name], cwd=tmp,
+                             capture_output=True, text=True)
+        if run.returncode == 0:  # `kernel.o : kernel.cu \` and one file a line after it, spaces escaped
+            words = _DEPENDENCY_SPLIT.split(run.stdout.replace("\\\n", " ").split(":", 1)[-1].strip())
+            files = [w.replace("\\ ", " ") for w in words if w]
+        else:  # what the preprocessor stopped at: the files its messages name
+            files = _NAMED_IN_ERROR.findall(run.stderr)
+        for name in files:
+            path = (Path(tmp) / name).resolve()
+            if path == source.resolve():
+                continue
+            if not any(path.is_relative_to(f) for f in folders):
+                raise ShellError("OUTSIDE_SUBMISSION", f"the kernel's source reads {path}, which is outside the "
+                                 f"submission's folder {root}", OUTSIDE_HINT)
+            if path.is_relative_to(root.resolve()) and "__has_include" in path.read_text(errors="replace"):
+                raise ShellError("OUTSIDE_SUBMISSION", f"{path} uses __has_include, which could test for a file "
+                                 "outside the submission's folder", OUTSIDE_HINT)
+        if "__has_include" in text:
+            raise ShellError("OUTSIDE_SUBMISSION", "the kernel's source uses __has_include, which could test for a "
+                             "file outside the submission's folder", OUTSIDE_HINT)
+
+
 class Work:
     """The GpuSide's work (a mixin: its state is made in GpuSide.__init__)."""
+
+    root: Path | None = None  # grading: the submission's folder, outside which no kernel's source may read
 
     @staticmethod
     def _cls(buf) -> str:
@@ -81,16 +132,21 @@ class Work:
     def _functions(self, source: str, names: list[str], extern_c: bool, path: str | None = None) -> dict[str, int]:
         """The kernels of `source` in the current context, compiled and loaded there the first time (a module
         is its context's: another context's function is CUDA_ERROR_INVALID_HANDLE, seen on the H100). A loaded
-        file's `#include "x.cuh"` finds files beside it."""
+        file's `#include "x.cuh"` finds files beside it. While grading (`self.root`, set by load_kernels), what
+        the source reads is confined to the submission's folder before nvcc compiles it."""
         fns = self.cur.functions.get(source)
         if fns is None:
+            from pycuda.compiler import _find_pycuda_include_path
             from pycuda.compiler import compile as nvcc_compile  # PyCUDA's nvcc driver, with its cubin cache
             from pycuda.driver import CompileError
 
             dirs = [str(Path(path).resolve().parent)] if path else []
             text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
+            arch = "sm_" + self.info.compute_capability.replace(".", "")  # given, PyCUDA needs no context
+            if self.root is not None:  # the folders PyCUDA gives nvcc: the file's and its own
+                confine_dependencies(text, [*dirs, _find_pycuda_include_path()], arch, self.root,
+                                     [_find_pycuda_include_path()])
             try:
-                arch = "sm_" + self.info.compute_capability.replace(".", "")  # given, PyCUDA needs no context
                 cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs, arch=arch)
             except CompileError as e:  # nvcc's own words, first error first
                 first = next((line for line in (e.stderr or str(e)).splitlines() if "error" in line), str(e))
@@ -137,9 +193,11 @@ class Work:
             call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
             return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
-    def load_kernels(self, source, path=None):
+    def load_kernels(self, source, path=None, root=None):
         if self.held:
             raise held_error("loading a module, which may wait for the device,")
+        if root is not None:  # grading: this worker's every compile from now on, a relaunch's in a new context too
+            self.root = Path(root)
         kernels = parse_kernels(with_includes(source, path))
         fns = self._functions(source, [k.symbol for k in kernels], extern_c=True, path=path)
         return [replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels]

@@ -144,11 +144,11 @@ class Work:
         return self._submit(stream, p.launch_latency + moved, "compute", R.QUEUED, None if faulty else effect,
                             fault=ILLEGAL if faulty else None)
 
-    def load_kernels(self, source, path=None):
+    def load_kernels(self, source, path=None, root=None):
         self._refuse_held("loading a module, which may wait for the device,")
         from ...simt import compile_source  # the front end loads clang: only when a kernel is defined
 
-        return compile_source(source, path)
+        return compile_source(source, path, root)
 
     def _regions(self, ctx, named: dict) -> list:
         """Every live allocation as a kernel in context `ctx` sees it: the address it uses, whether it may touch
