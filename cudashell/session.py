@@ -216,6 +216,7 @@ class Session:
     gone: dict = field(default_factory=dict)  # names freed or destroyed → what became of them (for the error)
     measured: Measured = field(default_factory=Measured)  # benches, calibrate and copies, for `compare ref`
     lesson: object = None  # the lesson running in this session (commands/lessons.py): its step, tries, results
+    lessons_away: dict = field(default_factory=dict)  # lessons quit or left for another here, by key: resumed as is
     state_dir: Path | None = None  # where progress is kept (the Environment's state dir); None: not kept
     advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
 

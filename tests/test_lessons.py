@@ -328,3 +328,149 @@ def test_the_format_reference_documents_every_check_and_buffer_key():
     assert "`[[step]]`" in text
     for word in [*checks.CHECKS, *checks.BUFFER_KEYS, *(set(L.TOP_KEYS) - {"step"}), *L.STEP_KEYS, checks.GPU_SECONDS]:
         assert f"`{word}" in text, word
+
+
+# ------------------------------------------------------------------ leaving and coming back in one session (review 26)
+def no_errors(objs: list[dict]) -> bool:
+    return all(o["ok"] for o in objs)
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["state-dir", "no-state-dir"])
+def test_quit_then_lesson_resumes_the_run_as_it_is_without_replaying(sim, state_home, kept):
+    if kept:
+        sim.shell.session.state_dir = state_home
+    sim.run("lesson zero-copy")
+    for _ in range(5):
+        sim.run("lesson skip")
+    sim.run("lesson quit")
+    before = dict(sim.shell.session.buffers)
+    objs = sim.run("lesson")
+    assert no_errors(objs), objs
+    start = said(objs)[-1]
+    assert start["event"] == "resume" and start["step"] == 6 and start["replayed"] == []
+    assert sim.shell.session.buffers == before and sim.shell.session.lesson.step == 5
+    sim.shell.session.settings["format"] = "table"
+    sim.shell.execute("lesson quit; lesson")
+    assert "resuming at step 6/6, with the session as it is" in sim.out.getvalue()
+
+
+def test_lang_on_the_running_lesson_only_changes_its_language(sim):
+    sim.run("lesson zero-copy lang zh; lesson skip; lesson skip")
+    objs = sim.run("lesson zero-copy lang en")
+    assert no_errors(objs) and len(objs) == 1, objs
+    where = said(objs)[0]
+    assert where["event"] == "where" and where["lang"] == "en" and where["step"] == 3
+    assert sim.shell.session.lesson.lang == "en"
+
+
+def test_going_back_to_a_lesson_left_for_another_resumes_it_as_it_is(sim, state_home):
+    sim.shell.session.state_dir = state_home
+    sim.run("lesson zero-copy; lesson skip; lesson skip")
+    objs = sim.run("lesson pinned")
+    assert no_errors(objs) and said(objs)[-1]["event"] == "start"
+    type_answer(sim, L.load(L.shipped()["pinned"]).steps[0])  # pinned makes h and d; zero-copy's z stays
+    objs = sim.run("lesson zero-copy")
+    assert no_errors(objs), objs
+    assert said(objs)[-1]["event"] == "resume" and said(objs)[-1]["step"] == 3 and said(objs)[-1]["replayed"] == []
+    objs = sim.run("lesson pinned")  # and back again: pinned was kept too
+    assert no_errors(objs) and said(objs)[-1]["step"] == 2
+    assert json.loads((state_home / "lessons.json").read_text())["current"] == "pinned"
+
+
+def test_a_new_shell_resuming_into_a_taken_name_is_refused_before_anything_runs(state_home):
+    first = Shell(SimBackend(), "test", out=io.StringIO(), err=io.StringIO(), json_mode=True)
+    first.session.state_dir = state_home
+    first.execute("lesson zero-copy; lesson skip; lesson skip")
+    first.close()
+    out = io.StringIO()
+    again = Shell(SimBackend(), "test", out=out, err=out, json_mode=True)
+    again.session.state_dir = state_home
+    again.execute("alloc pageable 1MB as z; lesson")
+    err = json.loads(out.getvalue().splitlines()[-1])["error"]
+    assert err["code"] == "NAME_TAKEN" and err["col"] == 26  # at `lesson`: no word after it to point at
+    assert "`alloc pinned 4MB mapped as z` makes 'z': this session has a buffer named 'z'" in err["message"]
+    assert err["hint"] == "`free z` first, resume in a new shell, or `lesson zero-copy restart`"
+    assert again.session.lesson is None and list(again.session.buffers) == ["z"]
+    out.truncate(0), out.seek(0)
+    again.execute("free z; lesson")  # free: the answers run again
+    objs = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert no_errors(objs) and said(objs)[-1]["event"] == "resume" and said(objs)[-1]["step"] == 3
+    assert again.session.buffer("z").flags == frozenset({"mapped"})
+    again.close()
+
+
+def test_restart_alone_restarts_the_running_lesson(sim):
+    sim.run("lesson managed; alloc managed 16MB as m")
+    assert sim.shell.session.lesson.step == 1
+    start = said(sim.run("lesson restart"))[-1]
+    assert start["event"] == "start" and start["step"] == 1 and sim.shell.session.lesson.step == 0
+
+
+def test_a_replay_that_fails_points_at_the_command_not_past_the_line(state_home):
+    first = Shell(SimBackend(), "test", out=io.StringIO(), err=io.StringIO(), json_mode=True)
+    first.session.state_dir = state_home
+    first.execute("lesson pinned; lesson skip; lesson skip")
+    first.close()
+    out = io.StringIO()
+    again = Shell(SimBackend(), "test", out=out, err=out, json_mode=True)
+    again.session.state_dir = state_home
+    again.execute("set pinlimit 1MB; lesson")  # the pinned allocation is refused
+    err = [json.loads(x) for x in out.getvalue().splitlines()][-2]["error"]
+    assert err["code"] == "SCRIPT_FAILED" and err["col"] == 19  # at `lesson`, not past the end of the line
+    again.close()
+
+
+def test_a_one_step_lesson_says_1_step(sim, tmp_path):
+    (tmp_path / "mine.toml").write_text(GOOD)
+    sim.shell.session.settings["format"] = "table"
+    sim.shell.execute(f"lesson {tmp_path / 'mine.toml'}")
+    assert "lesson mine: Mine — 1 step, about 3 minutes" in sim.out.getvalue()
+
+
+def test_waiting_for_stream_s1_needs_a_stream_sync(sim):
+    """Streams step 3 asks for `sync stream s1`: a device-wide `sync` is not that."""
+    sim.run("lesson streams")
+    for step in L.load(L.shipped()["streams"]).steps[:2]:
+        type_answer(sim, step)
+    assert not said(sim.run("memcpy h[0:+32MB] d[0:+32MB] async stream s1; sync"))
+    assert said(sim.run("memcpy h[0:+32MB] d[0:+32MB] async stream s1; sync stream s1"))[0]["step"] == 3
+
+
+# ------------------------------------------------------------------ lesson files: what the review found (26)
+def test_a_flag_no_buffer_can_have_is_a_problem_of_the_file(sim, tmp_path):
+    (tmp_path / "flag.toml").write_text(GOOD.replace('{ kind = "pinned" }', '{ kind = "pinned", flags = ["mapped", '
+                                                                             '"bogus"] }'))
+    err = sim.fails(f"lesson {tmp_path / 'flag.toml'}")
+    assert err["code"] == "BAD_LESSON"
+    assert "flag.toml:6: step 1: check.buffer.flags: no alloc flag 'bogus' (flags: portable, mapped, " \
+           "writecombined, global, host)" in err["message"]
+
+
+def test_hints_in_chinese_may_be_left_out_and_english_is_shown(sim, tmp_path):
+    (tmp_path / "mine.toml").write_text(GOOD)
+    sim.run(f"lesson {tmp_path / 'mine.toml'} lang zh")
+    assert sim.ok("lesson hint")["hint"] == "alloc pinned"
+    text = (Path(__file__).parent.parent / "docs" / "lessons.md").read_text()
+    assert "`hints.zh`, when given, has as many; left out, the English hints are shown" in text
+
+
+def test_a_teachers_lesson_named_like_a_shipped_one_keeps_its_own_progress(sim, tmp_path, state_home):
+    sim.shell.session.state_dir = state_home
+    (tmp_path / "pinned.toml").write_text(GOOD)
+    sim.run(f"lesson {tmp_path / 'pinned.toml'}; lesson quit")
+    saved = json.loads((state_home / "lessons.json").read_text())
+    assert "pinned" not in saved["lessons"] and saved["current"] == str(tmp_path / "pinned.toml")
+    assert saved["lessons"][str(tmp_path / "pinned.toml")]["step"] == 0
+    assert said(sim.run("lesson pinned"))[-1]["steps"] == 5  # the shipped one: not the teacher's progress
+    sim.run("lesson quit")
+    assert said(sim.run(f"lesson {tmp_path / 'pinned.toml'}"))[-1]["steps"] == 1
+
+
+def test_the_help_and_the_guide_say_ref_cannot_name_a_buffer(sim):
+    """`compare ref …` reads `ref` as the reference figures, so a buffer cannot take the name; where names are
+    described, that is said."""
+    assert sim.fails("alloc pinned 1MB as ref")["code"] == "USAGE"
+    assert "nor `ref` (`compare ref` is the reference figures)" in sim.ok("help alloc")["details"]
+    guide = (Path(__file__).parent.parent / "docs" / "guide.md").read_text()
+    kinds = guide[guide.index("## The kinds of memory"):guide.index("## Pointer pairs")]
+    assert "it cannot be a keyword (`as`, `async`, `stream`, …) nor `ref`" in kinds

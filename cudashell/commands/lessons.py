@@ -83,17 +83,17 @@ def _progress(session) -> dict:
     return {"current": None, "lessons": {}}
 
 
-def _save(session, run: Running, current: bool = True) -> str | None:
-    """Write the lesson's progress; why it could not be written, or None."""
+def _saved(session, run: Running) -> dict:
+    """Write the lesson's progress; for its result, {"unsaved": why} where it could not be written, else {}."""
     if session.state_dir is None:
-        return None
+        return {}
     data = _progress(session)
     lesson = run.lesson
     done = run.step >= len(lesson.steps)
-    data["lessons"][lesson.name] = {"step": run.step, "steps": len(lesson.steps), "done": done, "lang": run.lang,
-                                    "skipped": sorted(set(run.skipped)),
-                                    **({} if lesson.path.parent == L.LESSON_DIR else {"path": str(lesson.path)})}
-    data["current"] = lesson.name if current and not done else None
+    data["lessons"][lesson.key] = {"step": run.step, "steps": len(lesson.steps), "done": done, "lang": run.lang,
+                                   "skipped": sorted(set(run.skipped)),
+                                   **({} if lesson.key == lesson.name else {"path": lesson.key})}
+    data["current"] = lesson.key if not done else None
     path = Path(session.state_dir) / PROGRESS_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,8 +101,8 @@ def _save(session, run: Running, current: bool = True) -> str | None:
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, path)
     except OSError as e:
-        return f"{path}: {e.strerror}"
-    return None
+        return {"unsaved": f"{path}: {e.strerror}"}
+    return {}
 
 
 # ------------------------------------------------------------------ finding a lesson
@@ -135,43 +135,94 @@ def _names(session, words, index):
                  f"hint; every {HINT_EVERY} more, the next hint, then the answer (`help`, `set` and the other session "
                  "commands, and `expect`, are not counted). `lesson hint`, `lesson answer`, "
                  "`lesson skip` (the shell types the answer), `lesson quit`. Progress is kept in the state "
-                 "directory ($XDG_STATE_HOME/cudashell/lessons.json): `lesson` alone resumes the lesson you were in, "
-                 "running the earlier steps' answers again to rebuild the session; `restart` starts over. NAME may be "
-                 "a lesson file of your own (FILE.toml; its format: docs/lessons.md).", exported=False, saved=False)
+                 "directory ($XDG_STATE_HOME/cudashell/lessons.json): `lesson` alone resumes the lesson you were "
+                 "in — as you left it, when that was in this session; in a new shell by running the earlier steps' "
+                 "answers again to rebuild the session (refused where a name they make is taken). `restart` starts "
+                 "over. NAME may be a lesson file of your own (FILE.toml; its format: docs/lessons.md).",
+         exported=False, saved=False)
 def lesson(session, backend, args):
-    name, lang, col = args.get("NAME"), args.get("L"), args.col("NAME")
+    name, lang, restart = args.get("NAME"), args.get("L"), "restart" in args.flags
+    col = args.col("NAME") if name is not None else None  # `lesson` alone: no word to point at
     run: Running | None = session.lesson
-    if name is None:
-        if run is not None:
-            return LessonStep({**run.base("where"), "tries": run.tries})
-        saved = _progress(session)
-        current = saved.get("current")
-        entry = saved["lessons"].get(current) if isinstance(current, str) else None
-        if not isinstance(entry, dict):
+    if name is not None:
+        found = find(session, name, col)
+    elif run is not None:
+        found = run.lesson
+    else:
+        found = _last(session)
+        if found is None:
             return _listing(session)
-        name = entry.get("path") or current
-    found = find(session, name, col)
-    if run is not None and run.lesson.name == found.name and "restart" not in args.flags and lang in (None, run.lang):
-        return LessonStep({**run.base("where"), "tries": run.tries})
-    entry = _progress(session)["lessons"].get(found.name, {})
-    entry = entry if isinstance(entry, dict) else {}
-    resume = 0
-    if "restart" not in args.flags and not entry.get("done") and isinstance(entry.get("step"), int):
-        resume = max(0, min(entry["step"], len(found.steps) - 1))
-    lang = lang or (entry.get("lang") if entry.get("lang") in L.LANGS and resume else None) or \
-        (session.settings["lang"] if session.settings["lang"] in L.LANGS else "en")
-    run = Running(found, lang, resume, skipped=[s for s in entry.get("skipped", []) if isinstance(s, int) and
-                                                s <= resume] if resume else [])
-    session.lesson = run
-    replay = [line for s in found.steps[:resume] for line in s.answer]
-    run.replaying = bool(replay)
-    run.begin(session)
-    data = {**run.base("resume" if resume else "start"), "intro": L.say(found.intro, lang), "minutes": found.minutes,
-            "article": found.article, "replayed": replay}
-    why = _save(session, run)
-    if why:
-        data["unsaved"] = why
+    if run is not None and run.lesson.key == found.key and not restart:
+        data = {**run.base("where"), "tries": run.tries}
+        if lang is not None and lang != run.lang:  # the running lesson, in another language: nothing else changes
+            run.lang = lang
+            data = {**run.base("where"), "tries": run.tries, **_saved(session, run)}
+        return LessonStep(data)
+    away = session.lessons_away.get(found.key)
+    if away is not None and not restart:  # left in this session: its buffers are here, as the student left them
+        new, replay = away, []
+        new.lang = lang or new.lang
+    else:
+        entry = _progress(session)["lessons"].get(found.key, {})
+        entry = entry if isinstance(entry, dict) else {}
+        resume = 0
+        if not restart and not entry.get("done") and isinstance(entry.get("step"), int):
+            resume = max(0, min(entry["step"], len(found.steps) - 1))
+        lang = lang or (entry.get("lang") if entry.get("lang") in L.LANGS and resume else None) or \
+            (session.settings["lang"] if session.settings["lang"] in L.LANGS else "en")
+        new = Running(found, lang, resume, skipped=[s for s in entry.get("skipped", []) if isinstance(s, int) and
+                                                    s <= resume] if resume else [])
+        replay = [line for s in found.steps[:resume] for line in s.answer]
+        _check_names_free(session, found, resume, replay, col)
+    session.lessons_away.pop(found.key, None)
+    if run is not None and run.lesson.key != found.key:
+        session.lessons_away[run.lesson.key] = run  # switched away from: resumed as it is, not replayed
+    session.lesson = new
+    new.replaying = bool(replay)
+    new.begin(session)
+    data = {**new.base("resume" if new.step or away is new else "start"), "intro": L.say(found.intro, new.lang),
+            "minutes": found.minutes, "article": found.article, "replayed": replay, **_saved(session, new)}
     return LessonStep(data, action=Block("; ".join(replay), col) if replay else None)
+
+
+def _last(session) -> L.Lesson | None:
+    """What `lesson` alone resumes: the lesson the progress file says the student was in, else the last one left
+    in this session; None when there is neither."""
+    saved = _progress(session)
+    current = saved.get("current")
+    entry = saved["lessons"].get(current) if isinstance(current, str) else None
+    if isinstance(entry, dict):
+        return find(session, entry.get("path") or current, None)
+    if session.lessons_away:
+        return list(session.lessons_away.values())[-1].lesson
+    return None
+
+
+def _check_names_free(session, found: L.Lesson, resume: int, replay: list[str], col) -> None:
+    """Resuming in a session that was not the lesson's runs the done steps' answers again: refused, before any of
+    them runs, when a name they make is taken here (the student's own buffer must not be mistaken for the
+    lesson's, nor the replay stop halfway)."""
+    from ..registry import parse_segment
+
+    held = {"buffer": session.buffers, "stream": session.streams, "event": session.events,
+            "context": session.contexts}
+    for line in replay:
+        for seg in split_commands(line):
+            cmd = parse_segment(seg)
+            for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
+                made = cmd.args.values.get(arg.name) if arg.kind == "newname" else None
+                what = next((noun for noun, names in held.items() if made in names), None)
+                if what is not None:
+                    undo = f"`free {made}`" if what == "buffer" else f"`{what} destroy {made}`"
+                    raise ShellError("NAME_TAKEN", f"resuming lesson {found.name} at step {resume + 1} runs the "
+                                     f"earlier steps' answers again, and `{line}` makes '{made}': this session "
+                                     f"has a {what} named '{made}'",
+                                     f"{undo} first, resume in a new shell, or `lesson {_typed(found)} restart`", col)
+
+
+def _typed(found: L.Lesson) -> str:
+    """How `lesson` names it: a shipped lesson by its name, another by its file."""
+    return found.name if found.key == found.name else found.key
 
 
 @command("lesson list", "scripts", "the lessons, with your progress in each", "lesson list",
@@ -195,11 +246,11 @@ def _listing(session) -> "LessonList":
         steps = len(found.steps)
         done_steps = steps if entry.get("done") else min(entry.get("step", 0), steps) \
             if isinstance(entry.get("step"), int) else 0
-        if run is not None and run.lesson.name == name:
+        if run is not None and run.lesson.key == name:
             done_steps = run.step
         rows.append({"name": name, "title": L.say(found.title, session.settings["lang"]), "minutes": found.minutes,
                      "article": found.article, "steps": steps, "done_steps": done_steps,
-                     "done": bool(entry.get("done")), "running": run is not None and run.lesson.name == name})
+                     "done": bool(entry.get("done")), "running": run is not None and run.lesson.key == name})
     return LessonList({"lessons": rows, "folder": str(L.LESSON_DIR)})
 
 
@@ -212,7 +263,11 @@ def _running(session, col=None) -> Running:
 @command("lesson hint", "scripts", "a hint for the step you are on (the next one, each time)", "lesson hint",
          "(none: exercises on the session)", exported=False, saved=False)
 def lesson_hint(session, backend, args):
-    run = _running(session)
+    return _next_hint(_running(session))
+
+
+def _next_hint(run: Running) -> "LessonStep":
+    """The step's next hint (in the lesson's language, else English); past the last one, the answer."""
     hints = run.current.hints.get(run.lang) or run.current.hints["en"]
     if run.hints_shown >= len(hints):
         return _answer(run)
@@ -246,11 +301,8 @@ def lesson_skip(session, backend, args):
 def lesson_quit(session, backend, args):
     run = _running(session)
     session.lesson = None
-    data = run.base("quit")
-    why = _save(session, run)
-    if why:
-        data["unsaved"] = why
-    return LessonStep(data)
+    session.lessons_away[run.lesson.key] = run  # `lesson` resumes it as it is
+    return LessonStep({**run.base("quit"), **_saved(session, run)})
 
 
 # ------------------------------------------------------------------ the check after every command
@@ -279,14 +331,7 @@ def check_step(session, backend, cmd, result, error) -> list[Result]:
     first = first_hint(run.current)
     if run.tries < first or (run.tries - first) % HINT_EVERY:
         return []
-    hints = run.current.hints.get(run.lang) or run.current.hints["en"]
-    if run.hints_shown < len(hints):
-        run.hints_shown += 1
-        return [LessonStep({**run.base("hint"), "hint": hints[run.hints_shown - 1], "hint_number": run.hints_shown,
-                            "hints": len(hints), "tries": run.tries})]
-    if not run.answer_shown:
-        return [_answer(run)]
-    return []
+    return [] if run.answer_shown else [_next_hint(run)]
 
 
 def _after_own(session, run: Running, name: str, error) -> list[Result]:
@@ -318,20 +363,18 @@ def _advance(session, run: Running, forced: bool = False) -> "LessonStep":
     else:
         run.begin(session)
         data.update(done=False, next_goal=L.say(run.current.goal, run.lang))
-    why = _save(session, run)
-    if why:
-        data["unsaved"] = why
-    return LessonStep(data)
+    return LessonStep({**data, **_saved(session, run)})
 
 
 # ------------------------------------------------------------------ results
 UI = {
-    "en": {"start": "lesson {lesson}: {title} — {steps} steps, about {minutes} minutes{article}",
+    "en": {"start": "lesson {lesson}: {title} — {steps} step{plural}, about {minutes} minutes{article}",
            "article": " ({article})",
            "usage": "After each command the shell checks the goal. `lesson hint`, `lesson answer`, `lesson skip` "
                     "(the shell types the answer), `lesson quit` (your progress is kept).",
            "resume": "resuming at step {step}/{steps}: the answers of the steps before it ran again above, to "
                      "rebuild the session",
+           "resume_here": "resuming at step {step}/{steps}, with the session as it is",
            "goal": "step {step}/{steps}: {goal}", "passed": "✓ step {step}/{steps}: {goal}",
            "skipped": " (skipped: the shell typed the answer)",
            "done": "lesson {lesson} done{skipped_note}. `lesson list` shows the others.",
@@ -346,6 +389,7 @@ UI = {
            "usage": "每条命令之后 shell 都会检查目标是否达成。`lesson hint` 提示，`lesson answer` 答案，`lesson skip` "
                     "由 shell 代为输入答案，`lesson quit` 退出（进度会保存）。",
            "resume": "从第 {step}/{steps} 步继续：上面重新运行了之前各步的答案，以恢复会话",
+           "resume_here": "从第 {step}/{steps} 步继续，会话保持现在的样子",
            "goal": "第 {step}/{steps} 步：{goal}", "passed": "✓ 第 {step}/{steps} 步：{goal}",
            "skipped": "（已跳过：由 shell 输入了答案）",
            "done": "课程 {lesson} 完成{skipped_note}。`lesson list` 列出其他课程。",
@@ -370,7 +414,7 @@ class LessonStepData(TypedDict):
     intro: NotRequired[str]  # start, resume
     minutes: NotRequired[int]
     article: NotRequired[str]
-    replayed: NotRequired[list[str]]  # resume: the earlier steps' answers, run again
+    replayed: NotRequired[list[str]]  # start, resume: the earlier steps' answers, run again ([]: the session as it is)
     why: NotRequired[str | None]  # passed: what the step showed
     skipped: NotRequired[bool]  # passed: by `lesson skip`
     done: NotRequired[bool]  # passed: it was the last step
@@ -396,12 +440,13 @@ class LessonStep(Result, kind="lesson_step"):
         event = d["event"]
         out: list[str] = []
         if event in ("start", "resume"):
-            out.append(ui["start"].format(**{**d, "article": ui["article"].format(**d) if d["article"] else ""}))
+            out.append(ui["start"].format(**{**d, "article": ui["article"].format(**d) if d["article"] else ""},
+                                          plural="s" * (d["steps"] != 1)))
             if d["intro"]:
                 out += d["intro"].strip().splitlines()
             out.append(ui["usage"])
             if event == "resume":
-                out.append(ui["resume"].format(**d))
+                out.append(ui["resume" if d["replayed"] else "resume_here"].format(**d))
             out.append(ui["goal"].format(**d))
         elif event == "passed":
             out.append(ui["passed"].format(**d) + (ui["skipped"] if d["skipped"] else ""))

@@ -46,7 +46,9 @@ def managed_only(buf, words) -> bool:
          details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
                  "under UVA), writecombined/wc (fast PCIe writes, very slow host reads). Managed: global "
                  "(default) or host attachment. Without `as NAME` the name is h0 (pageable), p0 (pinned), "
-                 "d0 (device) or m0 (managed), counting up. `on N` puts device memory on GPU N (`devices` lists "
+                 "d0 (device) or m0 (managed), counting up. A NAME starts with a letter or _, then letters, digits, "
+                 "_ . -; it is not a keyword (as, async, stream, …), nor `ref` (`compare ref` is the reference "
+                 "figures). `on N` puts device memory on GPU N (`devices` lists "
                  "them): copies reach it from anywhere; a kernel on the session's GPU only after `peer enable`.")
 def alloc(session, backend, args):
     kind, size = args.get("KIND"), args.get("SIZE")

@@ -40,6 +40,12 @@ class Lesson:
     summary: dict[str, str]
     steps: tuple[Step, ...]
 
+    @property
+    def key(self) -> str:
+        """Its progress's key: a shipped lesson's name, another file's full path (a teacher's pinned.toml is not
+        the shipped pinned)."""
+        return self.name if self.path.parent == LESSON_DIR else str(self.path.resolve())
+
 
 def say(text: dict, lang: str) -> str:
     """A text in the language asked (English where the lesson has none in it), its paragraphs one line each: the

@@ -55,6 +55,13 @@ def _size(value) -> int | None:
     return None
 
 
+def alloc_flags() -> list[str]:
+    """The flag words a buffer can have: alloc's (a step asking for another could never pass)."""
+    from ..registry import lookup
+
+    return [f.word for f in lookup("alloc").flags]
+
+
 def validate_buffer(spec, where: str) -> list[str]:
     if not isinstance(spec, dict):
         return [f"{where}: a table of buffer keys ({', '.join(BUFFER_KEYS)}), got {spec!r}"]
@@ -68,6 +75,9 @@ def validate_buffer(spec, where: str) -> list[str]:
             out.append(f"{where}.min_size: a size such as 64MB, got {value!r}")
         elif key == "flags" and not (isinstance(value, list) and all(isinstance(f, str) for f in value)):
             out.append(f"{where}.flags: a list of flag words, got {value!r}")
+        elif key == "flags" and set(value) - set(alloc_flags()):
+            out += [f"{where}.flags: no alloc flag '{f}' (flags: {', '.join(alloc_flags())})" for f in value
+                    if f not in alloc_flags()]
         elif key not in ("kind", "min_size", "flags") and not isinstance(value, bool):
             out.append(f"{where}.{key}: true or false, got {value!r}")
     return out
