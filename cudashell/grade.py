@@ -10,10 +10,10 @@ section and the next submission. On the simulator timings are modeled, so a grad
 
 from __future__ import annotations
 
-import argparse
 import io
 import multiprocessing
 import os
+import re
 import shlex
 import signal
 import time
@@ -59,10 +59,16 @@ class Check:
 class Section:
     title: str
     line: int
-    points: int | None
+    points: float | None
     items: list = field(default_factory=list)  # (Segment | BadLine, line number), the section line excluded
     checks: dict[int, Check] = field(default_factory=dict)
     file: str = ""  # the checks file, for its errors' file:line
+
+
+def located(e: ShellError, path: Path, line: int | None = None) -> ShellError:
+    """An error in the checks file, shown where it is (file:line:col) as a script's are: main passes these on."""
+    e.file, e.line = str(path), line
+    return e
 
 
 def is_check(item) -> bool:
@@ -80,7 +86,7 @@ def plan(path: Path) -> list[Section]:
     errors = syntax_errors(items)
     if errors:
         e, lineno, _ = errors[0]
-        raise ShellError(e.code, f"{path}:{lineno}: {e.message}", e.hint, e.col)
+        raise located(ShellError(e.code, e.message, e.hint, e.col), path, lineno)
     titled = any(isinstance(i, Segment) and registry.parse_segment(i).spec.name == "section" for i, _ in items)
     prelude: list = []  # with sections: the commands before the first, run at the start of each
     sections = [] if titled else [Section(path.name, 1, None, file=path.name)]
@@ -91,9 +97,9 @@ def plan(path: Path) -> list[Section]:
             continue
         if not sections:
             if cmd is not None and cmd.args.values.get("POINTS") is not None:
-                raise ShellError("USAGE", f"{path}:{lineno}: points before the first section",
-                                 "the lines before the first `section` are run at the start of each section; "
-                                 "put checks inside a section", cmd.args.col("POINTS"))
+                raise located(ShellError("USAGE", "points before the first section",
+                                         "the lines before the first `section` are run at the start of each "
+                                         "section; put checks inside a section", cmd.args.col("POINTS")), path, lineno)
             prelude.append((item, lineno))
             continue
         sec = sections[-1]
@@ -107,32 +113,18 @@ def plan(path: Path) -> list[Section]:
         if s.points is None:
             continue
         if taken > s.points or (taken < s.points and not shared):
-            raise ShellError("USAGE", f"{path}:{s.line}: section {s.title!r} is worth {s.points} points, and its "
-                             f"checks' own points add up to {taken:g}",
-                             "leave `points` off some of its expect lines to share the rest, or fix the numbers")
+            raise located(ShellError("USAGE", f"section {s.title!r} is worth {s.points:g} points, and its checks' own "
+                                     f"points add up to {taken:g}", "leave `points` off some of its expect lines to "
+                                     "share the rest, or fix the numbers"), path, s.line)
         for c in shared:
             c.points = (s.points - taken) / len(shared)
     if not sum(c.points for s in sections for c in s.checks.values()):
-        raise ShellError("USAGE", f"{path}: no check is worth any points",
-                         "write `points N` on expect lines, or on `section` lines")
+        raise located(ShellError("USAGE", "no check is worth any points",
+                                 "write `points N` on expect lines, or on `section` lines"), path)
     return sections
 
 
 # ------------------------------------------------------------------ one section, in a process of its own
-class _GradingShell(Shell):
-    """The section's shell: keeps each error it reports as a failure (a script's nested ones too, with their
-    file:line), so that a check says what went wrong first, not only that a `run` stopped."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.errors: list[tuple[str, str]] = []  # (code, the error's line)
-
-    def _report(self, text, result, error, file, lineno, *args, **kwargs):
-        if error is not None and not getattr(error, "shown", False) and error.code != self.expecting:
-            self.errors.append((error.code, render.error_line(error, file, lineno)))
-        return super()._report(text, result, error, file, lineno, *args, **kwargs)
-
-
 def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | None, limit: float) -> None:
     """Runs in the forked process: the section's commands on a fresh session, a message to the parent after each
     check, and one when the section stops early (what stopped it) or ends."""
@@ -143,22 +135,26 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
         conn.send(("no-backend", e.code, e.message, e.hint))
         return
     conn.send(("backend", backend.name, backend.timing_label, [p.pid for p in [getattr(backend, "proc", None)] if p]))
-    shell = _GradingShell(backend, out=io.StringIO(), err=io.StringIO())  # the submission's output is not the grade's
+    shell = Shell(backend, out=io.StringIO(), err=io.StringIO())  # the submission's output is not the grade's
+    # each error the shell reports (a script's nested ones too, with their file:line): a check says what went
+    # wrong first, not only that a `run` stopped
+    errors: list[tuple[str, str]] = []  # (code, the error's line)
+    shell.on_error = lambda e, line: errors.append((e.code, line))
     shell.root, shell.dirs, shell.session.script_dir = root, [root], root
     if backend.name == "cuda":  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit
     before = None  # what the command before a check met first, when it failed
     try:
         for i, (item, lineno) in enumerate(sec.items):
-            mark = len(shell.errors)
+            mark = len(errors)
             if isinstance(item, BadLine):
                 shell.session.record(item.text, False, item.error.code)
                 shell.last_error, ok = item.error, False
-                shell.errors.append((item.error.code, render.error_line(item.error, None, lineno)))
+                errors.append((item.error.code, render.error_line(item.error, None, lineno)))
             else:
                 ok = shell.run_segment(item, sec.file, lineno)
             shell.quitting = False  # a submission's `quit` ends its script, not the grading
-            first = shell.errors[mark] if len(shell.errors) > mark else (getattr(shell.last_error, "code", None)
+            first = errors[mark] if len(errors) > mark else (getattr(shell.last_error, "code", None)
                                                                         or "INTERNAL_ERROR", "failed")
             if i in sec.checks:
                 e = shell.last_error
@@ -252,9 +248,11 @@ def threshold(text: str, total: float) -> float:
     try:
         value = float(text[:-1]) * total / 100 if text.endswith("%") else float(text)
     except ValueError:
-        raise ShellError("USAGE", f"--pass takes N% of the total or N points, got '{text}'") from None
+        value = float("nan")
     if not 0 <= value <= total:
-        raise ShellError("USAGE", f"--pass {text} is outside 0..{total:g} points")
+        said = f"--pass {text} is outside 0..{total:g} points" if value == value else f"--pass got '{text}'"
+        raise ShellError("USAGE", said, f"--pass takes N% of the total (0% to 100%) or a number of points up to "
+                                        f"{total:g}")
     return value
 
 
@@ -278,6 +276,14 @@ def grade(checks: Path, submission: Path, sections: list[Section], choice: str, 
                           "checks": [s.checks[i].data() for i in sorted(s.checks)]} for s in sections]}
 
 
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """Text XML 1.0 can hold: a character it cannot (a control character a submission printed) as its escape."""
+    return NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
 def junit(grades: list[dict]) -> ElementTree.ElementTree:
     """JUnit XML for CI: a testsuite per submission, a testcase per check (a failed expect is a <failure>, a check
     not reached, stopped or refused an <error>), the score in the suite's properties."""
@@ -285,7 +291,7 @@ def junit(grades: list[dict]) -> ElementTree.ElementTree:
     for g in grades:
         checks = [(s, c) for s in g["sections"] for c in s["checks"]]
         suite = ElementTree.SubElement(
-            suites, "testsuite", name=g["submission"], tests=str(len(checks)),
+            suites, "testsuite", name=xml_text(g["submission"]), tests=str(len(checks)),
             failures=str(sum(c["status"] == "failed" for _, c in checks)),
             errors=str(sum(c["status"] == "error" for _, c in checks)),
             time=f"{sum(c['seconds'] or 0 for _, c in checks):.3f}")
@@ -294,17 +300,28 @@ def junit(grades: list[dict]) -> ElementTree.ElementTree:
             ElementTree.SubElement(props, "property", name=key, value=str(g[key]).lower() if key == "passed"
                                    else f"{g[key]:g}" if isinstance(g[key], float) else str(g[key]))
         for s, c in checks:
-            case = ElementTree.SubElement(suite, "testcase", classname=f"{g['submission']}.{s['title']}",
-                                          name=f"line {c['line']}: {c['command']} "
-                                               f"({c['points']:g} points)",
+            case = ElementTree.SubElement(suite, "testcase", classname=xml_text(f"{g['submission']}.{s['title']}"),
+                                          name=xml_text(f"line {c['line']}: {c['command']} ({c['points']:g} points)"),
                                           time=f"{c['seconds'] or 0:.3f}")
             if c["status"] != "passed":
                 tag = "failure" if c["status"] == "failed" else "error"
-                ElementTree.SubElement(case, tag, message=(c["message"] or c["code"]).splitlines()[0],
-                                       type=c["code"]).text = c["message"]
+                said = xml_text(c["message"] or c["code"])
+                ElementTree.SubElement(case, tag, message=said.splitlines()[0], type=c["code"]).text = said
     tree = ElementTree.ElementTree(suites)
     ElementTree.indent(tree)
     return tree
+
+
+JUNIT_HINT = "name a file in a folder that exists and that you may write"
+
+
+def writable(path: Path) -> None:
+    """The --junit file can be written, said before any submission is graded (not after all of them)."""
+    why = "its folder does not exist" if not path.parent.is_dir() else \
+        "it is a folder" if path.is_dir() else \
+        "permission denied" if not os.access(path if path.exists() else path.parent, os.W_OK) else None
+    if why:
+        raise ShellError("IO_ERROR", f"cannot write --junit {path}: {why}", JUNIT_HINT)
 
 
 def build_parser(env: Environment):
@@ -343,7 +360,10 @@ def main(argv: list[str], env: Environment) -> ExitStatus:
     registry.load()
     try:
         if args.time_limit <= 0:
-            raise ShellError("USAGE", "--time-limit takes a number of seconds above 0")
+            raise ShellError("USAGE", "--time-limit takes a number of seconds above 0",
+                             f"how long one check may take, such as {DEFAULT_TIME_LIMIT:g} (the default)")
+        if args.junit:
+            writable(Path(args.junit))
         choice = args.backend or config.load(env=env, only={"backend"})["backend"]
         if choice != "cuda":
             Profile.load(args.sim_profile)  # a bad profile is one line now, not one per section
@@ -358,7 +378,7 @@ def main(argv: list[str], env: Environment) -> ExitStatus:
         grades = [grade(checks, s, sections, choice, args.sim_profile, args.time_limit, args.pass_at)
                   for s in submissions]
     except ShellError as e:
-        return startup_error(env, args.json, cmd, e)
+        return startup_error(env, args.json, cmd, e, getattr(e, "file", None), getattr(e, "line", None))
     from .commands.grading import Grade
 
     width = env.terminal_size().columns if env.stdout_isatty else 0
@@ -371,5 +391,6 @@ def main(argv: list[str], env: Environment) -> ExitStatus:
         try:
             junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
         except OSError as e:
-            return startup_error(env, args.json, cmd, ShellError("IO_ERROR", f"cannot write {args.junit}: {e.strerror}"))
+            return startup_error(env, args.json, cmd, ShellError("IO_ERROR", f"cannot write --junit {args.junit}: "
+                                                                 f"{e.strerror}", JUNIT_HINT))
     return ExitStatus.SUCCESS if all(g["passed"] for g in grades) else ExitStatus.ERROR

@@ -177,8 +177,8 @@ def parse_part(text: str, col: int | None = None) -> Part:
 @dataclass(frozen=True)
 class Arg:
     """A positional argument. `kind` drives conversion and completion: buffer, part (a buffer or a byte range
-    of one: `p0[1MB:+64KB]`), stream, size, count, dim3 (a launch shape: `16,16`), int, dtype, value, word, file,
-    command, code, key, text, rest (the raw remainder of the command)."""
+    of one: `p0[1MB:+64KB]`), stream, size, count, points (≥ 0, decimals too), dim3 (a launch shape: `16,16`),
+    int, dtype, value, word, file, command, code, key, text, rest (the raw remainder of the command)."""
 
     name: str
     kind: str = "word"
@@ -264,6 +264,17 @@ DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int6
 VALUE_WORDS = ("iota", "random")
 
 
+def parse_points(text: str, col: int | None) -> int | float:
+    """`points N` (a check's worth in `cudashell grade`): a number ≥ 0, whole or not."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise usage(f"bad points '{text}'", col, "points are a number ≥ 0, such as 10 or 2.5")
+    return int(value) if value.is_integer() else value
+
+
 def convert(arg: Arg, tok: Token):
     """Turn a token into the value its argument kind names; raise USAGE with the token's column."""
     text, col = tok.text, tok.col
@@ -278,6 +289,8 @@ def convert(arg: Arg, tok: Token):
         return parse_size(text, col)
     if arg.kind == "count":
         return parse_count(text, col)
+    if arg.kind == "points":
+        return parse_points(text, col)
     if arg.kind == "dim3":
         return parse_dim3(text, col)
     if arg.kind == "int":

@@ -83,6 +83,9 @@ class Shell:
         self.editor = None  # (text, suffix) -> text: the user's $EDITOR, where there is a person at a prompt
         self.next_input = ""  # what `edit` brought back, waiting at the next prompt
         self.progress_stream = None  # where the progress line goes, when not the error stream (the prompt's terminal)
+        # (error, its line as shown) -> None: told of each error the shell reports, once (a nested script's too,
+        # with its file:line), but not one the next `expect error` names — `cudashell grade` keeps them
+        self.on_error = None
 
     @property
     def root(self) -> Path | None:
@@ -242,6 +245,8 @@ class Shell:
             return  # one error passed up through nested `run`s is printed once
         if error is not None:
             error.shown = True
+            if self.on_error is not None and error.code != self.expecting:
+                self.on_error(error, render.error_line(error, file, lineno))
         width = int(self.session.settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
             here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out

@@ -39,7 +39,7 @@ def submission(tmp_path):
     sub.mkdir()
     for name, text in BYPASSES.items():
         (sub / name).write_text(text.format(secret=secret, missing=tmp_path / "missing.h") + KERNEL)
-    (sub / "inner.cuh").write_text(f'#define Q "../secret.h"\n#include Q\n')
+    (sub / "inner.cuh").write_text('#define Q "../secret.h"\n#include Q\n')
     (sub / "in.h").write_text("#define V 7\n")
     (sub / "fine.cu").write_text('#include "in.h"\n#if __has_include("in.h") && !__has_include("no.h")\n'
                                  "__global__ void k(int *a) { a[0] = V; }\n#endif\n")

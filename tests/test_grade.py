@@ -14,7 +14,9 @@ import pytest
 from cudashell.cli import main
 from cudashell.environment import Environment, ExitStatus
 from cudashell.shell import Shell
+from cudashell.backends.profile import BUILTIN
 from cudashell.backends.sim import SimBackend
+from cudashell.grade import DEFAULT_TIME_LIMIT
 from tests.conftest import gpu_missing
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "grading"
@@ -207,11 +209,11 @@ def test_a_checks_file_that_cannot_be_graded_is_one_line_and_exit_2(tmp_path):
     bad.write_text('section "a" points 10\nexpect ok points 20\n')
     code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
     assert code == ExitStatus.USAGE
-    assert err.strip() == (f"USAGE: {bad}:1: section 'a' is worth 10 points, and its checks' own points add up to 20 "
+    assert err.strip() == (f"{bad}:1:1: USAGE: section 'a' is worth 10 points, and its checks' own points add up to 20 "
                            "— hint: leave `points` off some of its expect lines to share the rest, or fix the numbers")
     bad.write_text("alloc pinned 4KB\nallok pinned 4KB\n")
     code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
-    assert code == ExitStatus.USAGE and f"UNKNOWN_COMMAND: {bad}:2: unknown command 'allok'" in err
+    assert code == ExitStatus.USAGE and f"{bad}:2:1: UNKNOWN_COMMAND: unknown command 'allok'" in err
     bad.write_text("expect ok\n")
     code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
     assert code == ExitStatus.USAGE and "no check is worth any points" in err
@@ -227,3 +229,73 @@ def test_points_are_shared_within_a_section_and_the_lines_before_the_first_secti
     assert [(c["points"], c["score"], c["status"]) for s in g["sections"] for c in s["checks"]] == \
         [(3.0, 3.0, "passed"), (3.0, 3.0, "passed"), (3.0, 0.0, "failed"), (1.0, 1.0, "passed")]
     assert code == ExitStatus.SUCCESS  # 7 of 10
+
+
+# ------------------------------------------------------------------ the review's findings (issue 26)
+SECTION_A = 'section "a" points '
+
+
+def test_points_are_a_number_of_points_not_a_size(tmp_path):
+    checks = tmp_path / "checks.cush"
+    for bad in ("4KB", "-1", "nan", "ten"):
+        checks.write_text(f'section "a" points {bad}\nexpect ok\n')
+        code, _, err = grade("--backend", "sim", str(checks), str(tmp_path), tmp_path=tmp_path)
+        assert code == ExitStatus.USAGE
+        assert err.strip() == (f"{checks}:1:{len(SECTION_A) + 1}: USAGE: bad points '{bad}' — hint: "
+                               "points are a number ≥ 0, such as 10 or 2.5"), err
+    checks.write_text('section "a" points 1.5\nexpect ok\nexpect ok points 0.5\n')
+    code, (g,) = grades("--backend", "sim", str(checks), str(tmp_path), tmp_path=tmp_path)
+    assert (g["total"], [c["points"] for c in g["sections"][0]["checks"]]) == (1.5, [1.0, 0.5])
+
+
+def test_junit_xml_stays_valid_whatever_the_submission_prints(tmp_path):
+    checks = tmp_path / "checks.cush"
+    checks.write_text('section "a" points 1\nrun bad.cush\nexpect ok\n')
+    (tmp_path / "bad.cush").write_text('run "a\x01\x1bb\ufffe.cush"\n')
+    xml = tmp_path / "grade.xml"
+    code, _, _ = grade("--backend", "sim", "--junit", str(xml), str(checks), str(tmp_path), tmp_path=tmp_path)
+    assert code == ExitStatus.ERROR
+    failure = ElementTree.parse(xml).getroot().find("testsuite/testcase/failure")
+    assert "a\\x01\\x1bb\\ufffe.cush" in failure.get("message") and "a\\x01" in failure.text
+
+
+def test_a_junit_file_that_cannot_be_written_is_refused_before_any_grading(tmp_path, monkeypatch):
+    import cudashell.grade as G
+
+    monkeypatch.setattr(G, "run_section", lambda *a, **k: pytest.fail("graded before the --junit path was checked"))
+    code, out, err = grade("--backend", "sim", "--junit", str(tmp_path / "no" / "g.xml"), CHECKS, SUBMISSIONS[0],
+                           tmp_path=tmp_path)
+    assert (code, out) == (ExitStatus.USAGE, "")
+    assert err.strip() == (f"IO_ERROR: cannot write --junit {tmp_path / 'no' / 'g.xml'}: its folder does not exist "
+                           "— hint: name a file in a folder that exists and that you may write"), err
+
+
+def test_a_profile_that_is_not_a_json_object_is_bad_profile_with_a_hint(tmp_path):
+    listed = tmp_path / "l.json"
+    listed.write_text("[1, 2]")
+    code, _, err = grade("--backend", "sim", "--sim-profile", str(listed), CHECKS, SUBMISSIONS[0], tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE and "Traceback" not in err
+    assert err.strip() == (f"BAD_PROFILE: {listed}: a profile is a JSON object of settings, not a list — hint: "
+                           "`calibrate out FILE` writes one; built-in profiles: h100, " + ", ".join(BUILTIN)), err
+    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
+    try:
+        shell.execute("bench memcpy h2d pinned sizes 4KB reps 2")
+        for ref in (str(listed), "/etc/passwd"):
+            assert shell.execute(f"compare ref {ref}") is False
+            assert shell.last_error.code == "BAD_PROFILE", shell.last_error
+            assert "h100, h200" in shell.last_error.hint and "calibrate out" in shell.last_error.hint
+    finally:
+        shell.close()
+
+
+def test_command_line_and_checks_file_errors_have_a_hint_and_their_place(tmp_path):
+    code, _, err = grade("--backend", "sim", "--pass", "200%", CHECKS, SUBMISSIONS[0], tmp_path=tmp_path)
+    assert (code, err.strip()) == (ExitStatus.USAGE, "USAGE: --pass 200% is outside 0..100 points — hint: --pass "
+                                   "takes N% of the total (0% to 100%) or a number of points up to 100")
+    code, _, err = grade("--backend", "sim", "--time-limit", "0", CHECKS, SUBMISSIONS[0], tmp_path=tmp_path)
+    assert (code, err.strip()) == (ExitStatus.USAGE, "USAGE: --time-limit takes a number of seconds above 0 — hint: "
+                                   f"how long one check may take, such as {DEFAULT_TIME_LIMIT:g} (the default)")
+    bad = tmp_path / "cb.cush"
+    bad.write_text('expect ok points 1\nsection "a" points 1\n')
+    code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
+    assert code == ExitStatus.USAGE and err.startswith(f"{bad}:1:18: USAGE: points before the first section"), err

@@ -104,6 +104,10 @@ class Profile:
         except (OSError, ValueError) as e:
             raise ShellError("BAD_PROFILE", f"cannot load simulator profile {spec}: {e}",
                              f"built-in profiles: h100, {', '.join(BUILTIN)}; or a JSON file") from None
+        if not isinstance(data, dict):
+            kind = {list: "list", str: "string", bool: "true or false", type(None): "null"}.get(type(data), "number")
+            raise ShellError("BAD_PROFILE", f"{spec}: a profile is a JSON object of settings, not a {kind}",
+                             f"`calibrate out FILE` writes one; built-in profiles: h100, {', '.join(BUILTIN)}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -115,5 +115,5 @@ def write_file(path, text: str, col: int | None) -> None:
 
 
 # `points N` on every expect line: what the check is worth when `cudashell grade` runs a checks file
-POINTS = Opt("points", Arg("POINTS", "count"))
+POINTS = Opt("points", Arg("POINTS", "points"))
 GRADED = "With `points N` it is a check worth N points in a checks file (`cudashell grade`); elsewhere points change nothing."

@@ -25,7 +25,7 @@ def section(session, backend, args):
 
 class SectionData(TypedDict):
     title: str
-    points: int | None
+    points: int | float | None  # `points 2.5` too
 
 
 class Section(Result, kind="section"):

@@ -265,8 +265,9 @@ def compare_ref(session, backend, args):
         raise
     try:
         profile = Profile.load(str(path))
-    except ShellError as e:
-        e.col = args.col("REF")
+    except ShellError as e:  # its hint named the simulator's profiles: `compare ref` takes references
+        e.col, e.hint = args.col("REF"), f"shipped references: {', '.join(references())}; or a file `calibrate out " \
+                                         "FILE` wrote"
         raise
     if not session.measured.results and not session.measured.copies:
         raise ShellError("NOTHING_MEASURED", "this session has measured nothing to compare yet",

@@ -27,7 +27,8 @@ def compiler_folders(arch: str) -> tuple[Path, ...]:
     run = subprocess.run(["nvcc", "-E", f"-arch={arch}", "-Xcompiler", "-v", "-x", "cu", os.devnull, "-o", os.devnull],
                          capture_output=True, text=True)
     lines = run.stderr.splitlines()
-    start = next((n for n, line in enumerate(lines) if line.startswith("#include <...> search starts here")), len(lines))
+    start = next((n for n, line in enumerate(lines) if line.startswith("#include <...> search starts here")),
+                 len(lines))
     return tuple(Path(line.strip()).resolve() for line in lines[start + 1:] if line.startswith(" "))
 
 
