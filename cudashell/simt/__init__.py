@@ -14,7 +14,8 @@ def compile_source(source: str, path: str | None = None, root: Path | None = Non
     """The __global__ functions of a source, as Kernels whose handle is (program, function); with `root`
     (grading), a source that names a file outside that folder is OUTSIDE_SUBMISSION."""
     from .ctype import Pointer, Scalar
-    from .frontend import CompileError, parse
+    from .compile_error import CompileError
+    from .frontend import parse
 
     name = Path(path).name if path else "kernel.cu"
     dirs = [Path(path).parent] if path else []

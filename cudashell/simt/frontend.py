@@ -13,22 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from . import ir
+from .compile_error import CompileError
 from .ctype import BOOL, DOUBLE, FLOAT, INT, LONG, UINT, ULONG, VOID, Array, Pointer, Scalar, Struct
 from .prelude import DECL_LINES, DECLS, MACROS
 from .templates import instantiate
-
-
-class CompileError(Exception):
-    """A source the front end refused: `code` is USAGE (nvcc would refuse it) or NOT_SUPPORTED_ON_SIM."""
-
-    def __init__(self, code: str, message: str, where: tuple | None = None):
-        super().__init__(message)
-        self.code, self.message, self.where = code, message, where
-
-    def __str__(self) -> str:
-        if self.where:
-            return f"{self.where[0]}:{self.where[1]}:{self.where[2]}: {self.message}"
-        return self.message
 
 
 def _clang():

@@ -5,6 +5,7 @@ call renamed to it, and the source parsed again — until no call reaches a temp
 
 from __future__ import annotations
 
+from .compile_error import CompileError
 from .prelude import DECLS
 
 ROUNDS = 8  # nested templates: each round instantiates one more level
@@ -115,6 +116,4 @@ def _copy(template, params: list, args: list, mangled: str, toks, base: int) -> 
 
 
 def _unsupported(cur, what):
-    from .frontend import CompileError
-
     return CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", None)
