@@ -124,6 +124,20 @@ def test_an_exported_command_without_a_writer_is_refused_by_name(monkeypatch):
     assert e.value.code == "NOT_EXPORTABLE" and "`sleep` has no C writer" in e.value.message
 
 
+def test_explain_writes_every_exported_command_through_its_writer(tmp_path):
+    """`explain on` and `export c` share the writers: each exported command of SESSION shows its C, except `show`
+    (the host reads memory: no CUDA) and `reset` (explain sees the buffers alive, not how they were made)."""
+    (tmp_path / "mine.cu").write_text(KERNEL_FILE)
+    cush = Cush(SimBackend(Profile.load("two-h200")))
+    try:
+        cush.ok("explain on")
+        explained = {parse_segment(split_commands(o["cmd"])[0]).spec.name
+                     for line in SESSION for o in cush.run(line.replace("{dir}", str(tmp_path))) if o.get("explain")}
+    finally:
+        cush.shell.close()
+    assert exported_names() - explained == {"show", "reset"}
+
+
 def test_the_export_leaves_no_command_out(session_c):
     _, text = session_c
     assert "not exported" not in text
