@@ -4,7 +4,7 @@ completion and docs/commands.md all read these specs, so they cannot disagree.""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from .errors import ShellError, usage
@@ -30,6 +30,7 @@ class Spec:
     saved: bool = True  # `save` keeps it (False: about the session or the script, not part of the experiment)
     narrates: bool = False  # its output comes as it runs (a script, a demo): the prompt does not hold it for the pager
     echoed: bool = True  # a script's echo shows the command line (not for `say`: its text is what it prints)
+    c_writer: Callable | None = field(default=None, compare=False)  # the C it stands for: see `c_writer`
 
     def syntax(self) -> str:
         parts = [self.name] + [a.usage() for a in self.args]
@@ -59,6 +60,18 @@ def command(name: str, group: str, summary: str, example: str, cuda: str, *, arg
         REGISTRY[name] = spec
         for alias in aliases:
             _ALIASES[alias] = name
+        return fn
+
+    return register
+
+
+def c_writer(name: str):
+    """Decorator beside an exported command's handler: fn(writer, args, indent, text) writes the CUDA C the
+    command stands for (`explain on`, `export c`) through `cemit.Writer`'s generic services, so a command's C
+    lives with the command and the writer stays generic. Placed after the handler's `@command`."""
+
+    def register(fn):
+        REGISTRY[name] = replace(REGISTRY[name], c_writer=fn)
         return fn
 
     return register

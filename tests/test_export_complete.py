@@ -8,12 +8,15 @@ import re
 import shlex
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
+from cudashell import registry
 from cudashell.cemit import Writer
+from cudashell.errors import ShellError
 from cudashell.grammar import split_commands
 from cudashell.registry import parse_segment, specs
 from tests.conftest import Cush, gpu_missing, make_backend
@@ -109,8 +112,30 @@ def test_the_session_uses_every_exported_command():
 
 
 def test_every_exported_command_has_a_writer():
-    missing = {n for n in exported_names() if not callable(getattr(Writer, "c_" + n.replace(" ", "_"), None))}
-    assert missing == set(), f"exported commands without a C writer (cudashell/cemit.py): {sorted(missing)}"
+    missing = {s.name for s in specs() if s.exported and not callable(s.c_writer)}
+    assert missing == set(), f"exported commands without a C writer (@c_writer beside the handler): {sorted(missing)}"
+
+
+def test_an_exported_command_without_a_writer_is_refused_by_name(monkeypatch):
+    monkeypatch.setattr(registry, "_PARSED", {})  # no parse made with the real spec
+    monkeypatch.setitem(registry.REGISTRY, "sleep", replace(registry.lookup("sleep"), c_writer=None))
+    with pytest.raises(ShellError) as e:
+        Writer().command("sleep 5")
+    assert e.value.code == "NOT_EXPORTABLE" and "`sleep` has no C writer" in e.value.message
+
+
+def test_explain_writes_every_exported_command_through_its_writer(tmp_path):
+    """`explain on` and `export c` share the writers: each exported command of SESSION shows its C, except `show`
+    (the host reads memory: no CUDA) and `reset` (explain sees the buffers alive, not how they were made)."""
+    (tmp_path / "mine.cu").write_text(KERNEL_FILE)
+    cush = Cush(SimBackend(Profile.load("two-h200")))
+    try:
+        cush.ok("explain on")
+        explained = {parse_segment(split_commands(o["cmd"])[0]).spec.name
+                     for line in SESSION for o in cush.run(line.replace("{dir}", str(tmp_path))) if o.get("explain")}
+    finally:
+        cush.shell.close()
+    assert exported_names() - explained == {"show", "reset"}
 
 
 def test_the_export_leaves_no_command_out(session_c):

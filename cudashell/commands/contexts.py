@@ -3,9 +3,12 @@ is `info BUF`'s to show; `launch` refuses memory its context cannot reach (check
 
 from __future__ import annotations
 
+import re
+
 from ..errors import ShellError
 from ..grammar import Arg, Opt
-from ..registry import command
+from ..cemit import ident, refuse
+from ..registry import c_writer, command
 from ..results import Result, timing_data
 from ..session import Context
 from .checks import check_name
@@ -66,11 +69,42 @@ def context_create(session, backend, args):
     return _switch(session, backend, c, "created", "cuCtxCreate", t)
 
 
+@c_writer("context create")
+def c_context_create(w, a, i, text):
+    name = a.get("NAME")
+    if name is None:  # the shell's default name: the first ctxN free
+        n = 1
+        while f"ctx{n}" in w.created:
+            n += 1
+        name = f"ctx{n}"
+    gpu = a.get("GPU", w.device)
+    var = ident("ctx", name)
+    w.helper("driver")
+    w.declare(f"CUcontext {var} = nullptr;")
+    w.emit(f"{var} = ctx_create({gpu});", i, "cuCtxCreate, cuCtxPopCurrent, cuCtxSetCurrent")
+    w.created[name] = gpu
+    w.driver_on = True
+    w.ctx, w.device = name, gpu
+    w.devices.add(gpu)
+
+
 @command("context use", "session", "make a context current", "context use ctx1", "cuCtxSetCurrent",
          args=(Arg("NAME", "context"),))
 def context_use(session, backend, args):
     c = session.context_named(args.get("NAME"), args.col("NAME"))
     return _switch(session, backend, c, "current", "cuCtxSetCurrent")
+
+
+@c_writer("context use")
+def c_context_use(w, a, i, text):
+    name = a.get("NAME")
+    if name not in w.created and not re.fullmatch(r"gpu\d+", name):
+        raise refuse(text, f"the program never made context {name}")
+    w.helper("driver")
+    w.driver_on = True  # a primary after a made context: set through the driver, not cudaSetDevice alone
+    w.ctx, w.device = name, w.ctx_device(name)
+    w.devices.add(w.device)
+    w.emit(w.switch(name), i, "cuCtxSetCurrent")
 
 
 @command("device use", "session", "work on GPU N: its primary context becomes current", "device use 1",
@@ -80,6 +114,14 @@ def context_use(session, backend, args):
 def device_use(session, backend, args):
     c = session.primary_context(backend, args.get("GPU"))
     return _switch(session, backend, c, "current", "cudaSetDevice")
+
+
+@c_writer("device use")
+def c_device_use(w, a, i, text):
+    w.device = a.get("GPU")
+    w.ctx = f"gpu{w.device}"
+    w.devices.add(w.device)
+    w.emit(w.switch(w.ctx), i, "cuDevicePrimaryCtxRetain, cuCtxSetCurrent")
 
 
 @command("context destroy", "session", "destroy a context made by `context create`, once nothing lives in it",
@@ -99,6 +141,21 @@ def context_destroy(session, backend, args):
         session.current = "gpu0"
     return ContextChange({**context_row(session, c), "current": False, "action": "destroyed",
                               "call": "cuCtxDestroy", "now": session.current, "timing": backend.timing_label})
+
+
+@c_writer("context destroy")
+def c_context_destroy(w, a, i, text):
+    name = a.get("NAME")
+    if name not in w.created:
+        raise refuse(text, f"the program never made context {name}")
+    var = ident("ctx", name)
+    w.helper("driver")
+    w.emit(f"ctx_sync({var});", i, "cuCtxSynchronize", replay=True)
+    del w.created[name]
+    if w.ctx == name:  # the shell goes back to GPU 0's primary context
+        w.ctx, w.device = "gpu0", 0
+    w.emit(w.switch(w.ctx), i, replay=True)
+    w.emit(f"ctx_destroy({var}); {var} = nullptr;", i, "cuCtxDestroy_v2")
 
 
 # ------------------------------------------------------------------ the results of these commands

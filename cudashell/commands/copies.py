@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt
-from ..registry import command
+from ..registry import c_writer, command
 from ..results import Result, TIMING_FIELDS, timing_data
 from .checks import check_device_accessible, check_on_this_gpu, check_range, common_size, region
 from ..render import gpu_time, how_text, timing_note
@@ -88,6 +88,22 @@ def memcpy(session, backend, args):
                            "call": "cudaMemcpyAsync" if async_ else "cudaMemcpy", **timing_data(t)})
 
 
+MEMCPY_KIND = {"h2d": "cudaMemcpyHostToDevice", "d2h": "cudaMemcpyDeviceToHost", "d2d": "cudaMemcpyDeviceToDevice",
+               "h2h": "cudaMemcpyHostToHost"}
+
+
+@c_writer("memcpy")
+def c_memcpy(w, a, i, text):
+    src, dst = a.get("SRC"), a.get("DST")
+    nbytes = a.get("SIZE")
+    if nbytes is None:
+        nbytes = w.length(src) if w.length(src) is not None else w.rest(src) \
+            if w.length(dst) is None else w.length(dst)
+    direction = a.get("DIR") or _c_direction(w.buffers[src.name][0], w.buffers[dst.name][0])
+    _maybe_async(w, a, i, "cudaMemcpy", f"{w.ptr(dst)}, {w.ptr(src)}, {nbytes}, {MEMCPY_KIND[direction]}",
+                 "cuMemcpy")
+
+
 @command("memset", "copies", "set bytes of device-accessible memory", "memset d0[1MB:+64KB] 0 async",
          "cudaMemset / cudaMemsetAsync (cuMemsetD8)",
          args=(Arg("NAME", "part", accepts=lambda b, w: b.device_accessible), Arg("BYTE", "int"),
@@ -115,6 +131,28 @@ def memset(session, backend, args):
     return Memset({"name": buf.name, "offset": part.offset, "part": part.label(nbytes), "value": value, "bytes": nbytes,
                              "async": async_, "stream": stream.name,
                              "call": "cudaMemsetAsync" if async_ else "cudaMemset", **timing_data(t)})
+
+
+@c_writer("memset")
+def c_memset(w, a, i, text):
+    part = a.get("NAME")
+    nbytes = a.get("SIZE", w.rest(part))
+    _maybe_async(w, a, i, "cudaMemset", f"{w.ptr(part)}, {a.get('BYTE')}, {nbytes}", "cuMemsetD8")
+
+
+def _maybe_async(w, a, i, call: str, args: str, driver: str) -> None:
+    """`call`, or its Async form on the command's stream, issued in that stream's context."""
+    if "async" in a.flags:
+        w.in_ctx(w.ctx_of_stream(a.get("S")), i, lambda: w.emit(
+            f"CHECK({call}Async({args}, {w.stream(a.get('S'))}));", i, driver + "Async"))
+    else:
+        w.emit(f"CHECK({call}({args}));", i, driver + ("_v2" if driver == "cuMemsetD8" else ""))
+
+
+def _c_direction(src_kind: str, dst_kind: str) -> str:
+    """The direction the program's buffers imply (its kinds: a registered buffer is host memory)."""
+    dev = ("device", "managed")
+    return f"{'d' if src_kind in dev else 'h'}2{'d' if dst_kind in dev else 'h'}"
 
 
 # ------------------------------------------------------------------ the results of these commands

@@ -9,7 +9,8 @@ if TYPE_CHECKING:  # numpy is imported by the commands that use it: not at start
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Opt
-from ..registry import command
+from ..cemit import CTYPES, ident
+from ..registry import c_writer, command
 from ..results import Expectation, Result
 from .checks import GRADED, POINTS, check_host_accessible, check_range, check_within, common_size, region
 from ..render import pending_notes
@@ -107,6 +108,23 @@ def fill(session, backend, args):
                            "pending": pending(session, backend, buf)})
 
 
+FILL_TYPES = {**CTYPES, "float16": "f16"}  # the prelude's fill_* templates: f16 is its half
+
+
+@c_writer("fill")
+def c_fill(w, a, i, text):
+    name, value, dtype = a.get("NAME"), a.get("VALUE"), a.get("T", "uint8")
+    ctype = FILL_TYPES[dtype]
+    var, size = ident("b", name), w.buffers[name][1]
+    if value == "iota":
+        w.emit(f"fill_iota<{ctype}>({var}, {size});", i)
+    elif value == "random":
+        w.emit(f"fill_random<{ctype}>({var}, {size}, {a.get('SEED', 0)}ull, "
+               f"{str(dtype.startswith('float')).lower()});", i)
+    else:
+        w.emit(f"fill_value<{ctype}>({var}, {size}, {value!r});", i)
+
+
 @command("show", "data", "print the elements of a host-accessible buffer, or of a part of it",
          "show h0[1MB:] dtype float32 count 8", "(the host reads the memory)", args=(Arg("NAME", "part", accepts=host_readable),),
          opts=(Opt("dtype", Arg("T", "dtype")), Opt("count", Arg("COUNT", "count")), Opt("offset", Arg("B", "size"))),
@@ -145,6 +163,11 @@ def show(session, backend, args):
                            "elements": available + (0 if part.explicit else offset // dtype.itemsize),
                            "values": values,
                            "pending": pending(session, backend, buf)})
+
+
+@c_writer("show")
+def c_show(w, a, i, text):
+    pass  # the host reads the memory: nothing for the program to do
 
 
 def first_difference(backend, a, b, nbytes: int) -> int | None:

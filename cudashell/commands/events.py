@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..errors import ShellError
 from ..grammar import Arg, Opt
-from ..registry import command
+from ..cemit import cstr, ident
+from ..registry import c_writer, command
 from ..results import Message, Result, Synced, TimingData, timing_data
 from ..session import Event
 from .checks import check_name
@@ -33,6 +34,20 @@ def event_record(session, backend, args):
                             **timing_data(t)})
 
 
+@c_writer("event record")
+def c_event_record(w, a, i, text):
+    name = a.get("E")
+    var = ident("e", name)
+    if name not in w.events:  # made on first use, in the current context (again after `event destroy`)
+        w.events.add(name)
+        w.event_ctx[name] = w.ctx
+        w.declare(f"cudaEvent_t {var} = nullptr;")
+        w.emit(f"if (!{var}) CHECK(cudaEventCreate(&{var}));", i, "cuEventCreate", replay=True)
+        w.shown.append(f"CHECK(cudaEventCreate(&{var}));")
+    w.in_ctx(w.ctx_of_stream(a.get("S")), i, lambda: w.emit(
+        f"CHECK(cudaEventRecord({var}, {w.stream(a.get('S'))}));", i, "cuEventRecord"))
+
+
 @command("event destroy", "streams", "destroy an event", "event destroy start", "cudaEventDestroy (cuEventDestroy)",
          args=(Arg("E", "event"),))
 def event_destroy(session, backend, args):
@@ -42,6 +57,15 @@ def event_destroy(session, backend, args):
     return Message({"text": f"destroyed event {event.name}", "name": event.name})
 
 
+@c_writer("event destroy")
+def c_event_destroy(w, a, i, text):
+    name = a.get("E")
+    var = ident("e", name)
+    w.emit(f"CHECK(cudaEventDestroy({var}));", i, "cuEventDestroy_v2")
+    w.emit(f"{var} = nullptr;", i, replay=True)
+    w.events.discard(name)
+
+
 @command("event sync", "streams", "wait on the host until the GPU reaches an event", "event sync stop",
          "cudaEventSynchronize (cuEventSynchronize)", args=(Arg("E", "event"),))
 def event_sync(session, backend, args):
@@ -49,6 +73,11 @@ def event_sync(session, backend, args):
     t = backend.event_sync(event.handle)
     return Synced({"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
                            "completed": session.completed(backend)})
+
+
+@c_writer("event sync")
+def c_event_sync(w, a, i, text):
+    w.emit(f"CHECK(cudaEventSynchronize({ident('e', a.get('E'))}));", i, "cuEventSynchronize")
 
 
 @command("event query", "streams", "has the GPU reached an event yet?", "event query stop",
@@ -68,6 +97,13 @@ def elapsed(session, backend, args):
     return Elapsed({"from": e1.name, "to": e2.name, "ms": seconds * 1e3, "timing": backend.timing_label})
 
 
+@c_writer("elapsed")
+def c_elapsed(w, a, i, text):
+    e1, e2 = a.get("E1"), a.get("E2")
+    w.emit(f'{{ float ms; CHECK(cudaEventElapsedTime(&ms, {ident("e", e1)}, {ident("e", e2)})); '
+           f'printf("elapsed {e1} {e2} %.3f ms\\n", ms); }}', i, "cuEventElapsedTime")
+
+
 @command("wait", "streams", "make a stream wait for an event (recorded on another stream)", "wait 1 copied",
          "cudaStreamWaitEvent (cuStreamWaitEvent)", args=(Arg("S", "stream"), Arg("E", "event")))
 def wait(session, backend, args):
@@ -76,6 +112,13 @@ def wait(session, backend, args):
     backend.stream_wait(stream.handle, event.handle)
     return Message({"text": f"stream {stream.name} waits for event {event.name}",
                               "stream": stream.name, "event": event.name})
+
+
+@c_writer("wait")
+def c_wait(w, a, i, text):
+    s = a.get("S")
+    w.in_ctx(w.ctx_of_stream(s), i, lambda: w.emit(
+        f"CHECK(cudaStreamWaitEvent({w.stream(s)}, {ident('e', a.get('E'))}, 0));", i, "cuStreamWaitEvent"))
 
 
 @command("callback", "streams", "print TEXT on the host when a stream reaches this point", "callback 1 copy done",
@@ -87,6 +130,14 @@ def callback(session, backend, args):
     t = backend.host_callback(stream.handle, args.get("TEXT"), stream.name)
     return Message({"text": f"callback queued on stream {stream.name}", "stream": stream.name,
                               "call": "cudaLaunchHostFunc", **timing_data(t)})
+
+
+@c_writer("callback")
+def c_callback(w, a, i, text):
+    s = a.get("S")
+    w.in_ctx(w.ctx_of_stream(s), i, lambda: w.emit(
+        f"CHECK(cudaLaunchHostFunc({w.stream(s)}, host_print, (void *){cstr(a.get('TEXT'))}));", i,
+        "cuLaunchHostFunc"))
 
 
 # ------------------------------------------------------------------ the results of these commands

@@ -4,7 +4,7 @@ reach another's memory). Memory on another GPU is `alloc device SIZE on N`; copi
 from __future__ import annotations
 
 from ..grammar import Arg
-from ..registry import command
+from ..registry import c_writer, command
 from ..results import Result, TimingData, timing_data
 from ..render import fit
 from ..sizes import format_size
@@ -36,6 +36,16 @@ def peer(session, backend, args):
     return PeerAccess({"src": a, "dst": b, "enabled": enable,
                            "call": "cudaDeviceEnablePeerAccess" if enable else "cudaDeviceDisablePeerAccess",
                            **timing_data(t)})
+
+
+@c_writer("peer")
+def c_peer(w, a, i, text):
+    src, dst, on = a.get("A"), a.get("B"), a.get("SWITCH") == "enable"
+    call = f"cudaDeviceEnablePeerAccess({dst}, 0)" if on else f"cudaDeviceDisablePeerAccess({dst})"
+    w.devices |= {src, dst}
+    (w.peers.add if on else w.peers.discard)((src, dst))
+    w.emit(f"{w.switch(f'gpu{src}')} CHECK({call}); {w.switch(w.ctx)}", i,
+           "cuCtxEnablePeerAccess" if on else "cuCtxDisablePeerAccess")
 
 
 # ------------------------------------------------------------------ the results of these commands

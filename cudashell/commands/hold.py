@@ -4,7 +4,8 @@ experiment times the GPU, not the pace at which a person or a script issues comm
 from __future__ import annotations
 
 from ..errors import ShellError
-from ..registry import command
+from ..cemit import RELEASE
+from ..registry import c_writer, command
 from ..results import Result
 from ..render import fmt_seconds
 from typing import TypedDict
@@ -30,6 +31,28 @@ def hold(session, backend, args):
     return Held({"streams": [s.name for s in held_streams(session)], "how": how})
 
 
+EAGER = 'setenv("CUDA_MODULE_LOADING", "EAGER", 1);  // `hold`: no kernel may load (and wait) while streams are held'
+HOLD_FLAG = ("if (!hold_flag) { CHECK(cudaHostAlloc((void **)&hold_flag, sizeof(unsigned int), "
+             "cudaHostAllocPortable | cudaHostAllocMapped)); *hold_flag = 0; }")
+
+
+@c_writer("hold")
+def c_hold(w, a, i, text):
+    """Every stream (the current context's default stream too) waits on the gate kernel for `release`."""
+    w.helper("hold")
+    if EAGER not in w.first:
+        w.first.append(EAGER)
+    w.declare("unsigned int *hold_flag = nullptr;")
+    w.declare("unsigned int hold_gen = 0;")
+    w.emit(HOLD_FLAG, i, "cuMemHostAlloc")
+    w.emit("hold_gen++;", i)
+    for s in ["0", *w.stream_ctx]:
+        w.in_ctx(w.ctx_of_stream(s), i, lambda s=s: w.emit(
+            f"k_hold<<<1, 1, 0, {w.stream(s)}>>>(hold_flag, hold_gen); CHECK(cudaGetLastError());", i,
+            "cuLaunchKernel"))
+    w.held = True
+
+
 @command("release", "streams", "let the held streams go: what was issued since `hold` runs at once",
          "release", "a host write of the flag the streams wait for",
          details="Says how long the streams were held and how many operations were waiting; `timeline` then "
@@ -41,6 +64,12 @@ def release(session, backend, args):
     held, session.held = session.held, None
     return Released({"held_seconds": backend.clock() - held["since"], "early": early,
                               "queued": session.traced() - held["traced"], "timing": backend.timing_label})
+
+
+@c_writer("release")
+def c_release(w, a, i, text):
+    w.emit(RELEASE, i, "(none: a host write of the flag)")
+    w.held = False
 
 
 # ------------------------------------------------------------------ the results of these commands

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
-from ..registry import command
+from ..cemit import CTYPES, refuse
+from ..registry import c_writer, command
 from ..results import Result, TimingData, timing_data
 from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
-from ..launchdims import dim3, shape_text
+from ..launchdims import c_dims, dim3, is_1d, shape_text
 from ..render import access_lines, counts_lines, fit, gpu_time, how_text, timing_note
 from typing import TypedDict
 
@@ -142,6 +144,77 @@ def launch(session, backend, args):
                              "access": access_map(t.report.access) if t.report is not None and trace else None})
 
 
+@c_writer("launch")
+def c_launch(w, a, i, text):
+    kernel = BUILTINS.get(a.get("KERNEL"))
+    if kernel is None and a.get("KERNEL") in w.user:
+        w.in_ctx(w.ctx_of_stream(a.get("S")), i, lambda: _launch_user(w, *w.user[a.get("KERNEL")], a, i, text))
+        return
+    if kernel is None:
+        raise refuse(text, f"no source for kernel {a.get('KERNEL')} (its `kernel define` or `kernel load` is "
+                     "not in the session's history)")
+    words = a.get("ARG") or []
+    parts = {k: parse_part(word) for k, (p, word) in enumerate(zip(kernel.params, words)) if p.is_buffer}
+    missing = [part.name for part in parts.values() if part.name not in w.buffers]
+    if missing:
+        raise refuse(text, f"the program never made {missing[0]}")
+    block = a.get("B", dim3(kernel.block))
+    n = a.get("ELEMENTS", min(w.rest(part) for part in parts.values()) // 4 if parts else 1)
+    grid = a.get("G") or default_grid(n, block)
+    args = []
+    for k, (p, word) in enumerate(zip(kernel.params, words)):
+        if p.is_buffer:
+            args.append(f"(float *)({w.ptr(parts[k])})" if parts[k].start else f"(float *){w.ptr(parts[k])}")
+        elif p.unit == "us":  # microseconds: in clock ticks, as the kernel counts
+            args.append(f"(long long){int(float(word.rstrip('lLiu')))} * clock_khz / 1000")
+            w.declare("int clock_khz = 0;")
+            w.set_up("CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));")
+        else:
+            args.append(re.sub(r"[a-zA-Z]+$", "", word) + ("f" if "." in word else ""))
+    if kernel.counted:
+        args.append(str(n))
+    w.in_ctx(w.ctx_of_stream(a.get("S")), i, lambda: _emit_launch(w, kernel.symbol, grid, block, a, i, args))
+
+
+def _launch_user(w, symbol, kernel, a, i, text):
+    """A launch of the user's kernel: each buffer passed as the pointer type its parameter takes (any_ptr)."""
+    words = a.get("ARG") or []
+    args, sizes = [], []
+    for p, word in zip(kernel.params, words):
+        if p.is_buffer:
+            part = parse_part(word)
+            if part.name not in w.buffers:
+                raise refuse(text, f"the program never made {part.name}")
+            w.helper("user_ptr")
+            args.append(f"any_ptr{{{w.ptr(part)}}}")
+            sizes.append(w.rest(part))
+        else:
+            args.append(_c_scalar(word, p.dtype))
+    block = a.get("B") or dim3(256)
+    grid = a.get("G") or default_grid(max(sizes) // 4 if sizes else 1, block)  # as the shell's launch
+    _emit_launch(w, symbol, grid, block, a, i, args)
+
+
+def _c_scalar(word: str, dtype: str) -> str:
+    """A scalar argument as C writes it: the shell's suffix (`7i`, `2.5f`) gives way to a cast to the parameter's
+    type."""
+    number = re.sub(r"(ul|[fdilu])$", "", word, flags=re.I)
+    return f"({CTYPES.get(dtype) or 'int'}){number}"
+
+
+def _emit_launch(w, symbol, grid, block, a, i, args):
+    """kernel<<<grid, block, shared, stream>>>(args), then the launch's error check."""
+    rest = f"{a.get('BYTES', 0)}, {w.stream(a.get('S'))}>>>({', '.join(args)});"
+    if is_1d(grid) and is_1d(block):
+        w.emit(f"{symbol}<<<{grid[0]}, {block[0]}, {rest}", i, "cuLaunchKernel")
+    else:  # C's dim3, in a scope of its own: the next launch declares its own
+        w.emit("{", i)
+        w.emit(f"    dim3 grid({c_dims(grid)}); dim3 block({c_dims(block)});", i)
+        w.emit(f"    {symbol}<<<grid, block, {rest}", i, "cuLaunchKernel")
+        w.emit("}", i)
+    w.emit("CHECK(cudaGetLastError());", i, replay=True)
+
+
 def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int) -> list[str]:
     named = [(f"{prefix}.{k.name}" if prefix else k.name, k) for k in kernels]
     for name, _ in named:
@@ -174,6 +247,33 @@ def kernel_load(session, backend, args):
                               "from": str(path)})
 
 
+@c_writer("kernel load")
+def c_kernel_load(w, a, i, text):
+    path, mod = a.get("FILE"), a.get("MOD")
+    prefix = f"{mod}." if mod else ""
+    source, where = _loaded_source(w, path, prefix)
+    if source is None:
+        raise refuse(text, f"cannot read {path} from here", "export from where the session loaded it")
+    expanded = with_includes(source, where)
+    w.user_source(expanded, {prefix + k.name: k for k in parse_kernels(expanded)})
+    w.emit(f"// kernel load {path}: its source is above main", i)
+
+
+def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
+    """The source the session compiled (its kernels keep it, for `reset`), else the file read now."""
+    want = Path(path)
+    for n, k in w.kernels.items():
+        if not k.builtin and k.path and n.startswith(prefix) and ("." not in n[len(prefix):]) and \
+                Path(k.path).parts[-len(want.parts):] == want.parts:
+            return k.source, k.path
+    for where in ([want] if want.is_absolute() else [p / want for p in (w.base, Path.cwd()) if p]):
+        try:
+            return where.read_text(encoding="utf-8"), str(where)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return None, None
+
+
 @command("kernel define", "kernels", "compile an inline kernel (nvcc on a GPU; the simulator's interpreter elsewhere)",
          "kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + "
          "threadIdx.x; if (i < n) a[i] *= 2; } >>>", "nvcc via pycuda.compiler (SourceModule)",
@@ -192,6 +292,19 @@ def kernel_define(session, backend, args):
         kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
                           kernels[0].source, kernels[0].path)]
     return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
+
+
+@c_writer("kernel define")
+def c_kernel_define(w, a, i, text):
+    name, source = a.get("NAME"), a.get("SOURCE")
+    known = w.kernels.get(name)
+    expanded = with_includes(source, known.path) if known is not None and known.path else source
+    found = parse_kernels(expanded)
+    names = {k.name: k for k in found}
+    if name not in names and len(found) == 1:
+        names[name] = found[0]
+    w.user_source(expanded, names)
+    w.emit(f"// kernel define {name}: its source is above main", i)
 
 
 @command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)", exported=False)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
-from ..registry import command
+from ..cemit import ident
+from ..registry import c_writer, command
 from ..results import Message, Result, TimingData, hexptr, timing_data
 from ..session import Buffer
 from ..backends.base import host_flag_names
@@ -68,6 +69,63 @@ def alloc(session, backend, args):
     return Allocated({"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
 
 
+HOST_ALLOC_FLAGS = {"portable": "cudaHostAllocPortable", "mapped": "cudaHostAllocMapped",
+                    "writecombined": "cudaHostAllocWriteCombined"}
+
+
+@c_writer("alloc")
+def c_alloc(w, a, i, text):
+    kind, size = a.get("KIND"), a.get("SIZE")
+    name = w.named(a, text)
+    var = ident("b", name)
+    w.declare(f"unsigned char *{var} = nullptr;")
+    flags = " | ".join(HOST_ALLOC_FLAGS[f] for f in sorted(a.flags) if f in HOST_ALLOC_FLAGS) \
+        or "cudaHostAllocDefault"
+    line, driver = {
+        "pageable": (f"{var} = (unsigned char *)calloc({size}, 1);", "mmap (pageable pages)"),
+        "pinned": (f"CHECK(cudaHostAlloc((void **)&{var}, {size}, {flags}));", "cuMemHostAlloc"),
+        "device": (f"CHECK(cudaMalloc((void **)&{var}, {size}));", "cuMemAlloc_v2"),
+        "managed": (f"CHECK(cudaMallocManaged((void **)&{var}, {size}, "
+                    f"{'cudaMemAttachHost' if 'host' in a.flags else 'cudaMemAttachGlobal'}));",
+                    "cuMemAllocManaged")}[kind]
+    here = w.ctx
+    gpu = a.get("GPU")
+    there = f"gpu{gpu}" if gpu is not None else here
+    if there != here:  # another GPU's memory: made with its primary context current
+        w.emit(w.switch(there), i, "cuCtxSetCurrent")
+    w.emit(line, i, driver)
+    if kind != "pageable":  # the shell's memory starts zeroed, as calloc's does
+        _zero(w, var, kind, size, i)
+    if there != here:
+        w.emit("CHECK(cudaDeviceSynchronize());", i, replay=True)
+        w.emit(w.switch(here), i)
+        if kind != "device":
+            w.emit("CHECK(cudaDeviceSynchronize());", i, replay=True)
+    w.buffers[name] = (kind, size)
+    w.buf_ctx[name] = there
+    w.buf_make[name] = line
+    device = w.ctx_device(there)
+    w.devices.add(device)
+    if device:
+        w.gpu_of[name] = device
+    if w.depth:
+        w.conditional.add(name)
+
+
+def _zero(w, var: str, kind: str, size: int, i: int) -> None:
+    """New memory zeroed, as the shell's is. While held the default stream waits for `release` (and a
+    synchronous memset of pinned memory would wait for it forever): pinned memory is zeroed by the host,
+    GPU memory on a stream of its own."""
+    if not w.held:
+        w.emit(f"CHECK(cudaMemset({var}, 0, {size}));", i, replay=True)
+    elif kind == "pinned":
+        w.emit(f"memset({var}, 0, {size});", i, replay=True)
+    else:
+        w.emit(f"{{ cudaStream_t z; CHECK(cudaStreamCreateWithFlags(&z, cudaStreamNonBlocking)); "
+               f"CHECK(cudaMemsetAsync({var}, 0, {size}, z)); CHECK(cudaStreamSynchronize(z)); "
+               f"CHECK(cudaStreamDestroy(z)); }}", i, replay=True)
+
+
 @command("register", "memory", "pin an existing pageable buffer in place",
          "register h0 mapped", "cudaHostRegister (cuMemHostRegister)",
          args=(Arg("NAME", "buffer", accepts=lambda b, words: b.kind == "pageable" and b.registered is None),),
@@ -87,6 +145,20 @@ def register(session, backend, args):
     return BufferChange({"buffer": buffer_row(buf), "call": "cudaHostRegister"})
 
 
+REGISTER_FLAGS = {"portable": "cudaHostRegisterPortable", "mapped": "cudaHostRegisterMapped",
+                  "readonly": "cudaHostRegisterReadOnly"}
+
+
+@c_writer("register")
+def c_register(w, a, i, text):
+    name = a.get("NAME")
+    flags = " | ".join(REGISTER_FLAGS[f] for f in sorted(a.flags)) or "cudaHostRegisterDefault"
+    line = f"CHECK(cudaHostRegister({ident('b', name)}, {w.buffers[name][1]}, {flags}));"
+    w.emit(line, i, "cuMemHostRegister_v2")
+    w.buffers[name] = ("registered", w.buffers[name][1])
+    w.buf_make[name + "\0registered"] = line
+
+
 @command("unregister", "memory", "unpin a registered buffer", "unregister h0",
          "cudaHostUnregister (cuMemHostUnregister)",
          args=(Arg("NAME", "buffer", accepts=lambda b, words: b.registered is not None),))
@@ -95,6 +167,14 @@ def unregister(session, backend, args):
     backend.unregister(buf)
     session.buffers.registered(buf, None, None)
     return BufferChange({"buffer": buffer_row(buf), "call": "cudaHostUnregister"})
+
+
+@c_writer("unregister")
+def c_unregister(w, a, i, text):
+    name = a.get("NAME")
+    w.emit(f"CHECK(cudaHostUnregister({ident('b', name)}));", i, "cuMemHostUnregister")
+    w.buffers[name] = ("pageable", w.buffers[name][1])
+    w.buf_make.pop(name + "\0registered", None)
 
 
 @command("free", "memory", "free buffers (or `free all`)", "free p0 d0",
@@ -122,6 +202,29 @@ def free(session, backend, args):
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
+
+
+@c_writer("free")
+def c_free(w, a, i, text):
+    names = list(w.buffers) if a.get("NAME") == ["all"] else list(dict.fromkeys(a.get("NAME")))
+    for name in names:
+        kind, _ = w.buffers.pop(name)
+        var = ident("b", name)
+        if kind == "registered":
+            w.emit(f"CHECK(cudaHostUnregister({var}));", i, "cuMemHostUnregister")
+        line, driver = {"pageable": (f"free({var});", "munmap"), "registered": (f"free({var});", "munmap"),
+                        "pinned": (f"CHECK(cudaFreeHost({var}));", "cuMemFreeHost")}.get(
+                            kind, (f"CHECK(cudaFree({var}));", "cuMemFree_v2"))
+        w.gpu_of.pop(name, None)
+        there = w.buf_ctx.pop(name, w.ctx)
+        for key in (name, name + "\0registered"):
+            w.buf_make.pop(key, None)
+        w.conditional.discard(name)
+        if kind == "pageable":  # malloc's memory: no context to be in
+            there = w.ctx
+        w.emit(f"{w.switch(there)} {line} {w.switch(w.ctx)}"
+               if there != w.ctx else line, i, driver)
+        w.emit(f"{var} = nullptr;", i, replay=True)
 
 
 @command("ls", "memory", "list every buffer with its pointer pair and state", "ls", "(session state)", exported=False)
@@ -169,6 +272,16 @@ def prefetch(session, backend, args):
                                "stream": stream.name, **timing_data(t)})
 
 
+@c_writer("prefetch")
+def c_prefetch(w, a, i, text):
+    name, where = a.get("NAME"), a.get("WHERE")
+    loc = (f"cudaMemLocationTypeDevice, {w.ctx_device(w.ctx_of_stream(a.get('S')))}" if where == "device"
+           else "cudaMemLocationTypeHost, 0")
+    w.in_ctx(w.ctx_of_stream(a.get("S")), i, lambda: w.emit(
+        f"{{ cudaMemLocation loc = {{{loc}}}; CHECK(cudaMemPrefetchAsync({ident('b', name)}, "
+        f"{w.buffers[name][1]}, loc, 0, {w.stream(a.get('S'))})); }}", i, "cuMemPrefetchAsync_v2"))
+
+
 @command("advise", "memory", "tell the driver how a managed buffer will be used",
          "advise m0 preferred device", "cudaMemAdvise (cuMemAdvise_v2)",
          args=(Arg("NAME", "buffer", accepts=managed_only), Arg("ADVICE", choices=("readmostly", "preferred", "accessed-by")),
@@ -190,6 +303,16 @@ def advise(session, backend, args):
     backend.advise(buf, advice, where or "device")
     return Message({"text": f"advised {buf.name}: {advice} {where or ''}".strip(),
                               "name": buf.name, "advice": advice, "where": where})
+
+
+@c_writer("advise")
+def c_advise(w, a, i, text):
+    name, advice, where = a.get("NAME"), a.get("ADVICE"), a.get("WHERE") or "device"
+    what = {"readmostly": "cudaMemAdviseSetReadMostly", "preferred": "cudaMemAdviseSetPreferredLocation",
+            "accessed-by": "cudaMemAdviseSetAccessedBy"}[advice]
+    loc = f"cudaMemLocationTypeDevice, {w.device}" if where == "device" else "cudaMemLocationTypeHost, 0"
+    w.emit(f"{{ cudaMemLocation loc = {{{loc}}}; CHECK(cudaMemAdvise({ident('b', name)}, "
+           f"{w.buffers[name][1]}, {what}, loc)); }}", i, "cuMemAdvise_v2")
 
 
 # ------------------------------------------------------------------ the results of these commands

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, split_commands
-from ..registry import GROUPS, command, lookup, parse_segment, specs
+from ..cemit import comment, cstr, inside
+from ..registry import GROUPS, c_writer, command, lookup, parse_segment, specs
 from ..results import Block, Edit, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
 from ..settings import SETTINGS
 from ..shipped import DEMO_DIR, demos
@@ -59,6 +60,12 @@ def device(session, backend, args):
          args=(Arg("TEXT", "rest", optional=True),), saved=False)
 def echo(session, backend, args):
     return Echo({"text": args.get("TEXT", "")})
+
+
+@c_writer("echo")
+def c_echo(w, a, i, text):
+    if a.get("TEXT"):
+        w.emit(f'printf("%s\\n", {cstr(a.get("TEXT"))});', i)
 
 
 @command("history", "session", "the commands run so far", "history", "(none)", exported=False, saved=False)
@@ -226,6 +233,14 @@ def repeat(session, backend, args):
                   action=block)
 
 
+@c_writer("repeat")
+def c_repeat(w, a, i, text):
+    w.emit(f"for (int round = 0; round < {a.get('TIMES')}; round++) {{", i)
+    with inside(text):
+        w.command(a.get("COMMANDS").replace("\n", ";"), i + 1)
+    w.emit("}", i)
+
+
 @command("if gpus", "scripts", "run commands only where the machine has at least N GPUs (a demo's two-GPU part)",
          "if gpus 2 <<< device use 1; alloc device 64MB as d1 >>>", "(a branch in the host program on cudaGetDeviceCount)",
          args=(Arg("N", "count"), Arg("COMMANDS", "source")),
@@ -242,12 +257,45 @@ def if_gpus(session, backend, args):
                   action=Block(args.get("COMMANDS"), args.col("COMMANDS")) if runs else None)
 
 
+@c_writer("if gpus")
+def c_if_gpus(w, a, i, text):
+    """The block in a runtime check of cudaGetDeviceCount. From history (`replay`) a block that ran is written
+    from the commands it ran; here the block's own text: one that ran (explain), or one the session skipped
+    (then what it would make is forgotten after it, as the session never made it)."""
+    n = a.get("N")
+    ran = w.gpus_here is None or w.gpus_here >= n
+    if ran:
+        w.open_if(n, i)
+        with inside(text):
+            w.command(a.get("COMMANDS").replace("\n", ";"), i + 1)
+        w.close_if(i)
+        return
+    keep = w.knowledge()
+    mark = len(w.body)
+    try:
+        w.open_if(n, i)
+        w.command(a.get("COMMANDS").replace("\n", ";"), i + 1)
+        w.close_if(i)
+    except ShellError:  # cannot be written without the names the shell would have given: it did nothing here
+        del w.body[mark:]
+        w.depth = keep["depth"]
+        w.emit(f"// {comment(text)}: skipped in the session ({w.gpus_here} GPU"
+               f"{'s' * (w.gpus_here != 1)}), and here", i)
+    w.restore(keep)
+
+
 @command("say", "scripts", "narration in one language: printed when it is the session's (`demo … lang zh`)",
          "say en Pinned memory is page-locked.", "(none)",
          args=(Arg("LANG", choices=("en", "zh")), Arg("TEXT", "rest")), echoed=False)
 def say(session, backend, args):
     shown = args.get("LANG") == session.settings["lang"]
     return Said({"text": args.get("TEXT"), "lang": args.get("LANG"), "shown": shown})
+
+
+@c_writer("say")
+def c_say(w, a, i, text):
+    if a.get("TEXT") and a.get("LANG") == w.lang:
+        w.emit(f'printf("%s\\n", {cstr(a.get("TEXT"))});', i)
 
 
 @command("demo", "scripts", "list the demos, or run one (narrated, self-checking)", "demo pinned-vs-pageable lang zh",

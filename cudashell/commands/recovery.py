@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ShellError
-from ..registry import command
+from ..cemit import ident, refuse
+from ..registry import c_writer, command
 from ..results import Result, hexptr
 from ..render import fit
 from ..sizes import format_size_exact
@@ -126,6 +127,62 @@ def reset(session, backend, args):
                             "events": list(session.events), "kernels": kernels,
                             "kernels_lost": kernel_failures, "unfinished": unfinished,
                             "timing": backend.timing_label})
+
+
+@c_writer("reset")
+def c_reset(w, a, i, text):
+    """cudaDeviceReset on every GPU the session used, then what the shell makes again, each in its context:
+    buffers (host contents kept, device contents lost: zeroed, as new memory is), registrations, streams,
+    events and peer access; the runtime loads the kernels again."""
+    if w.held:
+        raise refuse(text, "the work held since `hold` never runs in the session; cudaDeviceReset would wait "
+                     "for it forever", "`release` before `reset`")
+    if w.created:
+        raise refuse(text, f"the shell makes context {', '.join(w.created)} again; cudaDeviceReset resets "
+                     "the GPUs' primary contexts alone", "destroy the contexts you made before `reset`")
+    missing = [n for n in w.buffers if n not in w.buf_make] + \
+        [s for s in w.stream_ctx if s not in w.stream_make]
+    if missing:
+        raise refuse(text, f"the program does not know how {', '.join(missing)} were made")
+    gpus = sorted(w.devices)
+    w.emit("{  // reset: a fresh context, and everything made again in it", i)
+    j = i + 1
+    for d in gpus:
+        w.in_ctx(f"gpu{d}", j, lambda: w.emit("CHECK(cudaDeviceSynchronize());", j, "cuCtxSynchronize"))
+    for n, (kind, size) in w.buffers.items():
+        if kind in ("pinned", "managed"):
+            var = ident("b", n)
+            w.emit(f"unsigned char *keep_{var} = (unsigned char *)malloc({size}); "
+                   f"memcpy(keep_{var}, {var}, {size});", j, replay=True)
+    for d in gpus:
+        w.in_ctx(f"gpu{d}", j, lambda: w.emit("CHECK(cudaDeviceReset());", j, "cuDevicePrimaryCtxReset"))
+    if "hold" in w.helpers:
+        w.emit("hold_flag = nullptr;  // freed with the context: the next `hold` makes it again", j,
+               replay=True)
+    for n, (kind, size) in w.buffers.items():
+        var = ident("b", n)
+        if kind in ("pageable", "registered"):  # malloc's pages outlive the context; their pinning does not
+            if kind == "registered":
+                w.emit(w.buf_make[n + "\0registered"], j, "cuMemHostRegister_v2")
+            continue
+
+        def remake(n=n, kind=kind, size=size, var=var):
+            w.emit(w.buf_make[n], j)
+            if kind == "device":
+                w.emit(f"CHECK(cudaMemset({var}, 0, {size}));", j, replay=True)
+            else:
+                w.emit(f"memcpy({var}, keep_{var}, {size}); free(keep_{var});", j, replay=True)
+        w.in_ctx(w.buf_ctx.get(n, w.ctx), j, remake)
+    for s_ in w.stream_ctx:
+        w.in_ctx(w.stream_ctx[s_], j, lambda s_=s_: w.emit(w.stream_make[s_], j))
+    for e in sorted(w.events):
+        var = ident("e", e)
+        w.in_ctx(w.event_ctx.get(e, w.ctx), j,
+                 lambda var=var: w.emit(f"CHECK(cudaEventCreate(&{var}));", j, "cuEventCreate"))
+    for src, dst in sorted(w.peers):
+        w.emit(f"{w.switch(f'gpu{src}')} CHECK(cudaDeviceEnablePeerAccess({dst}, 0)); "
+               f"{w.switch(w.ctx)}", j, "cuCtxEnablePeerAccess")
+    w.emit("}", i)
 
 
 # ------------------------------------------------------------------ the results of these commands

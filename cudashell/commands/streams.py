@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_int
-from ..registry import command
+from ..cemit import ident
+from ..registry import c_writer, command
 from ..results import Message, Result, Synced, timing_data
 from ..session import Stream
 from .checks import RESERVED
@@ -50,6 +51,24 @@ def stream_create(session, backend, args):
                              "priority_range": [least, greatest]}, named=name)
 
 
+@c_writer("stream create")
+def c_stream_create(w, a, i, text):
+    name = w.named(a, text)
+    var = ident("s", name)
+    w.declare(f"cudaStream_t {var};")
+    prio = a.get("PRIORITY", "0")
+    prio_expr = {"high": "greatest", "low": "least"}.get(str(prio).lower(), str(prio))
+    line = (f"{{ int least, greatest; CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest)); "
+            f"(void)least; (void)greatest; CHECK(cudaStreamCreateWithPriority(&{var}, "
+            f"{'cudaStreamNonBlocking' if 'nonblocking' in a.flags else 'cudaStreamDefault'}, {prio_expr})); }}")
+    w.emit(line, i, "cuStreamCreateWithPriority")
+    w.stream_ctx[name] = w.ctx
+    w.stream_make[name] = line
+    if w.held:  # held streams are every stream, those made later too
+        w.emit(f"k_hold<<<1, 1, 0, {var}>>>(hold_flag, hold_gen); CHECK(cudaGetLastError());", i,
+               "cuLaunchKernel")
+
+
 @command("stream destroy", "streams", "destroy a stream", "stream destroy 1",
          "cudaStreamDestroy (cuStreamDestroy)", args=(Arg("S", "stream"),))
 def stream_destroy(session, backend, args):
@@ -62,6 +81,15 @@ def stream_destroy(session, backend, args):
     session.gone["stream " + s.name] = "was destroyed"
     text = f"stream {s.name} destroyed" + (" (its queued work still runs to the end)" if busy else "")
     return Message({"text": text, "name": s.name, "busy": busy, "call": "cudaStreamDestroy"})
+
+
+@c_writer("stream destroy")
+def c_stream_destroy(w, a, i, text):
+    s = a.get("S")
+    w.in_ctx(w.ctx_of_stream(s), i, lambda: w.emit(
+        f"CHECK(cudaStreamDestroy({w.stream(s)}));", i, "cuStreamDestroy_v2"))
+    w.stream_ctx.pop(s, None)
+    w.stream_make.pop(s, None)
 
 
 @command("stream query", "streams", "is a stream's work done?", "stream query 1", "cudaStreamQuery (cuStreamQuery)",
@@ -103,6 +131,18 @@ def sync(session, backend, args):
                            "completed": session.completed(backend)})
 
 
+@c_writer("sync")
+def c_sync(w, a, i, text):
+    if a.get("E"):
+        w.emit(f"CHECK(cudaEventSynchronize({ident('e', a.get('E'))}));", i, "cuEventSynchronize")
+    elif a.get("S") is not None:
+        s = a.get("S")
+        w.in_ctx(w.ctx_of_stream(s), i, lambda: w.emit(
+            f"CHECK(cudaStreamSynchronize({w.stream(s)}));", i, "cuStreamSynchronize"))
+    else:
+        w.emit("CHECK(cudaDeviceSynchronize());", i, "cuCtxSynchronize")
+
+
 @command("sleep", "streams", "let the host wait while the GPU works on", "sleep 5",
          "usleep (no CUDA call: host time passes)", args=(Arg("MS", "count"),),
          details="The host does nothing for MS milliseconds (at most 60000); queued GPU work carries on, so a "
@@ -115,6 +155,12 @@ def sleep(session, backend, args):
     t0 = backend.clock()
     backend.host_sleep(ms / 1e3)
     return Message({"text": f"host slept {ms} ms", "ms": ms, "host_seconds": backend.clock() - t0})
+
+
+@c_writer("sleep")
+def c_sleep(w, a, i, text):
+    w.emit(f"std::this_thread::sleep_for(std::chrono::milliseconds({a.get('MS')}));", i,
+           "(none: host time passes)")
 
 
 # ------------------------------------------------------------------ the results of these commands
