@@ -535,5 +535,6 @@ def explain_lines(c: str, driver: str, width: int = 0) -> list[str]:
 
 
 def cstr(text: str) -> str:
-    """Text as a C string literal (backslashes and quotes escaped, each % doubled)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+    """Text as a C string literal (backslashes and quotes escaped): every caller prints it through "%s", so a %
+    stays as it is."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -57,3 +57,14 @@ def test_the_export_prints_the_sessions_checksums_on_the_gpu(tmp_path):
     out = subprocess.run([str(tmp_path / "s")], capture_output=True, text=True, timeout=120, check=True).stdout
     printed = {m[0]: int(m[1]) for m in re.findall(r"^checksum (\S+) (\d+)$", out, re.M)}
     assert printed == sums and "callback: done" in out and "all done" in out
+
+
+def test_a_percent_sign_in_printed_text_is_printed_as_typed(sim, tmp_path):
+    """echo, say and callback text reach C through printf("%s", …): a % in it is not a conversion there, and the
+    exported program must print what the shell printed (it printed 50%% once)."""
+    sim.ok('echo "50% done"')
+    sim.ok("stream create")
+    sim.ok('callback 1 "at 100%"')
+    sim.ok(f"export c {tmp_path / 'p.cu'}")
+    text = (tmp_path / "p.cu").read_text()
+    assert 'printf("%s\\n", "50% done");' in text and '(void *)"at 100%"' in text and "%%" not in text
