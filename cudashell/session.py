@@ -200,7 +200,7 @@ class Session:
     contexts: dict = field(default_factory=lambda: {"gpu0": Context("gpu0", 0)})
     current: str = "gpu0"  # the current context's name
     history: list = field(default_factory=list)
-    trace: list = field(default_factory=list)
+    trace: list = field(default_factory=list)  # TraceEntry (operations.py), oldest first
     unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
     trace_dropped: int = 0  # the oldest entries, dropped past TRACE_LIMIT
     settings: dict = field(default_factory=lambda: dict(SETTINGS))
