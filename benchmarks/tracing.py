@@ -82,10 +82,10 @@ def main() -> int:
                         "event record b2 stream 2; sync")  # issued as typed: stream 2's copy waits for the engine
         events_ms = run(shell, out, "elapsed a2 b2")["ms"]
         run(shell, out, "timeline")
-        one, two = sorted(shell.session.trace[-2:], key=lambda e: e["start"])
-        gap = two["start"] - one["end"]
+        one, two = sorted(shell.session.trace[-2:], key=lambda e: e.start)
+        gap = two.start - one.end
         expect = size / pinned
-        d1, d2 = one["end"] - one["start"], two["end"] - two["start"]
+        d1, d2 = one.end - one.start, two.end - two.start
         print(f"device: {shell.backend.info.name}; {shell.backend.tracing}")
         print(f"naive order, 64 MiB each: stream 1's H2D {d1 * 1e3:.3f} ms, stream 2's H2D {d2 * 1e3:.3f} ms "
               f"(size ÷ pinned rate {pinned / 1e9:.1f} GB/s = {expect * 1e3:.3f} ms)")

@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 from .errors import ShellError
 from .machine import host_memory_total
+from .operations import COPY, DEVICE, KERNEL_RUN, PLACES, STREAM, issued_by, tags_of
 from .regions import common_size, region
 from .sizes import format_size, size_word
 from .syncrules import memcpy_rule, memory_class, memset_rule
@@ -29,7 +30,6 @@ MAPPED_READS = 3  # launches reading one mapped buffer with no new data from the
 SIDE_SWITCHES = 3  # host ↔ device switches of a managed buffer without prefetch (h, d, h, d)
 PINNED_SHARE = 0.4  # of the host's RAM: the note comes before the pin guard (half of RAM) refuses
 ROUNDS_SEEN = max(TINY_ROW, SYNC_ROW)  # rounds of a `repeat` the rules look at (the rest repeat them)
-WORK = ("memcpy", "memset", "launch", "prefetch")  # the commands that put work on a stream
 HOST_TOUCH = ("fill", "show", "compare", "expect equal", "checksum")  # the host reads or writes the bytes
 
 
@@ -56,6 +56,11 @@ class Act:
     data: dict | None
     text: str
     backend: object = None
+
+    @property
+    def tags(self) -> frozenset:
+        """What the GPU operations it issues are, for the rules (operations.py: STREAM, COPY, …)."""
+        return tags_of(self.name)
 
 
 @dataclass
@@ -133,17 +138,18 @@ def copy_rule(session, act: Act):
 
 def blocks(session, act: Act) -> bool:
     """Whether a work command held the host until its stream's work was done (syncrules.py)."""
-    if act.name == "memcpy":
+    rules = {op.sync for op in issued_by(act.name)}  # its operations' rules in syncrules
+    if memcpy_rule in rules:
         rule = copy_rule(session, act)
         return rule is not None and rule.blocks
-    if act.name == "memset" and "async" not in act.args.flags:
+    if memset_rule in rules and "async" not in act.args.flags:
         buf = session.buffers.get(act.args.values["NAME"].name)
         return buf is not None and memset_rule(memory_class(buf.kind, buf.registered is not None), False, 1).blocks
     return False
 
 
 def is_async_copy(act: Act) -> bool:
-    return act.name == "memcpy" and "async" in act.args.flags
+    return COPY in act.tags and "async" in act.args.flags
 
 
 # ------------------------------------------------------------------ the rules
@@ -174,7 +180,7 @@ def copy_then_sync(memory, flow, session, act) -> Iterator[tuple]:
 
 
 def legacy_stream(memory, flow, session, act) -> Iterator[tuple]:
-    if act.name not in WORK:
+    if STREAM not in act.tags:
         return
     stream = stream_of(session, act)
     if stream.nonblocking:
@@ -208,9 +214,9 @@ def free_syncs(memory, flow, session, act) -> Iterator[tuple]:
 
 
 def tiny_copies(memory, flow, session, act) -> Iterator[tuple]:
-    if act.name not in WORK:
+    if STREAM not in act.tags:
         return
-    nbytes = copy_bytes(session, act) if act.name == "memcpy" else None
+    nbytes = copy_bytes(session, act) if COPY in act.tags else None
     if nbytes is None or nbytes >= TINY:
         memory.clear()
         return
@@ -226,11 +232,11 @@ def tiny_copies(memory, flow, session, act) -> Iterator[tuple]:
 
 
 def mapped_reread(memory, flow, session, act) -> Iterator[tuple]:
-    if act.name in ("fill", "memcpy"):  # new data from the host: reading it again is the point
+    if act.name == "fill" or COPY in act.tags:  # new data from the host: reading it again is the point
         target = act.args.values.get("NAME") or act.args.values.get("DST")
         memory.pop(getattr(target, "name", target), None)
         return
-    if act.name != "launch":
+    if KERNEL_RUN not in act.tags:
         return
     kernel = session.kernels.get(act.args.values.get("KERNEL"))
     texts = act.args.values.get("ARG") or []
@@ -247,10 +253,10 @@ def mapped_reread(memory, flow, session, act) -> Iterator[tuple]:
 
 
 def managed_pingpong(memory, flow, session, act) -> Iterator[tuple]:
-    if act.name in ("prefetch", "advise"):
+    if PLACES in act.tags or act.name == "advise":  # advise: a placement too, though no GPU operation
         memory.pop(act.args.values.get("NAME"), None)
         return
-    side = "device" if act.name in ("launch", "memset") else "host" if act.name in HOST_TOUCH else None
+    side = "device" if DEVICE in act.tags else "host" if act.name in HOST_TOUCH else None
     if side is None:
         return
     for buf in buffers_named(session, act.args):
@@ -289,7 +295,7 @@ def pinned_ram(memory, flow, session, act) -> Iterator[tuple]:
 
 
 def strided_kernel(memory, flow, session, act) -> Iterator[tuple]:
-    if act.name != "launch" or act.data is None or not act.data.get("counts"):
+    if KERNEL_RUN not in act.tags or act.data is None or not act.data.get("counts"):
         return  # counted accesses come from the simulator only
     for space, c in act.data["counts"]["global"].items():
         if c.get("pattern") == "strided":
@@ -363,7 +369,7 @@ class Advisor:
     def _follow(self, session, act: Act) -> None:
         """What the command did to the stream work not yet waited for."""
         name, args = act.name, act.args
-        if name in WORK:
+        if STREAM in act.tags:
             stream = stream_of(session, act)
             self.flow.issued(stream)
             if blocks(session, act):  # the host waited for it, and for what its stream had queued before it

@@ -4,8 +4,7 @@ Part of rendering, like render.py: no command logic here."""
 
 from __future__ import annotations
 
-ENGINE_COLOURS = {"memcpy h2d": "tab:blue", "memcpy d2h": "tab:orange", "memcpy d2d": "tab:purple",
-                  "memset": "tab:gray", "prefetch": "tab:olive"}
+from .operations import of_text
 
 
 def _pyplot():
@@ -154,9 +153,11 @@ def timeline_figure(data: dict):
     rows = [r["name"] for r in data["rows"]]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.2))
     t0 = data["start"]
+    legend = {}  # colour → name, of the kinds drawn
     for s in spans:
-        words = s["op"].split()
-        colour = ENGINE_COLOURS.get(" ".join(words[:2]) if words[0] == "memcpy" else words[0], "tab:green")
+        operation, _ = of_text(s["op"])
+        colour = operation.colour
+        legend.setdefault(colour, operation.legend)
         for row in (f"stream {s['stream']}", s["engine"]):
             if row in rows:
                 y = rows.index(row)
@@ -169,8 +170,8 @@ def timeline_figure(data: dict):
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
     ax.set(xlabel="ms since the first operation started")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in list(ENGINE_COLOURS.values()) + ["tab:green"]]
-    ax.legend(handles, list(ENGINE_COLOURS) + ["kernel"], loc="upper center", bbox_to_anchor=(0.5, -0.25),
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in legend]
+    ax.legend(handles, list(legend.values()), loc="upper center", bbox_to_anchor=(0.5, -0.25),
               ncol=6, fontsize="small", frameon=False)
     ax.set_title(f"timeline of {data['ops']} operations ({data.get('source', data['timing'])})")
     return fig

@@ -5,9 +5,7 @@ calls, run by the backend itself as a loop of driver calls (`Backend.run_plan`) 
 from __future__ import annotations
 
 from .backends.base import PLAN_CALLS, QUERIES, WORK_CALLS
-from .session import engine_of
-
-OP_OF = {"memcpy": "memcpy", "memset": "memset", "launch": "kernel", "prefetch": "prefetch"}
+from .operations import KERNEL, REPEAT, TraceEntry, plan_entries
 
 
 class Recorder:
@@ -55,22 +53,14 @@ class Recorder:
             return "the block uses a stream of another context, and a plan runs in the current one"
         return None
 
-    def templates(self, session) -> dict[int, dict]:
-        """call index → the trace entry round 1 made for it (op, engine, stream, bytes)."""
+    def templates(self, session) -> dict[int, TraceEntry]:
+        """call index → the trace entry round 1 made for it (its operation, engine, stream, bytes)."""
         out = {}
         for k, ((name, _), mark) in enumerate(zip(self.calls, self.marks)):
             i = mark - session.trace_dropped
-            if name in WORK_CALLS and 0 <= i < len(session.trace) and \
-                    session.trace[i]["op"].startswith(OP_OF[name]):
-                e = session.trace[i]
-                out[k] = {"op": e["op"], "engine": e["engine"], "stream": e["stream"], "bytes": e["bytes"]}
+            if name in WORK_CALLS and 0 <= i < len(session.trace) and session.trace[i].operation.method == name:
+                out[k] = session.trace[i]
         return out
-
-
-def plan_entries(templates: dict[int, dict], records, label: str) -> list[dict]:
-    """The trace entries of a plan's rounds, one per operation the backend timed (CUPTI, the simulator)."""
-    return [{**templates[k], "seconds": end - start, "start": start, "end": end, "timing": label, "token": None,
-             "issued": issued} for k, issued, start, end in records if k in templates]
 
 
 def trace_plan(session, recorder: Recorder, run: dict, label: str) -> int:
@@ -85,13 +75,12 @@ def trace_plan(session, recorder: Recorder, run: dict, label: str) -> int:
     added = len(entries)
     if not run["records"] and run.get("span") and templates:
         first = next(iter(templates.values()))
-        engines = {t["engine"] for t in templates.values()}
+        engines = {t.engine for t in templates.values()}
         start, end = run["span"]
-        session.add_trace({"op": "repeat", "engine": engines.pop() if len(engines) == 1 else engine_of("kernel"),
-                           "stream": first["stream"], "bytes": sum(t["bytes"] for t in templates.values()),
-                           "seconds": end - start, "start": start, "end": end, "timing": label, "token": None,
-                           "issued": None, **({"plan": (run["records_tag"], templates,
-                                                         run.get("traced_rounds", 0) < run.get("rounds", 0))}
-                                              if run.get("records_tag") is not None else {})})
+        plan = (run["records_tag"], templates, run.get("traced_rounds", 0) < run.get("rounds", 0)) \
+            if run.get("records_tag") is not None else None
+        session.add_trace(TraceEntry(REPEAT, first.stream, sum(t.bytes for t in templates.values()), end - start,
+                                     start, end, label, engine=engines.pop() if len(engines) == 1 else KERNEL.engine,
+                                     plan=plan))
         added = 1
     return added

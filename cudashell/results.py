@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, NotRequired, TypedDict
+from .operations import of_text
 from .render import fmt_seconds, timing_note, wrap
 from .settings import SETTINGS
 from .sizes import format_size
@@ -331,8 +332,9 @@ class Synced(Result, kind="sync"):
         d = self.data
         out = [f"sync {d['what']}: host waited {fmt_seconds(d['host_seconds'])} {timing_note(d)}"]
         for e in d["completed"]:
-            rate = f" = {e['bytes'] / e['seconds'] / 1e9:.2f} GB/s" if e["seconds"] and e["op"].startswith("memcpy") else ""
-            kernel = e["op"].startswith("kernel")  # what it moved (read and written); spin: nothing, so no figure
+            operation, _ = of_text(e["op"])
+            rate = f" = {e['bytes'] / e['seconds'] / 1e9:.2f} GB/s" if e["seconds"] and operation.moves_bytes else ""
+            kernel = operation.runs_kernel  # what it moved (read and written); spin: nothing, so no figure
             size = f", {format_size(e['bytes'])}{' moved' if kernel else ''}" if e["bytes"] or not kernel else ""
             out.append(f"  finished: {e['op']} on stream {e['stream']}{size} in {fmt_seconds(e['seconds'])}{rate}")
         return out

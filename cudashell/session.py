@@ -5,11 +5,12 @@ so a failed command leaves it as it was."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import ShellError
 from .kernels import BUILTINS
+from .operations import Operation, TraceEntry, plan_entries
 from .sizes import size_word
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
@@ -199,7 +200,7 @@ class Session:
     contexts: dict = field(default_factory=lambda: {"gpu0": Context("gpu0", 0)})
     current: str = "gpu0"  # the current context's name
     history: list = field(default_factory=list)
-    trace: list = field(default_factory=list)
+    trace: list = field(default_factory=list)  # TraceEntry (operations.py), oldest first
     unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
     trace_dropped: int = 0  # the oldest entries, dropped past TRACE_LIMIT
     settings: dict = field(default_factory=lambda: dict(SETTINGS))
@@ -317,21 +318,19 @@ class Session:
         self.stream_counter = max(self.stream_counter, stream.number)
 
     # -------------------------------------------------------------- GPU work in flight
-    def track(self, op: str, stream: Stream, nbytes: int, timing, *bufs: Buffer, counts: dict | None = None) -> None:
-        """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream. `counts`:
-        what a user kernel moved, as the simulator counted it (for `profile`)."""
-        entry = {"op": op, "engine": engine_of(op), "stream": stream.name, "bytes": nbytes,
-                 "seconds": timing.seconds, "start": timing.start, "end": timing.end, "timing": timing.label,
-                 "token": timing.token, "issued": timing.issued, "tag": timing.tag}
-        if counts is not None:
-            entry["counts"] = counts
+    def track(self, operation: Operation, stream: Stream, nbytes: int, timing, *bufs: Buffer,
+              name: str | None = None, counts: dict | None = None) -> None:
+        """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream. `name`: a
+        kernel's; `counts`: what a user kernel moved, as the simulator counted it (for `profile`)."""
+        entry = TraceEntry(operation, stream.name, nbytes, timing.seconds, timing.start, timing.end, timing.label,
+                           timing.token, timing.issued, timing.tag, name=name, counts=counts)
         self.add_trace(entry)
         if timing.token is not None:
             self.unresolved.append(entry)
             for b in bufs:
                 b.pending[timing.token] = stream.name
 
-    def add_trace(self, entry: dict) -> None:
+    def add_trace(self, entry: TraceEntry) -> None:
         self.trace.append(entry)
         if len(self.trace) > TRACE_LIMIT:  # a long `repeat` must not grow memory without end: keep the newest
             drop = len(self.trace) - TRACE_LIMIT // 2
@@ -344,32 +343,30 @@ class Session:
         be read now has its one entry replaced by an entry per operation, in place."""
         plans, todo = [], []
         for i, e in enumerate(self.trace):  # one pass: the trace may hold 100,000 entries
-            if "plan" in e:
+            if e.plan is not None:
                 plans.append(i)
-            elif e.get("tag") is not None and e["end"] is not None:
+            elif e.tag is not None and e.end is not None:
                 todo.append(e)
         for i in reversed(plans):
             self._read_plan(backend, i)
-        spans = backend.refine([e["tag"] for e in todo]) if todo else {}
+        spans = backend.refine([e.tag for e in todo]) if todo else {}
         for e in todo:
-            span = spans.get(e["tag"])
+            span = spans.get(e.tag)
             if span is not None:
-                e["start"], e["end"] = span
-                e["seconds"] = span[1] - span[0]
-                e["source"] = backend.tracing
-            e["tag"] = None  # asked once: CUPTI forgets a record it has handed over
+                e.start, e.end = span
+                e.seconds = span[1] - span[0]
+                e.source = backend.tracing
+            e.tag = None  # asked once: CUPTI forgets a record it has handed over
 
     def _read_plan(self, backend, i: int) -> None:
-        from .plan import plan_entries
-
         run = self.trace[i]
-        tag, templates, partial = run.pop("plan")
-        entries = plan_entries(templates, backend.plan_records(tag), run["timing"])
+        (tag, templates, partial), run.plan = run.plan, None
+        entries = plan_entries(templates, backend.plan_records(tag), run.timing)
         if not entries:  # no records (CUPTI dropped them): the run stays one entry, timed by its events
             return
         if partial:  # the rounds CUPTI did not trace: one entry, from the traced ones' end to the run's
-            start = max(e["end"] for e in entries)
-            entries.append({**run, "start": start, "seconds": run["end"] - start})
+            start = max(e.end for e in entries)
+            entries.append(replace(run, start=start, seconds=run.end - start))
         self.trace[i: i + 1] = entries
         if self.held is not None and i < self.held["traced"] - self.trace_dropped:  # `release` counts what came after
             self.held["traced"] += len(entries) - 1
@@ -383,7 +380,7 @@ class Session:
         done = self.settle(backend)
         if done:
             self.refine(backend)
-        return [{k: e[k] for k in ("op", "stream", "bytes", "seconds", "start", "end")} for e in done]
+        return [e.fields("op", "stream", "bytes", "seconds", "start", "end") for e in done]
 
     def release_buffer(self, backend, buf: Buffer) -> bool:
         """Free one buffer on the backend, unregistering it first when needed; True when it was unregistered.
@@ -395,22 +392,22 @@ class Session:
         backend.free(buf)
         return unregistered
 
-    def settle(self, backend) -> list[dict]:
+    def settle(self, backend) -> list[TraceEntry]:
         """Ask the backend which work in flight has finished: fill in its GPU times, clear the buffers'
         pending marks. The one place pending state changes, so it follows the GPU (or the virtual clock)."""
         done, still = [], []
-        spans = backend.resolve_many([e["token"] for e in self.unresolved]) if self.unresolved else {}
+        spans = backend.resolve_many([e.token for e in self.unresolved]) if self.unresolved else {}
         for entry in self.unresolved:
-            span = spans.get(entry["token"])
+            span = spans.get(entry.token)
             if span is None:
                 still.append(entry)
             else:
-                entry["seconds"], entry["start"], entry["end"] = span[:3]
+                entry.seconds, entry.start, entry.end = span[:3]
                 if len(span) > 3:  # the engine's own times: nothing left to refine
-                    entry["source"], entry["tag"] = span[3], None
+                    entry.source, entry.tag = span[3], None
                 done.append(entry)
         self.unresolved = still
-        finished = {e["token"] for e in done}
+        finished = {e.token for e in done}
         for b in self.buffers.values():
             for token in finished & b.pending.keys():
                 del b.pending[token]
@@ -431,14 +428,3 @@ class Session:
     def last(self) -> Entry | None:
         return self.history[-1] if self.history else None
 
-
-def engine_of(op: str) -> str:
-    """The hardware a traced operation used, for the timeline: the H2D and D2H copy engines, the
-    compute queue (kernels, memsets, device-to-device copies), or the host."""
-    if op in ("memcpy h2d", "prefetch device"):
-        return "copy H2D"
-    if op in ("memcpy d2h", "prefetch host"):
-        return "copy D2H"
-    if op == "memcpy h2h" or op.startswith("callback"):
-        return "host"
-    return "compute"

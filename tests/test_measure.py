@@ -117,8 +117,8 @@ def test_a_long_plan_traced_in_part_keeps_its_untraced_rounds_as_one_entry():
     assert res["plan"]["traced_rounds"] == 3
     c.ok("timeline")
     trace = c.shell.session.trace
-    assert [e["op"] for e in trace] == ["memcpy h2d", "memcpy d2h"] * 4 + ["repeat"]
-    assert trace[-1]["start"] == trace[-2]["end"] and trace[-1]["end"] > trace[-1]["start"]
+    assert [e.op for e in trace] == ["memcpy h2d", "memcpy d2h"] * 4 + ["repeat"]
+    assert trace[-1].start == trace[-2].end and trace[-1].end > trace[-1].start
 
 
 def test_repeat_puts_its_rounds_into_the_trace(cush):
@@ -151,13 +151,13 @@ def test_a_plans_records_read_later_replace_its_one_entry_in_place():
 
     c = Cush(LaterRecords())
     c.ok("alloc pinned 1MB as p; alloc device 1MB as d; repeat 20 <<< memcpy p d async; memcpy d p async >>>")
-    assert [e["op"] for e in c.shell.session.trace] == ["memcpy h2d", "memcpy d2h", "repeat"]
+    assert [e.op for e in c.shell.session.trace] == ["memcpy h2d", "memcpy d2h", "repeat"]
     c.ok("hold; memset d 0 async")
     assert c.ok("timeline")["ops"] == 40  # read now; the memset still waits
     assert c.ok("release")["queued"] == 1  # what came after the hold, not the 38 entries put before it
     c.ok("sync")
-    assert [e["op"] for e in c.shell.session.trace] == ["memcpy h2d", "memcpy d2h"] * 20 + ["memset"]
-    assert all(e["start"] is not None and "plan" not in e for e in c.shell.session.trace)
+    assert [e.op for e in c.shell.session.trace] == ["memcpy h2d", "memcpy d2h"] * 20 + ["memset"]
+    assert all(e.start is not None and e.plan is None for e in c.shell.session.trace)
 
 
 def test_a_block_with_other_commands_runs_every_round_through_the_shell(cush):
@@ -248,10 +248,10 @@ def test_cupti_engine_times_on_the_gpu():
         cush.ok("stream create; stream create; memcpy h1 d1")
         cush.ok("memcpy h1 d1 async stream 1; memcpy h2 d2 async stream 2; sync")  # the second waits for the engine
         trace = cush.shell.session.trace[-2:]
-        assert all(e.get("source") == "CUPTI activity records" for e in trace), trace
-        one, two = sorted(trace, key=lambda e: e["start"])
-        assert abs(two["start"] - one["end"]) < 10e-6, (one, two)
-        assert abs((two["end"] - two["start"]) / (one["end"] - one["start"]) - 1) < 0.05
+        assert all(e.source == "CUPTI activity records" for e in trace), trace
+        one, two = sorted(trace, key=lambda e: e.start)
+        assert abs(two.start - one.end) < 10e-6, (one, two)
+        assert abs((two.end - two.start) / (one.end - one.start) - 1) < 0.05
     finally:
         cush.shell.close()
 

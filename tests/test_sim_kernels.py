@@ -108,7 +108,7 @@ def test_the_same_kernel_on_mapped_host_memory_is_slower_by_the_h100s_ratio(sim)
     sim.ok("launch add a b c 1048576i grid 4096 block 256; launch add za zb c 1048576i grid 4096 block 256; sync")
     dev, zc = (r for r in sim.ok("profile")["metrics"] if r["kernel"] == "add")
     assert {dev["memory"], zc["memory"]} == {"device", "zero-copy"}
-    times = sorted(e["end"] - e["start"] for e in sim.shell.session.trace if e["op"] == "kernel add")
+    times = sorted(e.end - e.start for e in sim.shell.session.trace if e.op == "kernel add")
     assert 15 < times[1] / times[0] < 25  # the H100, events around back-to-back launches: 170 vs 8 µs for 2^20 floats
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt
+from ..operations import MEMCPY, MEMSET
 from ..registry import c_writer, command
 from ..results import Result, TIMING_FIELDS, timing_data
 from .checks import check_device_accessible, check_on_this_gpu, check_range, common_size, region
@@ -78,7 +79,7 @@ def memcpy(session, backend, args):
     stream = stream_for(session, args)
     async_ = "async" in args.flags
     t = backend.memcpy(src.buf, src.offset, dst.buf, dst.offset, nbytes, stream.handle, async_)
-    session.track(f"memcpy {direction}", stream, nbytes, t, src.buf, dst.buf)
+    session.track(MEMCPY[direction], stream, nbytes, t, src.buf, dst.buf)
     dst.buf.view = src.buf.view  # the bytes came as what they were
     return Copy({"direction": direction, "src": src.name, "dst": dst.name, "bytes": nbytes,
                            "src_offset": src.offset, "dst_offset": dst.offset,
@@ -126,7 +127,7 @@ def memset(session, backend, args):
     check_on_this_gpu(buf, stream.device, args.col("NAME"), "cudaMemset")
     async_ = "async" in args.flags
     t = backend.memset(buf, part.offset, value, nbytes, stream.handle, async_)
-    session.track("memset", stream, nbytes, t, buf)
+    session.track(MEMSET, stream, nbytes, t, buf)
     buf.view = "uint8"
     return Memset({"name": buf.name, "offset": part.offset, "part": part.label(nbytes), "value": value, "bytes": nbytes,
                              "async": async_, "stream": stream.name,

@@ -10,6 +10,7 @@ from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
 from ..cemit import CTYPES, refuse
+from ..operations import KERNEL
 from ..registry import c_writer, command
 from ..results import Result, TimingData, timing_data
 from ..sizes import format_size
@@ -127,8 +128,8 @@ def launch(session, backend, args):
         read = sum(count * 4 for p in kernel.params if p.kind in ("in", "inout"))
         written = sum(count * 4 for p in kernel.params if p.writes)
     moved = read + written if kernel.builtin else sum(g["bytes"] for g in counts["global"].values()) if counts else 0
-    session.track(f"kernel {kernel.name}", stream, moved, t,
-                  *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes], counts=counts)
+    session.track(KERNEL, stream, moved, t, *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes],
+                  name=kernel.name, counts=counts)
     for p, v in zip(kernel.params, values):
         if p.is_buffer and p.writes:
             v.buf.view = p.dtype  # what the kernel wrote it as: `show` reads it so

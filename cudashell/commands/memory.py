@@ -6,6 +6,7 @@ from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
 from ..cemit import ident
+from ..operations import PREFETCH
 from ..registry import c_writer, command
 from ..results import Message, Result, TimingData, hexptr, timing_data
 from ..session import Buffer
@@ -267,7 +268,7 @@ def prefetch(session, backend, args):
                          "alloc managed SIZE", args.col("NAME"))
     stream = session.stream(args.get("S"), args.col("S"))
     t = backend.prefetch(buf, args.get("WHERE"), stream.handle)
-    session.track(f"prefetch {args.get('WHERE')}", stream, buf.size, t, buf)
+    session.track(PREFETCH[args.get("WHERE")], stream, buf.size, t, buf)
     return Prefetched({"name": buf.name, "to": args.get("WHERE"), "bytes": buf.size,
                                "stream": stream.name, **timing_data(t)})
 

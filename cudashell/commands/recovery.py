@@ -101,12 +101,10 @@ def reset(session, backend, args):
         session.settle(backend)
     except ShellError:
         pass  # a dead side cannot say what finished: what is still unresolved is lost below
-    unfinished = [{"op": e["op"], "stream": e["stream"]} for e in session.unresolved]
+    unfinished = [e.fields("op", "stream") for e in session.unresolved]
     saved, lost = _salvage(backend, session.buffers.values())
     backend.reset()
     session.held = None  # the fresh side holds nothing
-    for e in session.unresolved:
-        e["never_finished"] = True
     session.unresolved = []
     _rebuild_contexts(session, backend)
     for a, b in list(session.peers):  # peer access belongs to the contexts: given again on the fresh side

@@ -12,6 +12,7 @@ from .. import machine
 from ..backends.profile import Profile
 from ..errors import ShellError
 from ..grammar import Arg
+from ..operations import MEMCPY
 from ..reference import TOLERANCE, explain, off, ratio, reference_path, references
 from ..registry import command, watcher
 from ..render import fit, wrap
@@ -45,7 +46,7 @@ def keep_measurements(session, backend, cmd, result, error) -> list:
         d = result.data
         src, dst = session.buffers.get(d["src"]), session.buffers.get(d["dst"])
         entry = session.trace[-1] if session.trace else None
-        if src is None or dst is None or entry is None or entry["op"] != f"memcpy {d['direction']}":
+        if src is None or dst is None or entry is None or entry.operation is not MEMCPY[d["direction"]]:
             return []
         copies = session.measured.copies
         copies.append({"src": _memory(src), "dst": _memory(dst), "bytes": d["bytes"], "async": d["async"],
@@ -210,9 +211,9 @@ def compare_rows(session, sim, profile: Profile, facts: dict, ref: dict, progres
     groups: dict = {}
     for c in session.measured.copies:
         direction = _copy_path(c["src"], c["dst"])
-        if direction is None or c["gpu"] != 0 or c["entry"]["seconds"] is None:
+        if direction is None or c["gpu"] != 0 or c["entry"].seconds is None:
             continue
-        groups.setdefault((c["src"], c["dst"], c["bytes"], c["async"]), []).append(c["entry"]["seconds"])
+        groups.setdefault((c["src"], c["dst"], c["bytes"], c["async"]), []).append(c["entry"].seconds)
     for (src, dst, nbytes, async_), times in groups.items():
         direction = _copy_path(src, dst)
         kind = _host_kind(dst if direction == "d2h" else src) if direction in ("h2d", "d2h") else \

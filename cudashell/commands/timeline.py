@@ -8,25 +8,12 @@ from pathlib import Path
 
 from ..errors import usage
 from ..grammar import Arg, Flag, Opt
+from ..operations import ENGINES, TraceEntry
 from ..registry import command
 from ..results import Message, Result, Settings
 from .checks import check_writable, write_file
 from ..render import Whole, fmt_seconds, nvprof_time
 from typing import NotRequired, TypedDict
-
-GLYPH = {"memcpy h2d": "H", "memcpy d2h": "D", "memcpy d2d": "C", "memcpy h2h": "h", "memset": "M",
-         "prefetch device": "P", "prefetch host": "P"}
-ACTIVITY = {"memcpy h2d": "[CUDA memcpy HtoD]", "memcpy d2h": "[CUDA memcpy DtoH]",
-            "memcpy d2d": "[CUDA memcpy DtoD]", "memcpy h2h": "[CUDA memcpy HtoH]", "memset": "[CUDA memset]",
-            "prefetch device": "[Unified Memory prefetch HtoD]", "prefetch host": "[Unified Memory prefetch DtoH]"}
-
-
-ENGINES = ("copy H2D", "copy D2H", "compute", "host")
-
-
-def glyph(op: str) -> str:
-    return GLYPH.get(op, "K" if op.startswith("kernel") else "E")
-
 
 def source_of(backend) -> str:
     """What the engine times are: the simulator's model, CUPTI's records, or the events around each operation."""
@@ -35,11 +22,11 @@ def source_of(backend) -> str:
     return backend.tracing or "CUDA events (" + (backend.tracing_why or "no CUPTI") + ")"
 
 
-def finished(session, backend) -> tuple[list[dict], int]:
+def finished(session, backend) -> tuple[list[TraceEntry], int]:
     """Trace entries with known start and end (pending ones are resolved first when they can be)."""
     session.settle(backend)
     session.refine(backend)
-    done = [e for e in session.trace if e["start"] is not None and e["end"] is not None]
+    done = [e for e in session.trace if e.start is not None and e.end is not None]
     return done, len(session.trace) - len(done)
 
 
@@ -80,29 +67,29 @@ def timeline(session, backend, args):
     if not done:
         return Timeline({"rows": [], "pending": pending, "ops": 0, "timing": backend.timing_label,
                          **({"last": last} if last is not None else {})})
-    streams = sorted({e["stream"] for e in done}, key=lambda s: (s != "0", s.isdigit() and int(s) or 0, s))
-    engines = [e for e in ENGINES if e in {x["engine"] for x in done}]
+    streams = sorted({e.stream for e in done}, key=lambda s: (s != "0", s.isdigit() and int(s) or 0, s))
+    engines = [e for e in ENGINES if e in {x.engine for x in done}]
     names = [f"stream {s}" for s in streams] + engines
     width, clamped = chart_width(asked, max(map(len, names)), session)
-    t0, t1 = min(e["start"] for e in done), max(e["end"] for e in done)
+    t0, t1 = min(e.start for e in done), max(e.end for e in done)
     scale = max(t1 - t0, 1e-9) / width
     rows: dict[str, list[str]] = {name: [" "] * width for name in names}
     for e in done:  # waiting first: the running operations are drawn over it
-        issued = e.get("issued")
-        if issued is not None and issued < e["start"]:
-            a, b = int((max(issued, t0) - t0) / scale), min(width, int((e["start"] - t0) / scale))
-            cells = rows[f"stream {e['stream']}"]
+        issued = e.issued
+        if issued is not None and issued < e.start:
+            a, b = int((max(issued, t0) - t0) / scale), min(width, int((e.start - t0) / scale))
+            cells = rows[f"stream {e.stream}"]
             for i in range(a, b):
                 cells[i] = "." if cells[i] == " " else cells[i]
     for e in done:
-        a = min(width - 1, int((e["start"] - t0) / scale))
-        b = max(a + 1, min(width, round((e["end"] - t0) / scale)))
-        g = glyph(e["op"])
-        for row in (f"stream {e['stream']}", e["engine"]):
+        a = min(width - 1, int((e.start - t0) / scale))
+        b = max(a + 1, min(width, round((e.end - t0) / scale)))
+        g = e.operation.glyph
+        for row in (f"stream {e.stream}", e.engine):
             cells = rows[row]
             for i in range(a, b):  # a stream runs one thing at a time: only an engine row can clash
                 cells[i] = g if row.startswith("stream") or cells[i] in (" ", g) else "#"
-    spans = [{k: e.get(k) for k in ("op", "stream", "engine", "issued", "start", "end")} for e in done]
+    spans = [e.fields("op", "stream", "engine", "issued", "start", "end") for e in done]
     return Timeline({"rows": [{"name": k, "cells": "".join(v)} for k, v in rows.items()], "spans": spans,
                                "start": t0, "end": t1, "per_cell": scale, "ops": len(done), "pending": pending,
                                "timing": backend.timing_label, "source": source_of(backend), "width": width,
@@ -134,14 +121,14 @@ def trace_export(session, backend, args):
     events = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": label}}
               for pid, label in ((1, "streams"), (2, "engines"))]
     for e in done:
-        common = {"name": e["op"], "cat": e["engine"], "ph": "X", "ts": e["start"] * 1e6,
-                  "dur": (e["end"] - e["start"]) * 1e6, "args": {"bytes": e["bytes"], "timing": e["timing"]}}
-        events.append({**common, "pid": 1, "tid": f"stream {e['stream']}"})
-        events.append({**common, "pid": 2, "tid": e["engine"]})
-        if e.get("issued") is not None and e["issued"] < e["start"]:  # its wait in the queue, on a track beside
-            events.append({"name": f"waiting: {e['op']}", "cat": "queue", "ph": "X", "ts": e["issued"] * 1e6,
-                           "dur": (e["start"] - e["issued"]) * 1e6, "pid": 1, "tid": f"stream {e['stream']} (waiting)",
-                           "args": {"timing": e["timing"]}})
+        common = {"name": e.op, "cat": e.engine, "ph": "X", "ts": e.start * 1e6,
+                  "dur": (e.end - e.start) * 1e6, "args": {"bytes": e.bytes, "timing": e.timing}}
+        events.append({**common, "pid": 1, "tid": f"stream {e.stream}"})
+        events.append({**common, "pid": 2, "tid": e.engine})
+        if e.issued is not None and e.issued < e.start:  # its wait in the queue, on a track beside
+            events.append({"name": f"waiting: {e.op}", "cat": "queue", "ph": "X", "ts": e.issued * 1e6,
+                           "dur": (e.start - e.issued) * 1e6, "pid": 1, "tid": f"stream {e.stream} (waiting)",
+                           "args": {"timing": e.timing}})
     write_file(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
                                  "otherData": {"timing": backend.timing_label, "device": backend.info.name}}),
                args.col("FILE"))
@@ -166,9 +153,8 @@ def profile(session, backend, args):
     done, pending = finished(session, backend)
     gpu = defaultdict(list)
     for e in done:
-        name = ACTIVITY.get(e["op"]) or e["op"].removeprefix("kernel ")
-        kernel = session.kernels.get(name)
-        gpu[kernel.signature() if kernel else name].append(e["end"] - e["start"])
+        kernel = session.kernels.get(e.name) if e.operation.runs_kernel else None
+        gpu[kernel.signature() if kernel else e.operation.nvprof or e.name].append(e.end - e.start)
     api = defaultdict(list)
     for call, seconds in session.api:
         api[call].append(seconds)
@@ -177,15 +163,15 @@ def profile(session, backend, args):
                               "metrics": _metrics(done)})
 
 
-def _metrics(done: list) -> list[dict]:
+def _metrics(done: list[TraceEntry]) -> list[dict]:
     """What users' kernels moved (the simulator counts it), summed per kernel and memory kind: nvprof's
     gld_transactions_per_request and gld_efficiency, in the shell's words."""
     rows: dict = {}
     for e in done:
-        c = e.get("counts")
+        c = e.counts
         if not c:
             continue
-        kernel = e["op"].removeprefix("kernel ")
+        kernel = e.name
         for kind, g in c["global"].items():
             r = rows.setdefault((kernel, kind), {"kernel": kernel, "memory": kind, "launches": 0, "requests": 0,
                                                  "sectors": 0, "useful_bytes": 0})
@@ -198,8 +184,8 @@ def _metrics(done: list) -> list[dict]:
             r["requests"] += c["shared"]["requests"]
             r["wavefronts"] += c["shared"]["wavefronts"]
     for e in done:
-        if e.get("counts"):
-            kernel = e["op"].removeprefix("kernel ")
+        if e.counts:
+            kernel = e.name
             for (k, _), r in rows.items():
                 if k == kernel:
                     r["launches"] += 1

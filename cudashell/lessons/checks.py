@@ -12,6 +12,7 @@ import typing
 from dataclasses import dataclass
 
 from ..errors import ShellError
+from ..operations import TraceEntry
 from ..session import KIND_LETTER, Session
 from ..sizes import parse_size
 
@@ -25,7 +26,7 @@ class Seen:
     session: Session
     last: tuple[str, dict] | None
     error: str | None
-    results: list[tuple[str, dict, list[dict]]]
+    results: list[tuple[str, dict, list[TraceEntry]]]
     traced_from: int
 
 
@@ -212,10 +213,10 @@ def result_matches(spec: dict, got: tuple[str, dict] | None, session: Session) -
 
 
 # ------------------------------------------------------------------ the checks
-def _overlapping_streams(entries: list[dict]) -> int:
+def _overlapping_streams(entries: list[TraceEntry]) -> int:
     """The most streams whose traced work was running at one moment (an end at t comes before a start at t)."""
-    edges = sorted((t, kind, e["stream"]) for e in entries if e.get("start") is not None and e.get("end") is not None
-                   and e["end"] > e["start"] for t, kind in ((e["start"], 1), (e["end"], 0)))
+    edges = sorted((t, kind, e.stream) for e in entries if e.start is not None and e.end is not None
+                   and e.end > e.start for t, kind in ((e.start, 1), (e.end, 0)))
     running: dict[str, int] = {}
     most = 0
     for _, starts, stream in edges:
@@ -229,13 +230,13 @@ def _overlapping_streams(entries: list[dict]) -> int:
 GPU_SECONDS = "gpu_seconds"  # `by`: the GPU time of the work a command queued, as the trace knows it
 
 
-def _measure(by: str, data: dict, entries: list[dict]):
+def _measure(by: str, data: dict, entries: list[TraceEntry]):
     """The figure `faster` compares: a number field of the result, or the GPU time of its trace entries (None
     while any of them has not finished: on a GPU, until a `sync`)."""
     if by != GPU_SECONDS:
         value = data.get(by)
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    times = [e.get("seconds") for e in entries]
+    times = [e.seconds for e in entries]
     return sum(times) if times and all(isinstance(t, (int, float)) for t in times) else None
 
 
@@ -284,7 +285,7 @@ def _validate_overlap(spec, where: str) -> list[str]:
     return []
 
 
-def _trace_since(seen: Seen) -> list[dict]:
+def _trace_since(seen: Seen) -> list[TraceEntry]:
     s = seen.session
     return s.trace[max(0, seen.traced_from - s.trace_dropped):]
 
