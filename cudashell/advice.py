@@ -274,7 +274,7 @@ def managed_pingpong(memory, flow, session, act) -> Iterator[tuple]:
 def host_ram(backend) -> int:
     """The host's RAM: the simulator's profile says it; a GPU's host (the worker runs on this machine) is read from
     /proc/meminfo here, without loading the driver's bindings into the shell."""
-    profile = getattr(backend, "profile", None)
+    profile = backend.capabilities.profile
     if profile is not None:
         return profile.host_memory
     return host_memory_total()

@@ -4,10 +4,38 @@ calls, run by the backend itself as a loop of driver calls (`Backend.run_plan`) 
 
 from __future__ import annotations
 
-from .backends.base import PLAN_CALLS, QUERIES, WORK_CALLS
+from .backends.base import CONTRACT, PLAN_CALLS, QUERIES, WORK_CALLS, in_contract_order
 from .operations import KERNEL, REPEAT, TraceEntry, plan_entries
 
 
+def _recording(cls):
+    """The Recorder's methods, one for each call of the contract (base.CONTRACT): queries are passed on, plan calls
+    are kept (in the contract's order, however the handler passed them), any other call is noted."""
+    for name in CONTRACT:
+        setattr(cls, name, _recorder_method(name))
+    return cls
+
+
+def _recorder_method(name: str):
+    if name in QUERIES:
+        def method(self, *args, **kwargs):
+            return getattr(self._backend, name)(*args, **kwargs)
+    else:
+        def method(self, *args, **kwargs):
+            args = in_contract_order(name, args, kwargs)
+            mark = self._session.traced()
+            value = getattr(self._backend, name)(*args)
+            if name in PLAN_CALLS:
+                self.calls.append([name, args])
+                self.marks.append(mark)
+            else:
+                self.other.append(name)
+            return value
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+@_recording
 class Recorder:
     """The backend as round 1 sees it: every call is passed on; GPU calls are kept, with where their trace
     entries will be; any other call (an allocation, a free, a fill, a registration…) makes the block unplannable."""
@@ -19,21 +47,8 @@ class Recorder:
         object.__setattr__(self, "marks", [])
         object.__setattr__(self, "other", [])
 
-    def __getattr__(self, name):
-        attr = getattr(self._backend, name)
-        if not callable(attr) or name in QUERIES:
-            return attr
-
-        def call(*args):
-            mark = self._session.traced()
-            value = attr(*args)
-            if name in PLAN_CALLS:
-                self.calls.append([name, args])
-                self.marks.append(mark)
-            else:
-                self.other.append(name)
-            return value
-        return call
+    def __getattr__(self, name):  # what is not a call of the contract: the backend's name, info, capabilities…
+        return getattr(self._backend, name)
 
     def __setattr__(self, name, value):
         setattr(self._backend, name, value)

@@ -244,9 +244,11 @@ def test_advice_loads_neither_the_driver_bindings_nor_the_commands():
     (the architecture keeps it in the worker), and nothing of commands/ is imported."""
     code = """
 import sys
+from types import SimpleNamespace
 from cudashell import advice
 from cudashell.machine import meminfo
-assert advice.host_ram(object()) == meminfo()["MemTotal"] > 0
+gpu = SimpleNamespace(capabilities=SimpleNamespace(profile=None))  # what a GPU backend declares: no profile
+assert advice.host_ram(gpu) == meminfo()["MemTotal"] > 0
 print(sorted(m for m in sys.modules if m.startswith(("cuda.", "cudashell.backends", "cudashell.commands"))))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

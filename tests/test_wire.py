@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from cudashell.backends import wire
-from cudashell.backends.base import Timing
+from cudashell.backends.base import LaunchOptions, Timing
+from cudashell.backends.kernel_report import Access, KernelReport, MemoryTraffic
 from cudashell.kernels import BUILTINS
 from cudashell.session import Buffer, Region
 
@@ -35,13 +36,15 @@ def test_values_marshal_would_turn_into_bytes_go_by_pickle_and_keep_their_type(o
     assert isinstance(args[0], wire.BufRef) and args[0].handle == 7
 
 
-def test_regions_and_kernels_cross_as_the_worker_reads_them():
+def test_regions_kernels_and_launch_options_cross_as_the_worker_reads_them():
     kernel = BUILTINS["increment"]
-    data = wire.request("launch", (kernel, [Region(_buf(), 16, 64, False), 5], (1, 1, 1), (32, 1, 1), None))
+    data = wire.request("launch", (kernel, [Region(_buf(), 16, 64, False), 5], 64, (1, 1, 1), (32, 1, 1), 0, None,
+                                   LaunchOptions(show_access=True)))
     _, args = wire.read_request(data)
     region = args[1][0]
     assert isinstance(region.buf, wire.BufRef) and (region.offset, region.nbytes) == (16, 64)
     assert args[0].name == "increment" and args[0].sim is None and args[1][1] == 5
+    assert args[-1] == LaunchOptions(show_access=True)
 
 
 def test_a_timing_reply_comes_back_equal_with_the_news_beside_it():
@@ -66,7 +69,10 @@ def test_a_reply_holding_an_array_keeps_it():
     assert back.dtype == np.uint8 and np.array_equal(back, arr)
 
 
-def test_a_timing_with_a_report_goes_by_pickle():
-    t = Timing(1e-3, 1e-3, True, "modeled", report=np.zeros(2))
-    status, back, *_ = wire.read_reply(wire.reply(("ok", t, [], {}, [])))
-    assert back.seconds == 1e-3 and np.array_equal(back.report, np.zeros(2))
+def test_a_timing_with_a_kernel_report_goes_by_pickle_and_comes_back_whole():
+    report = KernelReport({"device": MemoryTraffic(4, 16, 256)}, 2, 2, 0, 0, 0, 40,
+                          (Access("a", 3, 4, "b1:3", True),))
+    data = wire.reply(("ok", Timing(1e-3, 1e-3, True, "modeled", report=report), [], {}, []))
+    assert data[:1] == wire.PICKLED
+    status, back, *_ = wire.read_reply(data)
+    assert back.seconds == 1e-3 and back.report == report and back.report.moved == 512

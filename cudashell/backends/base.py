@@ -4,14 +4,19 @@ every call either succeeds or raises ShellError with the driver's `CUDA_ERROR_*`
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is imported where it is used: the GPU side starts without it
     from pathlib import Path
 
     import numpy as np
+
+    from .kernel_report import KernelReport
+    from .profile import Profile
 
 
 # cuMemHostGetFlags bits
@@ -66,7 +71,42 @@ class Timing:
     tag: int | None = None  # the backend's id for the work, to ask the profiler's records for its engine time later
     issued: float | None = None  # when the host issued it (seconds since the session began): start - issued is
     # how long it waited in its queue
-    report: object = None  # a user kernel on the simulator: what it counted, and drew (simt.launch.Report)
+    report: KernelReport | None = None  # a user kernel on the simulator: what it counted, and drew
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend is, declared by it: the commands ask this, never the backend's name, so a third backend (or
+    the simulator behind the worker's pipe) is judged by what it does."""
+
+    models_time: bool  # its times come from a calibrated model (the simulator), not from a GPU's clock
+    draws_accesses: bool  # a launch of a user's kernel can record which thread touched which element (show-access)
+    profile: Profile | None = None  # the calibrated profile it models: its host memory, its name, its RAM budget
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How a launch runs, besides its shape and arguments: one object, so a new option (a cooperative launch…)
+    changes no signature on either side, in the pipe or in a repeat plan. `show_access`: record which thread
+    touched which element (where `Capabilities.draws_accesses`)."""
+
+    show_access: bool = False
+
+
+PLAIN_LAUNCH = LaunchOptions()
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a kernel in a context gets for a buffer: the address it uses, or `refusal`, why it cannot use it — the
+    driver's error (cuMemHostGetDevicePointer's, for host memory) or a shell code (OTHER_CONTEXT, NO_PEER_ACCESS)."""
+
+    address: int | None
+    refusal: str | None = None
+
+    @classmethod
+    def refused(cls, code: str) -> Reach:
+        return cls(None, code)
 
 
 @dataclass(frozen=True)
@@ -134,6 +174,19 @@ WORK_CALLS = frozenset(name for name, c in CONTRACT.items() if c.traced)  # thos
 QUERIES = frozenset(name for name, c in CONTRACT.items() if c.role == Q)
 
 
+@cache
+def _parameters(name: str) -> inspect.Signature:
+    return inspect.signature(getattr(Backend, name))
+
+
+def in_contract_order(name: str, args: tuple, kwargs: dict) -> tuple:
+    """A contract call's arguments by position, in the contract's order with its defaults filled in, however the
+    caller passed them: how a call is kept in a repeat plan and sent down the worker's pipe."""
+    bound = _parameters(name).bind(None, *args, **kwargs)  # None stands for self
+    bound.apply_defaults()
+    return bound.args[1:]
+
+
 def round_stats(per_round) -> dict:
     """Median and spread of per-round host times (seconds), as `repeat` and `bench latency` report them. Read off
     the sorted array: np.median's first call loads numpy's machinery for it, 74 ms on the H100 machine — inside the
@@ -152,6 +205,7 @@ class Backend(ABC):
     name: str
     timing_label: str
     info: DeviceInfo
+    capabilities: Capabilities
     dead: str | None = None  # why the GPU side is unusable (a sticky CUDA error, GPU_ABANDONED): `reset` cures it
     gpu_timeout: float | None = None  # `set gpu-timeout`: one wait on the GPU longer than this gives it up
     ask_abandon = None  # set by the REPL: (what, seconds waited) -> give the GPU up? Scripts decide: yes
@@ -182,9 +236,8 @@ class Backend(ABC):
         """cuCtxDestroy (or the primary's release) of a context that holds nothing any more."""
 
     @abstractmethod
-    def reach(self, buf, ctx) -> int | str:
-        """The address a kernel in context `ctx` uses for `buf`, or why it cannot use it: the driver's error
-        (cuMemHostGetDevicePointer's, for host memory) or a shell code (OTHER_CONTEXT, NO_PEER_ACCESS)."""
+    def reach(self, buf, ctx) -> Reach:
+        """The address a kernel in context `ctx` uses for `buf`, or why it cannot use it."""
 
     @abstractmethod
     def free(self, buf) -> None: ...
@@ -249,11 +302,12 @@ class Backend(ABC):
 
     @abstractmethod
     def launch(self, kernel, args: list, count: int, grid: tuple[int, int, int], block: tuple[int, int, int],
-               shared: int, stream) -> Timing:
+               shared: int, stream, options: LaunchOptions = PLAIN_LAUNCH) -> Timing:
         """Launch a Kernel (built-in or loaded) with its arguments in order: Buffers for its buffer
         parameters, numpy scalars for the others; built-ins get `count` as their element count. `grid` and
         `block` are (x, y, z) as cuLaunchKernel takes them; a shape the device refuses is the driver's
-        CUDA_ERROR_INVALID_VALUE (the simulator's through `launchdims.check_launch`)."""
+        CUDA_ERROR_INVALID_VALUE (the simulator's through `launchdims.check_launch`). A user's kernel on a backend
+        that counts it reports what it moved in the Timing's `report`."""
 
     @abstractmethod
     def load_kernels(self, source: str, path: str | None = None, root: Path | None = None) -> list:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 from .. import entry
 from ..errors import RESET_HINT, STICKY, ShellError
 from ..packages import gpu_packages_missing
-from .base import CONTRACT, Backend
+from .base import CONTRACT, Backend, in_contract_order
 from . import wire
 from .worker import Channel
 
@@ -101,7 +101,9 @@ _whole_message = _WholeMessage()
 
 
 def _forwarder(name: str):
-    def forward(self, *args):
+    def forward(self, *args, **kwargs):
+        if kwargs:  # the pipe carries arguments by position
+            args = in_contract_order(name, args, kwargs)
         return self._call(name, *args)
 
     contract = getattr(Backend, name)
@@ -150,6 +152,7 @@ class CudaBackend(Backend):
         self._versions, self._priority_range = hello["versions"], hello["priority_range"]
         self._pin_limit, self._memory_paths = hello["pin_limit"], hello["memory_paths"]
         self.tracing, self.tracing_why = hello["tracing"], hello["tracing_why"]
+        self.capabilities = hello["capabilities"]  # the side's own: the simulator behind the pipe models time too
 
     def _call(self, method: str, *args):
         if not self.answering:

@@ -5,6 +5,7 @@ pointer for host memory in a given context — the GPU side asks its driver, and
 from __future__ import annotations
 
 from ..errors import ShellError
+from .base import Reach
 
 
 def refuse_register(name: str, kind: str, registered: bool) -> None:
@@ -18,7 +19,7 @@ def refuse_register(name: str, kind: str, registered: bool) -> None:
         raise ShellError("CUDA_ERROR_INVALID_VALUE", f"{name} is not host memory", "register pageable host buffers")
 
 
-def across_gpus(ptr: int, owner: int, device: int, primary: bool, peers: set) -> int | str:
+def across_gpus(ptr: int, owner: int, device: int, primary: bool, peers: set) -> Reach:
     """The address a kernel on GPU `device` uses for GPU `owner`'s memory: reachable from a primary context once
     `peer enable` gave that pair access (peer access is a primary context's), else NO_PEER_ACCESS."""
-    return ptr if primary and (device, owner) in peers else "NO_PEER_ACCESS"
+    return Reach(ptr) if primary and (device, owner) in peers else Reach.refused("NO_PEER_ACCESS")

@@ -234,7 +234,8 @@ def main() -> None:
     side = worker.side
     conn.send(wire.reply(("ok", {"info": side.info, "timing_label": side.timing_label, "versions": side.versions(), "priority_range": side.priority_range(),
                       "pin_limit": side.pin_limit(), "memory_paths": side.memory_paths(), "pid": os.getpid(),
-                      "tracing": side.tracing, "tracing_why": getattr(side, "tracing_why", "")})))
+                      "tracing": side.tracing, "tracing_why": getattr(side, "tracing_why", ""),
+                      "capabilities": side.capabilities})))
     worker.serve()
 
 

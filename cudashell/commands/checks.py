@@ -40,8 +40,8 @@ def check_reach(backend, buf, ctx, col: int | None) -> None:
     asked of the backend (`reach`) unless the buffer was made in that very context."""
     if buf.context == ctx.name and buf.device == ctx.device:
         return
-    got = backend.reach(buf, ctx.handle)
-    if not isinstance(got, str):
+    got = backend.reach(buf, ctx.handle).refusal
+    if got is None:
         return
     where = f"a kernel in {ctx.name} (GPU {ctx.device})"
     if got == "NO_PEER_ACCESS":

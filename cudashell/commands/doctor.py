@@ -16,14 +16,14 @@ def _finding(level: str, topic: str, value, meaning: str) -> dict:
 
 
 def findings(backend) -> list[dict]:
-    info, out = backend.info, []
+    info, out, modeled = backend.info, [], backend.capabilities.models_time
     out.append(_finding("info", "GPU", f"{info.name}, compute {info.compute_capability}, "
                         f"{format_size(info.total_mem)}, PCI {info.pci_bus_id}",
-                        "the device every figure below belongs to" + (" (simulated)" if backend.name == "sim" else "")))
+                        "the device every figure below belongs to" + (" (simulated)" if modeled else "")))
     versions = {k: v for k, v in backend.versions().items() if k != "CUPTI"}
     out.append(_finding("info", "driver / CUDA", ", ".join(f"{k} {v}" for k, v in versions.items()),
                         "the driver decides pinning, UVA and copy-engine behaviour"))
-    if backend.name == "cuda":
+    if not modeled:  # a GPU's: CUPTI's records, or the events around each call
         out.append(_finding("ok", "engine times", backend.tracing,
                             "timeline, trace export and profile show when each engine really ran an operation")
                    if backend.tracing else

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..backends.base import LaunchOptions
 from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, parse_part
 from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
@@ -33,28 +34,13 @@ MAX_TRACED = 1024
 
 
 def _check_traceable(backend, kernel, grid, block, col):
-    if backend.name != "sim" or kernel.builtin:
+    if not backend.capabilities.draws_accesses or kernel.builtin:
         raise usage("show-access draws your own kernels on the simulator (it watches every access)", col,
                     "run it with --backend sim")
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
     if threads > MAX_TRACED:
         raise usage(f"show-access draws launches of up to {MAX_TRACED} threads; this one has {threads}", col,
                     "launch a smaller grid to see it")
-
-
-def access_map(events) -> dict:
-    """Per buffer and element, which threads read and wrote it (first 64 elements touched of each)."""
-    out: dict = {}
-    for name, elem, size, thread, write in events:
-        buf = out.setdefault(name, {"element_size": size, "elements": {}})
-        cell = buf["elements"].setdefault(str(elem), {"read": [], "write": []})
-        side = cell["write" if write else "read"]
-        if thread not in side:
-            side.append(thread)
-    for buf in out.values():
-        keys = sorted(buf["elements"], key=int)[:64]
-        buf["elements"] = {k: buf["elements"][k] for k in keys}
-    return out
 
 
 def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
@@ -116,18 +102,17 @@ def launch(session, backend, args):
             check_within(r, count * 4, args.col("ELEMENTS"), f"{count} float32 elements")
     grid = args.get("G") or default_grid(count, block)
     stream = session.stream(args.get("S"), args.col("S"))
-    trace = "show-access" in args.flags
-    if trace:
+    options = LaunchOptions(show_access="show-access" in args.flags)
+    if options.show_access:
         _check_traceable(backend, kernel, grid, block, args.col("show-access"))
-        t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle, trace=True)
-    else:
-        t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle)
-    counts = t.report.traffic.summary() if t.report is not None else None
+    t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle, options=options)
+    report = t.report  # a KernelReport where the backend counted the kernel (the simulator, a kernel of yours)
+    counts = report.counts() if report is not None else None
     read = written = None  # a built-in's elements, each read and/or written once; a kernel of yours: not split
     if kernel.builtin:
         read = sum(count * 4 for p in kernel.params if p.kind in ("in", "inout"))
         written = sum(count * 4 for p in kernel.params if p.writes)
-    moved = read + written if kernel.builtin else sum(g["bytes"] for g in counts["global"].values()) if counts else 0
+    moved = read + written if kernel.builtin else report.moved if report is not None else 0
     session.track(KERNEL, stream, moved, t, *[v.buf for p, v in zip(kernel.params, values) if p.is_buffer and p.writes],
                   name=kernel.name, counts=counts)
     for p, v in zip(kernel.params, values):
@@ -142,7 +127,7 @@ def launch(session, backend, args):
                              "counted": kernel.builtin or counts is not None,
                              "call": "cudaLaunchKernel", **timing_data(t),
                              "counts": counts,
-                             "access": access_map(t.report.access) if t.report is not None and trace else None})
+                             "access": report.access_map() if report is not None and options.show_access else None})
 
 
 @c_writer("launch")

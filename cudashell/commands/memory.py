@@ -253,7 +253,7 @@ def info(session, backend, args):
     reach = [(c.name, backend.reach(buf, c.handle)) for c in session.contexts.values()]
     row.update(size_text=format_size_exact(buf.size), host_accessible=buf.host_accessible,
                device_accessible=buf.device_accessible, driver=driver,
-               reach=[{"context": n, "reaches": hexptr(r) if isinstance(r, int) else r} for n, r in reach])
+               reach=[{"context": n, "reaches": r.refusal or hexptr(r.address)} for n, r in reach])
     return PointerInfo(row)
 
 

@@ -231,7 +231,7 @@ def machine_facts(backend) -> dict:
     """This machine as `doctor` reads it (commands/doctor.py): the link, NUMA nodes, IOMMU, copy engines."""
     link = backend.memory_paths()["pcie"] or {}
     iommu = machine.iommu()
-    profile = getattr(backend, "profile", None)
+    profile = backend.capabilities.profile
     return {"backend": backend.name, "gpu": backend.info.name, "sim_profile": profile.name if profile else None,
             "engines": backend.info.async_engine_count, "pcie_gen": link.get("current_gen"),
             "pcie_width": link.get("current_width"), "pcie_max_gen": link.get("max_gen"),
@@ -283,7 +283,7 @@ def compare_ref(session, backend, args):
 
     from ..backends.sim import SimBackend  # numpy comes with it; the shell starts without
 
-    mine = getattr(backend, "profile", None)  # on the simulator, the budget that stopped a bench stops its replay too
+    mine = backend.capabilities.profile  # on the simulator, the budget that stopped a bench stops its replay too
     sim = SimBackend(replace(profile, storage_budget=min(profile.storage_budget, mine.storage_budget))
                      if mine else profile)
     try:

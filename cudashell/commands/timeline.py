@@ -17,7 +17,7 @@ from typing import NotRequired, TypedDict
 
 def source_of(backend) -> str:
     """What the engine times are: the simulator's model, CUPTI's records, or the events around each operation."""
-    if backend.timing_label == "modeled":
+    if backend.capabilities.models_time:
         return "modeled"
     return backend.tracing or "CUDA events (" + (backend.tracing_why or "no CUPTI") + ")"
 

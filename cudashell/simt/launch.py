@@ -27,7 +27,7 @@ class Report:
     lines: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     dropped: int = 0
-    access: list = field(default_factory=list)  # show-access: (lane id, thread, what, element) per access
+    access: list = field(default_factory=list)  # show-access: (buffer, element, size, thread, write) per access
     open: bool = False  # the last printf left its line unfinished
 
     def printf(self, text: str) -> None:

@@ -80,23 +80,6 @@ class Traffic:
         self.sectors[kind] = self.sectors.get(kind, 0) + sectors
         self.useful[kind] = self.useful.get(kind, 0) + useful
 
-    def summary(self) -> dict:
-        """The counts as a result shows them: per memory kind, sectors a request and how much of what moved
-        the threads used."""
-        kinds = {}
-        for k, req in self.requests.items():
-            sec = self.sectors[k]
-            eff = self.useful[k] / (sec * 32) if sec else 1.0
-            kinds[k] = {"requests": req, "sectors": sec, "bytes": sec * 32, "useful_bytes": self.useful[k],
-                        "sectors_per_request": sec / req if req else 0.0, "efficiency": eff,
-                        "pattern": "coalesced" if eff >= 0.8 or sec <= req else "strided" if eff <= 0.25
-                        else "partly coalesced"}
-        return {"global": kinds, "loads": self.loads, "stores": self.stores,
-                "shared": {"requests": self.shared_requests, "wavefronts": self.shared_wavefronts,
-                           "conflict_ways": (self.shared_wavefronts / self.shared_requests
-                                             if self.shared_requests else 0.0)},
-                "atomics": self.atomics, "warp_instructions": self.instructions}
-
 
 def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
     """Warp requests and distinct 32-byte sectors, for the active lanes' addresses of one instruction."""

@@ -17,7 +17,7 @@ import time
 from ...errors import ShellError
 from ..bindings import call, cu, mismatch, text
 from ..activity import unavailable_reason
-from ..base import DeviceInfo
+from ..base import Capabilities, DeviceInfo
 from .common import Ctx, Pending
 from .contexts import Contexts
 from .measurement import Measurement
@@ -31,6 +31,7 @@ class GpuSide(Memory, Work, Sync, Contexts, Measurement):
 
     name = "cuda"
     timing_label = "measured"
+    capabilities = Capabilities(models_time=False, draws_accesses=False)
 
     def __init__(self, ordinal: int = 0):
         """The driver through the bindings alone: PyCUDA (0.35 s to import on the H100 machine) is loaded when a

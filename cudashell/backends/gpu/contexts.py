@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from ...errors import ShellError, held_error
 from .. import topology
+from ..base import Reach
 from ..bindings import call, cu
 from ..refusals import across_gpus
 from .common import Ctx
@@ -116,11 +117,12 @@ class Contexts:
         if a.kind == "device":
             if a.device != ctx.device:
                 return across_gpus(buf.device_ptr, a.device, ctx.device, ctx.primary, self.peers)
-            return buf.device_ptr  # under UVA another context on the GPU uses it too (a kernel did, on the H100)
+            return Reach(buf.device_ptr)  # under UVA another context on the GPU uses it too (a kernel did, on the H100)
         if a.kind == "managed":
-            return buf.device_ptr
+            return Reach(buf.device_ptr)
         with self._in(ctx):  # what the driver says in that context
-            return self._host_device_ptr(buf.host_ptr)
+            ptr = self._host_device_ptr(buf.host_ptr)
+        return Reach(ptr) if isinstance(ptr, int) else Reach.refused(ptr)
 
     def peer_access(self, src, dst, enable):
         t0 = time.perf_counter()

@@ -17,7 +17,7 @@ from ... import syncrules as R
 from ...errors import OUTSIDE_HINT, ShellError, held_error
 from ...kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
 from ..bindings import HOST_FN, call, host_fn, launch_args
-from ..base import Timing
+from ..base import PLAIN_LAUNCH, Timing
 from .common import CTYPE
 
 
@@ -171,7 +171,9 @@ class Work:
                 call("cuCtxSynchronize")
         return self.cur.functions[BUILTIN_SOURCE][kernel.symbol]
 
-    def _launch_call(self, kernel, args, count, grid, block, shared, stream):
+    def _launch_call(self, kernel, args, count, grid, block, shared, stream, options=PLAIN_LAUNCH):
+        if options.show_access:  # its capabilities say so: the command refuses it first
+            raise ShellError("USAGE", "show-access needs a backend that watches every access: the simulator")
         fn = self._builtin(kernel) if kernel.builtin else self._functions(
             kernel.source, [k.symbol for k in parse_kernels(with_includes(kernel.source, kernel.path))], True,
             kernel.path)[kernel.symbol]
@@ -189,9 +191,9 @@ class Work:
             values.append(C.c_int(count))
         return launch_args(fn, grid, block, stream, *values, shared=shared)
 
-    def launch(self, kernel, args, count, grid, block, shared, stream):
+    def launch(self, kernel, args, count, grid, block, shared, stream, options=PLAIN_LAUNCH):
         with self._in(self._stream_ctx(stream)):
-            call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream)
+            call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream, options)
             return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
     def load_kernels(self, source, path=None, root=None):

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ...errors import ShellError, held_error
 from ..addresses import AddressSpaces
-from ..base import Backend, DeviceInfo
+from ..base import Backend, Capabilities, DeviceInfo
 from ..profile import Profile
 from ..sparse import Budget
 from .clock import Clock
@@ -35,6 +35,7 @@ class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
 
     def __init__(self, profile: Profile | None = None):
         self.profile = p = profile or Profile.load(None)
+        self.capabilities = Capabilities(models_time=True, draws_accesses=True, profile=p)
         self.info = DeviceInfo(p.name, 0, p.device_memory, p.compute_capability, p.pci_bus_id,
                                p.unified_addressing, p.can_map_host_memory, p.pageable_memory_access,
                                p.managed_memory, p.concurrent_managed_access, p.async_engine_count,

@@ -4,7 +4,7 @@ simulated GPUs and peer access between them."""
 from __future__ import annotations
 
 from ...errors import ShellError
-from ..base import HOST_PORTABLE
+from ..base import HOST_PORTABLE, Reach
 from ..refusals import across_gpus
 from .common import INVALID, INVALID_DEVICE, CONTEXT_CREATE, SimStream, SimCtx
 
@@ -89,9 +89,9 @@ class Contexts:
         if a.kind == "device":
             if a.device != c.device:
                 return across_gpus(buf.device_ptr, a.device, c.device, c.primary, self.peers)
-            return buf.device_ptr if uva or a.ctx == ctx else "OTHER_CONTEXT"
+            return Reach(buf.device_ptr) if uva or a.ctx == ctx else Reach.refused("OTHER_CONTEXT")
         if a.kind == "managed":
-            return buf.device_ptr
+            return Reach(buf.device_ptr)
         if buf.device_ptr is None:
-            return INVALID
-        return buf.device_ptr if uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx else INVALID
+            return Reach.refused(INVALID)
+        return Reach(buf.device_ptr) if uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx else Reach.refused(INVALID)

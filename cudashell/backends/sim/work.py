@@ -10,7 +10,8 @@ import numpy as np
 from ... import syncrules as R
 from ...errors import ShellError
 from ...launchdims import check_launch, computed
-from ..base import HOST_PORTABLE, HOST_WRITECOMBINED
+from ..base import HOST_PORTABLE, HOST_WRITECOMBINED, PLAIN_LAUNCH
+from ..kernel_report import Access, KernelReport, MemoryTraffic
 from .common import STEP, INVALID, ILLEGAL, CALLBACK_COST, REFUSED_AT_LAUNCH, MAX_THREADS, SimAlloc
 
 
@@ -99,11 +100,10 @@ class Work:
         return self._submit(stream, self.profile.copy_latency + nbytes / self.profile.memset, "compute", rule,
                             lambda snapshot: lambda: a.data.fill(offset, value, nbytes))
 
-    def launch(self, kernel, args, count, grid, block, shared, stream, trace=False):
-        """`trace` (the simulator's alone): record which thread touched which element, for `show-access`."""
+    def launch(self, kernel, args, count, grid, block, shared, stream, options=PLAIN_LAUNCH):
         self._alive()
         if not kernel.builtin:
-            return self._launch_user(kernel, args, grid, block, shared, stream, trace)
+            return self._launch_user(kernel, args, grid, block, shared, stream, options.show_access)
         p = self.profile
         check_launch(grid, block, shared)  # what cuLaunchKernel refuses on the H100, before anything changes
         named = dict(zip((q.name for q in kernel.params), args))
@@ -112,7 +112,7 @@ class Work:
         faulty = [named[q.name].name for q in kernel.params if q.is_buffer and (
             (q.writes and named[q.name].buf.handle.readonly)
             or (named[q.name].buf.device_ptr is None and not p.pageable_memory_access)
-            or (named[q.name].buf.device_ptr is not None and isinstance(self.reach(named[q.name].buf, ctx), str)))]
+            or (named[q.name].buf.device_ptr is not None and self.reach(named[q.name].buf, ctx).refusal))]
         if kernel.runs_for is not None:  # a kernel that only takes time (spin), after what any launch takes
             return self._submit(stream, p.launch_latency + kernel.runs_for(named), "compute", R.QUEUED)
         n = computed(count, grid, block)  # one element a thread of the whole grid
@@ -237,7 +237,7 @@ class Work:
         if isinstance(first, Exception):
             report, duration = None, p.launch_latency
         else:
-            report, duration = first, self.kernel_seconds(first.traffic)
+            report, duration = _kernel_report(first), self.kernel_seconds(first.traffic)
         return replace(self._submit(stream, duration, "compute", R.QUEUED, effect), report=report)
 
     def host_callback(self, stream, text, label):
@@ -247,3 +247,11 @@ class Work:
     def host_noop(self, stream):
         self._alive()
         return self._submit(stream, CALLBACK_COST, None, R.QUEUED)
+
+
+def _kernel_report(report) -> KernelReport:
+    """What the interpreter counted and drew of a launch (simt.launch.Report), as the contract reports it."""
+    t = report.traffic
+    return KernelReport({kind: MemoryTraffic(n, t.sectors[kind], t.useful[kind]) for kind, n in t.requests.items()},
+                        t.loads, t.stores, t.shared_requests, t.shared_wavefronts, t.atomics, t.instructions,
+                        tuple(Access(*a) for a in report.access))
