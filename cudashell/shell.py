@@ -9,8 +9,7 @@ import re
 import select
 import stat
 import time
-from contextlib import suppress
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
