@@ -16,6 +16,7 @@ from .backends.profile import BUILTIN
 from .config import DEFAULTS
 from .environment import Environment, ExitStatus
 from .errors import ShellError
+from .frame import ShellOptions
 from .shell import Shell
 
 
@@ -146,28 +147,23 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
             line, col = settings.where["backend"]
             return startup_error(env, args.json, f"backend = {choice}", e.at(col), settings.file, line)
         return startup_error(env, args.json, f"--backend {choice}", e)
-    echo = args.echo if args.echo is not None else bool(args.scripts)
-    out = env.stdout or open(os.devnull, "w")  # a stream closed at start is None: write nowhere, say so below
-    shell = Shell(backend, reason, out=out, err=env.stderr or out, json_mode=args.json, keep_going=args.keep_going,
-                  debug=args.debug, echo=echo)
-    shell.session.state_dir = env.state_dir  # where a lesson's progress is kept
-    if env.stdout is None:
-        shell.output_lost = "stdout is closed"
+    options = shell_options(args, interactive, env)
+    err = None  # the environment's
+    if interactive:
+        from .repl import prompt_options, repl
+
+        options, err = prompt_options(options, settings, env)
+    shell = Shell(backend, reason, options, env, err=err)
     apply_settings(shell, settings)
-    if args.advice:
-        shell.session.settings["advice"] = "on"
     try:
         if interactive:
-            from .repl import repl
-
-            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env,
-                                   advice=args.advice if args.advice is not None else not args.json))
+            code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env))
         else:
             if not args.quiet and not args.json:
-                shell._write(shell.err, banner(reason, backend))
+                shell.write(banner(reason, backend), err=True)
             code = run_batch(shell, args, env)
     except KeyboardInterrupt:
-        shell._write(shell.err, "interrupted")
+        shell.write("interrupted", err=True)
         code = ExitStatus.INTERRUPTED
     finally:
         try:
@@ -175,6 +171,15 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
         except KeyboardInterrupt:  # a second Ctrl-C while closing: the process ends with its context anyway
             code = ExitStatus.INTERRUPTED
     return _output_checked(shell, code, env)
+
+
+def shell_options(args, interactive: bool, env: Environment) -> ShellOptions:
+    """The shell's options from the command line."""
+    return ShellOptions(json_mode=args.json, keep_going=args.keep_going, debug=args.debug,
+                        echo=args.echo if args.echo is not None else bool(args.scripts),
+                        # on at the prompt unless --no-advice (or --json); elsewhere only with --advice
+                        advice=args.advice if args.advice is not None else interactive and not args.json,
+                        state_dir=env.state_dir)  # where a lesson's progress is kept
 
 
 def startup_error(env: Environment, json_mode: bool, cmd: str, error: ShellError, file: str | None = None,
@@ -227,7 +232,7 @@ def apply_settings(shell: Shell, settings: dict) -> None:
         if settings[key] == DEFAULTS[key]:
             continue
         if not shell.execute_quietly(f"set {setting} {settings[key]}"):
-            shell._write(shell.err, f"config: ignoring {key} = {settings[key]}")
+            shell.write(f"config: ignoring {key} = {settings[key]}", err=True)
 
 
 def run_batch(shell: Shell, args, env: Environment) -> ExitStatus:
@@ -240,7 +245,7 @@ def run_batch(shell: Shell, args, env: Environment) -> ExitStatus:
         try:
             ok = shell.run_script(path) and ok
         except ShellError as e:  # a script file that cannot be read: with --keep-going, the next one still runs
-            shell._report(path, None, e, None, None)  # one line, or with --json one JSON error
+            shell.report(path, None, e)  # one line, or with --json one JSON error
             unreadable = True
     if args.commands is None and not args.scripts:
         ok = shell.run_text(env.read_stdin(), "<stdin>")

@@ -87,12 +87,12 @@ def plan(path: Path) -> list[Section]:
     if errors:
         e, lineno, _ = errors[0]
         raise located(ShellError(e.code, e.message, e.hint, e.col), path, lineno)
-    titled = any(isinstance(i, Segment) and registry.parse_segment(i).spec.name == "section" for i, _ in items)
+    titled = any(isinstance(i, Segment) and registry.parse_segment(i).spec.grading == "section" for i, _ in items)
     prelude: list = []  # with sections: the commands before the first, run at the start of each
     sections = [] if titled else [Section(path.name, 1, None, file=path.name)]
     for item, lineno in items:
         cmd = registry.parse_segment(item) if isinstance(item, Segment) else None
-        if cmd is not None and cmd.spec.name == "section":
+        if cmd is not None and cmd.spec.grading == "section":
             sections.append(Section(cmd.args.get("TITLE"), lineno, cmd.args.get("POINTS"), list(prelude), file=path.name))
             continue
         if not sections:
@@ -135,25 +135,22 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
         conn.send(("no-backend", e.code, e.message, e.hint))
         return
     conn.send(("backend", backend.name, backend.timing_label, [p.pid for p in [getattr(backend, "proc", None)] if p]))
-    shell = Shell(backend, out=io.StringIO(), err=io.StringIO())  # the submission's output is not the grade's
     # each error the shell reports (a script's nested ones too, with their file:line): a check says what went
     # wrong first, not only that a `run` stopped
     errors: list[tuple[str, str]] = []  # (code, the error's line)
-    shell.on_error = lambda e, line: errors.append((e.code, line))
-    shell.root, shell.dirs, shell.session.script_dir = root, [root], root
+    # the submission's output is not the grade's; its `quit` ends its script, not the grading
+    shell = Shell(backend, out=io.StringIO(), err=io.StringIO(), root=root, workdir=root, quit_ends_shell=False,
+                  on_error=lambda e, line: errors.append((e.code, line)))
     if backend.name == "cuda":  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit
     before = None  # what the command before a check met first, when it failed
     try:
         for i, (item, lineno) in enumerate(sec.items):
             mark = len(errors)
-            if isinstance(item, BadLine):
-                shell.session.record(item.text, False, item.error.code)
-                shell.last_error, ok = item.error, False
-                errors.append((item.error.code, render.error_line(item.error, None, lineno)))
+            if isinstance(item, BadLine):  # a line that did not split: recorded, and told to on_error
+                ok = shell.run_items([(item, lineno)])
             else:
                 ok = shell.run_segment(item, sec.file, lineno)
-            shell.quitting = False  # a submission's `quit` ends its script, not the grading
             first = errors[mark] if len(errors) > mark else (getattr(shell.last_error, "code", None)
                                                                         or "INTERNAL_ERROR", "failed")
             if i in sec.checks:

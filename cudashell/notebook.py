@@ -19,6 +19,7 @@ from . import figures, render
 from .backends import open_backend
 from .environment import Environment
 from .errors import ShellError
+from .frame import ShellOptions
 from .results import Result
 from .shell import Shell
 
@@ -82,11 +83,11 @@ class Cush:
             self.shell.close()
             print(f"cudashell: a fresh session on backend {wanted[0]} (the previous one is released)",
                   file=self.env.stdout)
-        self.shell, self.options = Shell(chosen, reason, out=self.env.stdout, err=self.env.stderr), wanted
-        self.shell.display = self._display
-        self.shell.session.state_dir = self.env.state_dir  # a lesson's progress, kept between notebook sessions
-        self.shell.echo_scripts = True  # `%cush demo …` shows each command it runs, as the prompt does
-        self.shell.session.settings["advice"] = "on"  # notes as the cells run, as at the prompt
+        options = ShellOptions(display=self._display,
+                               echo_scripts=True,  # `%cush demo …` shows each command it runs, as the prompt does
+                               advice=True,  # notes as the cells run, as at the prompt
+                               state_dir=self.env.state_dir)  # a lesson's progress, kept between notebook sessions
+        self.shell, self.options = Shell(chosen, reason, options, self.env), wanted
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
         return self.shell
 
@@ -113,26 +114,29 @@ class Cush:
         except ShellError as e:
             print(render.error_line(e), file=self.env.stderr)
             return None
-        shell.keep_going, shell.debug = options.keep_going, options.debug
         self.shown = []
         try:
-            if cell:
-                shell.run_text(text, "cell")
-                return None
-            self.quiet = True  # a line's last result is its value: shown once, as Out[n]
-            try:
-                shell.execute(text)
-            finally:
-                self.quiet = False
-            results = [s for s in self.shown if s.kind != "note"]  # an advice note is shown, never the value
-            for shown in results[:-1] + [s for s in self.shown if s.kind == "note"]:
-                display(shown)
-            return results[-1] if results and shell.last_error is None else None
+            with shell.using(keep_going=options.keep_going, debug=options.debug):  # this cell's
+                return self._run(shell, text, cell)
         finally:
             if shell.quitting:  # `quit` ends this session; the next %cush starts a fresh one, and says so
                 shell.close()
                 self.shell = None
                 print("cudashell: the session ended (quit); the next %cush starts a fresh one", file=self.env.stdout)
+
+    def _run(self, shell: Shell, text: str, cell: bool) -> Shown | None:
+        if cell:
+            shell.run_text(text, "cell")
+            return None
+        self.quiet = True  # a line's last result is its value: shown once, as Out[n]
+        try:
+            shell.execute(text)
+        finally:
+            self.quiet = False
+        results = [s for s in self.shown if s.kind != "note"]  # an advice note is shown, never the value
+        for shown in results[:-1] + [s for s in self.shown if s.kind == "note"]:
+            display(shown)
+        return results[-1] if results and shell.last_error is None else None
 
 
 @magics_class

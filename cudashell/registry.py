@@ -31,6 +31,7 @@ class Spec:
     narrates: bool = False  # its output comes as it runs (a script, a demo): the prompt does not hold it for the pager
     echoed: bool = True  # a script's echo shows the command line (not for `say`: its text is what it prints)
     c_writer: Callable | None = field(default=None, compare=False)  # the C it stands for: see `c_writer`
+    grading: str = ""  # its part in a checks file (`cudashell grade`): "section" starts a group of checks
 
     def syntax(self) -> str:
         parts = [self.name] + [a.usage() for a in self.args]
@@ -50,13 +51,13 @@ _ALIASES: dict[str, str] = {}
 
 def command(name: str, group: str, summary: str, example: str, cuda: str, *, args=(), opts=(),
             flags=(), aliases=(), details: str = "", exported: bool = True, saved: bool = True,
-            narrates: bool = False, echoed: bool = True):
+            narrates: bool = False, echoed: bool = True, grading: str = ""):
     """Decorator used by the handlers in `commands/`: registers the handler with its spec."""
     assert group in GROUPS, group
 
     def register(fn):
         spec = Spec(name, group, summary, example, cuda, tuple(args), tuple(opts), tuple(flags),
-                    tuple(aliases), details, fn, exported, saved, narrates, echoed)
+                    tuple(aliases), details, fn, exported, saved, narrates, echoed, grading=grading)
         REGISTRY[name] = spec
         for alias in aliases:
             _ALIASES[alias] = name

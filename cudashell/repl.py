@@ -10,6 +10,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from contextlib import nullcontext
+from dataclasses import replace
 from functools import lru_cache
 
 from prompt_toolkit import PromptSession
@@ -30,6 +32,7 @@ from .errors import ShellError
 from .grammar import parse_dim3, split_commands, tokenize
 from .sizes import format_size, parse_size
 from .registry import REGISTRY, lookup, parse_segment, specs
+from .frame import ShellOptions
 from .shell import joined_source_lines
 from .suggest import suggest
 from .typed import expand_history, strip_prompts
@@ -274,11 +277,11 @@ def key_bindings(shell) -> KeyBindings:
         topic = " ".join(words[:2]) if words and lookup(" ".join(words[:2])) else (words[0] if words else "")
 
         def show():
-            shell._write(shell.out, keys_text() + "\n")
+            shell.write(keys_text() + "\n")
             if lookup(topic):
                 shell.execute(f"help {topic}")
             else:
-                shell._write(shell.out, "`help` lists the commands; `help COMMAND` (or `COMMAND ?`) explains one")
+                shell.write("`help` lists the commands; `help COMMAND` (or `COMMAND ?`) explains one")
         run_in_terminal(show)
 
     @kb.add("f2")
@@ -341,10 +344,10 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             trim_history(path, max(0, int(settings.get("history_size", 10000))))
-            history = KeptHistory(str(path), lambda text: shell._write(shell.err, text))
+            history = KeptHistory(str(path), lambda text: shell.write(text, err=True))
         except (OSError, ValueError) as e:
-            shell._write(shell.err, f"history: cannot keep it in {path}: {getattr(e, 'strerror', None) or e}; "
-                                    "this session's history stays in memory")
+            shell.write(f"history: cannot keep it in {path}: {getattr(e, 'strerror', None) or e}; "
+                        "this session's history stays in memory", err=True)
     return PromptSession(
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
         validate_while_typing=False, auto_suggest=SessionAutoSuggest(shell), history=history,
@@ -386,12 +389,30 @@ def recalled(shell, line: str) -> str | None:
     try:
         expanded = expand_history(line, [e.text for e in shell.session.history])
     except ShellError as e:
-        shell._write(shell.err, "\n".join(render.wrap([render.error_line(e)], int(shell.session.settings["width"]))))
+        shell.write("\n".join(render.wrap([render.error_line(e)], int(shell.session.settings["width"]))), err=True)
         return None
     if expanded is None:
         return line
-    shell._write(shell.out, expanded)
+    shell.write(expanded)
     return expanded
+
+
+def run_typed(shell, line: str) -> None:
+    """What was typed at the prompt: each line of a paste runs or fails on its own. Shell.execute reports its own
+    failures; the guard here is for the loop itself."""
+    try:
+        for _, text in joined_source_lines(line.split("\n")):
+            text = recalled(shell, text)
+            if text is not None:
+                shell.execute(text)
+            if shell.quitting or shell.last_error is not None and shell.last_error.code == "INTERRUPTED":
+                break
+    except KeyboardInterrupt:
+        pass
+    except Exception as e:
+        if shell.debug:
+            raise
+        shell.write(f"INTERNAL_ERROR: {type(e).__name__}: {e} — hint: run with --debug for the traceback", err=True)
 
 
 def ask_abandon(what: str, waited: float) -> bool:
@@ -405,59 +426,53 @@ def ask_abandon(what: str, waited: float) -> bool:
         return True
 
 
+def prompt_options(options: ShellOptions, settings: dict, env: Environment) -> tuple[ShellOptions, object]:
+    """What a shell at the terminal's prompt is built with: its options, and its error stream (red, unless colour
+    is off)."""
+    err = env.stderr or env.stdout
+    options = replace(options, echo_scripts=True,  # `demo` and `run FILE` show each command as they run it
+                      progress_stream=err,  # to the terminal as it is, not into the output held for the pager
+                      editor=edit_in_editor)  # `edit` and F2
+    return options, ColorErrors(err) if use_color(settings.get("color", "auto"), env) else err
+
+
 def repl(shell, banner: str, settings: dict | None = None, input=None, output=None,
-         env: Environment | None = None, advice: bool = True) -> ExitStatus:
+         env: Environment | None = None) -> ExitStatus:
+    """The prompt, over a shell built for it (`prompt_options`), until `quit` or Ctrl-D."""
     settings = settings or {}
     env = env or Environment()
     session = make_session(shell, settings, input, output, env)
-    shell.echo_scripts = True  # `demo` and `run FILE` show each command as they run it
-    if advice:  # a `note:` when a command does what a teacher would comment on (`--no-advice`, `set advice off`)
-        shell.session.settings["advice"] = "on"
-    shell.progress_stream = shell.err  # the progress line goes to the terminal as it is, not into the held output
-    if use_color(settings.get("color", "auto"), env) and input is None:
-        shell.err = ColorErrors(shell.err)
     info = shell.backend.info
     welcome = [banner, f"{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
                "Tab to complete, `quit` or Ctrl-D to leave"]
     shell.out.write("\n".join(render.wrap(welcome, env.terminal_size().columns)) + "\n")
     if input is None:
         shell.backend.ask_abandon = ask_abandon
-        shell.editor = edit_in_editor
     while not shell.quitting:
         shell.session.settings["width"] = env.terminal_size().columns
-        waiting, shell.next_input = shell.next_input, ""
         try:
-            line = session.prompt("cush> ", multiline=True, prompt_continuation=continuation, default=waiting)
+            line = session.prompt("cush> ", multiline=True, prompt_continuation=continuation,
+                                  default=shell.take_next_input())
         except KeyboardInterrupt:  # Ctrl-C at the prompt cancels the input
             continue
         except EOFError:
             break
         line = strip_prompts(line)
-        screen, errors = shell.out, shell.err
+        screen = shell.out
         first = lookup(line.split()[0]) if line.split() else None
-        if first is None or not first.narrates:  # a script or a demo narrates as it goes: never held back
-            shell.out = io.StringIO()  # held back, to page it when it is taller than the screen
-            # errors with it, in the order the commands ran (an error must not jump above what ran before it)
-            shell.err = ColorErrors(shell.out) if isinstance(errors, ColorErrors) else shell.out
-        try:  # Shell.execute reports its own failures; this guard is for the loop itself
-            for _, text in joined_source_lines(line.split("\n")):  # a paste: each line runs or fails on its own
-                text = recalled(shell, text)
-                if text is not None:
-                    shell.execute(text)
-                if shell.quitting or shell.last_error is not None and shell.last_error.code == "INTERRUPTED":
-                    break
-        except KeyboardInterrupt:
-            continue
-        except Exception as e:
-            if shell.debug:
-                raise
-            shell._write(shell.err, f"INTERNAL_ERROR: {type(e).__name__}: {e} — hint: run with --debug for the traceback")
+        held = None  # a script or a demo narrates as it goes: never held back
+        if first is None or not first.narrates:
+            held = io.StringIO()  # held back, to page it when it is taller than the screen
+        try:
+            # errors with the output held, in the order the commands ran (an error must not jump above what ran
+            # before it)
+            with shell.writing_to(held, ColorErrors(held) if isinstance(shell.err, ColorErrors) else held) \
+                    if held is not None else nullcontext():
+                run_typed(shell, line)
         finally:
-            shell.err = errors
-            if shell.out is not screen:
-                held, shell.out = shell.out.getvalue(), screen
+            if held is not None:
                 pager = settings.get("pager", "off") if shell.session.settings["pager"] == "on" else "off"
-                page(held, pager, screen, env.terminal_size().lines,
+                page(held.getvalue(), pager, screen, env.terminal_size().lines,
                      input is None and getattr(screen, "isatty", lambda: False)())
     left = shell.close()
     shell.out.write(("released: " + ", ".join(left) if left else "nothing was left allocated") + "\n")

@@ -93,6 +93,19 @@ class Result:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.data!r})"
 
+    @property
+    def api_call(self) -> tuple[str, float] | None:
+        """(the CUDA call the command made, the host's seconds in it) for `profile`'s API table; None when the
+        command made none, or did not time it."""
+        if "call" in self.data and "host_seconds" in self.data:
+            return self.data["call"], self.data["host_seconds"]
+        return None
+
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C stopped it part way and it kept what it had (a bench): a script stops after it."""
+        return bool(self.data.get("interrupted"))
+
     def text(self) -> list[str]:
         """Its lines of text, before they are wrapped to the terminal."""
         raise NotImplementedError(type(self).__name__)

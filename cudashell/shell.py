@@ -9,14 +9,15 @@ import re
 import select
 import stat
 import time
-from contextlib import suppress
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import cemit, render
 from .backends.base import Backend
 from .environment import Environment
 from .errors import OUTSIDE_HINT, ShellError
+from .frame import Frame, Redirect, ShellOptions
 from .plan import Recorder, trace_plan
 from .grammar import Segment, split_commands
 from .registry import parse_segment, spec_of, watchers
@@ -53,49 +54,100 @@ NAMED = re.compile(r"\sas\s", re.IGNORECASE)  # `as NAME` after any white space,
 
 
 class Shell:
-    def __init__(self, backend: Backend, reason: str = "", out=None, err=None, json_mode: bool = False,
-                 keep_going: bool = False, debug: bool = False, echo: bool = False):
-        self.backend = backend
+    """The interpreter. Built with its options and its streams (an `Environment`, or `out`/`err`); option fields
+    may be given as keywords (`Shell(backend, out=out, err=err, json_mode=True)`). What the commands running now
+    see — backend, session, streams, the script's folder — is the top `Frame`, pushed by nested runs."""
+
+    def __init__(self, backend: Backend, reason: str = "", options: ShellOptions | None = None,
+                 env: Environment | None = None, *, out=None, err=None, **fields):
+        opts = replace(options or ShellOptions(), **fields)
         self.reason = reason
-        self.session = Session()
-        if out is None or err is None:  # the process's streams, unless given
-            env = Environment()
-            out, err = out or env.stdout, err or env.stderr
-        self.out, self.err = out, err
-        if json_mode:
-            self.session.settings["format"] = "json"
-        self.keep_going = keep_going
-        self.debug = debug
-        self.echo = echo
+        self.output_lost: str | None = None  # why output could not be written, once it could not
+        if out is None or err is None:  # the environment's streams (the process's, unless one is given)
+            env = env or Environment()
+            if env.stdout is None:  # closed at start: write nowhere, and say so at the end
+                self.output_lost = "stdout is closed"
+            out = out or env.stdout or open(os.devnull, "w")
+            err = err or env.stderr or out
+        workdir = opts.workdir or Path.cwd()
+        session = Session(script_dir=workdir, root=opts.root, progress=self._progress, state_dir=opts.state_dir)
+        if opts.json_mode:
+            session.settings["format"] = "json"
+        if opts.advice:  # a `note:` when a command does what a teacher would comment on
+            session.settings["advice"] = "on"
+        self._frames = [Frame(opts, backend, session, out, err, Redirect(), (workdir,), echo=opts.echo)]
         self.failed = False  # something failed that no `expect error` accounted for
         self.quitting = False
-        self.dirs: list[Path] = [Path.cwd()]
         self.closed = False
         self.last_error: ShellError | None = None
-        self.recording = True  # off inside `repeat`: history keeps the repeat, not its thousand rounds
-        self.output_lost: str | None = None  # why output could not be written, once it could not
-        self.session.progress = self._progress
-        self.redirect = None  # `output FILE`: results go there (errors stay on the screen)
         self.interrupted = False  # Ctrl-C stopped a command: a script run ends with 130
-        self.display = None  # (Result) -> None: shows results itself (the notebook's rich output) instead of text
-        self.echo_scripts = echo  # a script or demo run by a command shows each command it runs (on at the prompt)
-        self.expecting: str | None = None  # the code the next `expect error` names, while the command before it runs
-        self.editor = None  # (text, suffix) -> text: the user's $EDITOR, where there is a person at a prompt
-        self.next_input = ""  # what `edit` brought back, waiting at the next prompt
-        self.progress_stream = None  # where the progress line goes, when not the error stream (the prompt's terminal)
-        # (error, its line as shown) -> None: told of each error the shell reports, once (a nested script's too,
-        # with its file:line), but not one the next `expect error` names — `cudashell grade` keeps them
-        self.on_error = None
+        self.next_input = ""  # what `edit` brought back, waiting at the next prompt (`take_next_input`)
+        self._running = 0  # commands running now, nested ones included: 0 between the front end's commands
+
+    # ------------------------------------------------------------------ the frame
+    @property
+    def frame(self) -> Frame:
+        return self._frames[-1]
+
+    options = property(lambda self: self.frame.options)
+    backend = property(lambda self: self.frame.backend)
+    session = property(lambda self: self.frame.session)
+    out = property(lambda self: self.frame.out)
+    err = property(lambda self: self.frame.err)
+    dirs = property(lambda self: self.frame.dirs)
+    echo = property(lambda self: self.frame.echo)
+    recording = property(lambda self: self.frame.recording)
+    expecting = property(lambda self: self.frame.expecting)
+    keep_going = property(lambda self: self.frame.options.keep_going)
+    debug = property(lambda self: self.frame.options.debug)
+
+    @property
+    def redirect(self):
+        """`output FILE`'s open file, or None: results go to the screen."""
+        return self.frame.redirect.file
+
+    @contextmanager
+    def _nested(self, **changes):
+        """Run the body in a frame of its own: the current one with `changes`, popped when the body ends. A
+        change of folder is the session's too (a kernel or profile a script names is found beside it); a frame
+        with a redirect of its own closes it."""
+        outer = self.frame
+        inner = replace(outer, **changes)
+        self._frames.append(inner)
+        if inner.dirs != outer.dirs:
+            inner.session.script_dir = inner.dirs[-1]
+        try:
+            yield inner
+        finally:
+            self._frames.pop()
+            if inner.dirs != outer.dirs:
+                inner.session.script_dir = outer.dirs[-1]
+            if inner.redirect is not outer.redirect and inner.redirect.file is not None:
+                with suppress(OSError):
+                    inner.redirect.file.close()
+
+    @contextmanager
+    def writing_to(self, out, err):
+        """Results and errors go to `out` and `err` while the body runs (the prompt holds them for its pager)."""
+        with self._nested(out=out, err=err):
+            yield
+
+    @contextmanager
+    def using(self, **options):
+        """These options (`keep_going`, `debug`) while the body runs: a notebook cell's own."""
+        with self._nested(options=replace(self.options, **options)):
+            yield
+
+    def take_next_input(self) -> str:
+        """What `edit` brought back, for the next prompt; it is given once."""
+        waiting, self.next_input = self.next_input, ""
+        return waiting
 
     @property
     def root(self) -> Path | None:
         """`cudashell grade`: the submission's folder, outside which no file is opened. The session's, so that
         compiling a kernel (the backend's `load_kernels`) is confined to it too."""
         return self.session.root
-
-    @root.setter
-    def root(self, folder: Path | None) -> None:
-        self.session.root = folder
 
     @property
     def json_mode(self) -> bool:
@@ -105,20 +157,25 @@ class Shell:
     def run_segment(self, seg: Segment, file: str | None = None, lineno: int | None = None) -> bool:
         """Parse, run and render one command; True when it succeeded. The error boundary: whatever goes wrong
         — in parsing, the handler, recording, explain or rendering — ends as one line, never a traceback."""
+        self._running += 1
         try:
             return self._run_segment(seg, file, lineno)
         except KeyboardInterrupt:  # between the handler and the report: the command ran; say so, briefly
             self.interrupted = True  # a script stops here with 130, as at any other Ctrl-C
             self.last_error = ShellError("INTERRUPTED", "interrupted while reporting", None)
-            self._report(seg.text, None, self.last_error, file, lineno)
+            self.report(seg.text, None, self.last_error, file, lineno)
             return False
         except Exception as e:
             if self.debug:
                 raise
             self.last_error = ShellError("INTERNAL_ERROR", f"the command's result could not be shown: "
                                          f"{type(e).__name__}: {e}", "run with --debug for the traceback")
-            self._report(seg.text, None, self.last_error, file, lineno)
+            self.report(seg.text, None, self.last_error, file, lineno)
             return False
+        finally:
+            self._running -= 1
+            if not self._running and not self.options.quit_ends_shell:
+                self.quitting = False  # grading: a submission's `quit` ended its scripts, not the grading
 
     def _run_segment(self, seg: Segment, file: str | None, lineno: int | None) -> bool:
         if self.echo and not self.json_mode:
@@ -159,14 +216,14 @@ class Shell:
             explained = None
         if self.recording:
             self.session.record(recorded, error is None, error.code if error else None)
-        if result is not None and "call" in result.data and "host_seconds" in result.data:
-            self.session.api.append((result.data["call"], result.data["host_seconds"]))
-        self._report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
+        if result is not None and result.api_call is not None:
+            self.session.api.append(result.api_call)
+        self.report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
                      explained)
         self._report_callbacks()
         if self.recording:  # not each round of a `repeat`: the repeat is the command
             self._report_watched(cmd, result, error)
-        if error is None and result is not None and result.data.get("interrupted"):
+        if error is None and result is not None and result.interrupted:
             self.interrupted = True  # a bench keeps what it measured before Ctrl-C; the script stops there
             self.last_error = ShellError("INTERRUPTED", "interrupted", "what was measured before Ctrl-C is shown")
             return False
@@ -223,7 +280,7 @@ class Shell:
         """Host callbacks that fired while the command ran (cuLaunchHostFunc runs them on a driver thread)."""
         for fired in self.backend.fired_callbacks():  # host callbacks, and what a user kernel printed
             kind = fired.get("result", "callback")
-            self._report(f"({kind.replace('_', ' ')})", Result.KINDS[kind](fired), None, None, None)
+            self.report(f"({kind.replace('_', ' ')})", Result.KINDS[kind](fired), None, None, None)
 
     def _report_watched(self, cmd, result: Result | None, error: ShellError | None) -> None:
         """What the watchers (a lesson's check, advice) say of the command that just ran, after its output."""
@@ -237,16 +294,21 @@ class Shell:
                                       f"{type(e).__name__}: {e} — hint: run with --debug for the traceback")
                 continue
             for one in said:
-                self._report(f"({one.kind.replace('_', ' ')})", one, None, None, None)
+                self.report(f"({one.kind.replace('_', ' ')})", one, None, None, None)
 
-    def _report(self, text, result: Result | None, error: ShellError | None, file, lineno,
-                wall: float | None = None, explained: tuple[str, str] | None = None) -> None:
+    def report(self, text, result: Result | None, error: ShellError | None, file=None, lineno=None,
+               wall: float | None = None, explained: tuple[str, str] | None = None) -> None:
+        """Show a command's result or error as the settings say (text, CSV, a JSON line, the notebook's display):
+        `text` is the command as written, `file`/`lineno` where it was. An error is shown once, however many
+        nested runs pass it up."""
+        if self.options.on_report is not None:
+            self.options.on_report(result, error)
         if error is not None and getattr(error, "shown", False):
             return  # one error passed up through nested `run`s is printed once
         if error is not None:
             error.shown = True
-            if self.on_error is not None and error.code != self.expecting:
-                self.on_error(error, render.error_line(error, file, lineno))
+            if self.options.on_error is not None and error.code != self.expecting:
+                self.options.on_error(error, render.error_line(error, file, lineno))
         width = int(self.session.settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
             here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
@@ -255,8 +317,8 @@ class Shell:
             self._write(self.out, "\n".join(render.wrap([render.expected_line(error, file, lineno)], width)))
         elif error is not None:
             self._write(self.err, "\n".join(render.wrap([render.error_line(error, file, lineno)], width)))
-        elif self.display is not None and self.redirect is None:
-            self.display(result)
+        elif self.options.display is not None and self.redirect is None:
+            self.options.display(result)
         else:
             csv = self.session.settings["format"] == "csv" and not result.prose
             body = render.csv_text(result) if csv else \
@@ -271,7 +333,7 @@ class Shell:
     def _progress(self, label: str, done: int | None, total: int) -> None:
         """A one-line progress bar on the shell's error stream when it is a terminal (not in JSON, not inside
         `repeat`, whose output is held back); `done` None clears it."""
-        stream = self.progress_stream or self.err
+        stream = self.options.progress_stream or self.err
         if self.json_mode or not getattr(stream, "isatty", lambda: False)():
             return
         if done is None:
@@ -284,6 +346,11 @@ class Shell:
             stream.flush()
         except (OSError, ValueError):
             pass
+
+    def write(self, text: str, *, err: bool = False) -> None:
+        """A line of the front end's own (a banner, a warning, what `!!` expanded to) on the shell's output or
+        error stream, as the shell writes its own: a reader that went away does not stop the session."""
+        self._write(self.err if err else self.out, text)
 
     def _write(self, stream, text: str) -> None:
         """Write a line. A reader that went away (`| head`), a full disk or a closed stream must not stop the
@@ -313,18 +380,16 @@ class Shell:
             if self.quitting or self._reader_gone():  # the reader left (`| head`): the rest would write to no one
                 break
             expecting = expected_code(items[i + 1][0] if i + 1 < len(items) else None)
-            outer, self.expecting = self.expecting, expecting
-            try:
+            with self._nested(expecting=expecting):
                 if isinstance(item, BadLine):  # the line itself did not tokenize
                     if self.echo and not self.json_mode:
                         self._write(self.out, f"cush> {item.text}")
                     self.session.record(item.text, False, item.error.code)
-                    self._report(item.text, None, item.error, file, lineno)
+                    self.last_error = item.error
+                    self.report(item.text, None, item.error, file, lineno)
                     ok = False
                 else:
                     ok = self.run_segment(item, file, lineno)
-            finally:
-                self.expecting = outer
             if ok or expecting is not None:
                 continue
             ok_all = False
@@ -392,14 +457,8 @@ class Shell:
         text = script_text(raw, path)
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
-        name = script_name(path)
-        self.dirs.append(path.parent)
-        self.session.script_dir = path.parent
-        try:
-            return self.run_text(text, name)
-        finally:
-            self.dirs.pop()
-            self.session.script_dir = self.dirs[-1]
+        with self._nested(dirs=(*self.dirs, path.parent)):
+            return self.run_text(text, script_name(path))
 
     def run_text(self, text: str, name: str) -> bool:
         """A script's text (a file's, a notebook cell's): checked whole, then run; errors say `name:line:col`."""
@@ -407,7 +466,7 @@ class Shell:
         errors = syntax_errors(items)
         if errors:  # found before anything runs: a typo on line 300 must not cost the 299 lines before it
             for e, lineno, text in errors:
-                self._report(text, None, e, name, lineno)
+                self.report(text, None, e, name, lineno)
             if not self.json_mode:
                 many = f"{len(errors)}+" if len(errors) >= MAX_SYNTAX_ERRORS else str(len(errors))
                 self._write(self.err, f"{name}: {many} syntax error{'s' * (len(errors) > 1)}; nothing was run")
@@ -435,11 +494,11 @@ class Shell:
     def _edit(self, edit: Edit) -> None:
         """Open the editor; what was saved waits at the next prompt (pgcli's \\e, bash's fc) — for a file, the
         `run` of it."""
-        if self.editor is None:
+        if self.options.editor is None:
             raise ShellError("NOT_INTERACTIVE", "`edit` opens your editor at the prompt; here no one is at one",
                              "run the script's commands as they are, or use `run FILE`", edit.col)
         if edit.path is None:
-            self.next_input = self.editor(edit.text, ".cush").strip()
+            self.next_input = self.options.editor(edit.text, ".cush").strip()
             return
         path = self.dirs[-1] / edit.path
         if not os.access(path.parent, os.W_OK):  # found before the editor opens, not after the user's edits
@@ -449,7 +508,7 @@ class Shell:
             original = script_text(path.read_bytes(), path) if path.exists() else ""
         except OSError as e:
             raise ShellError("NO_SUCH_FILE", f"cannot read {edit.path}: {e.strerror}", None, edit.col) from None
-        edited = self.editor(original, path.suffix or ".cush")
+        edited = self.options.editor(original, path.suffix or ".cush")
         try:
             path.write_text(edited, encoding="utf-8")
         except OSError as e:
@@ -462,19 +521,13 @@ class Shell:
         goes through the shell; when the block is only GPU calls, the other rounds run on the GPU side as a loop
         of driver calls (plan.py) — unless `shell` asks for every round through the shell."""
         segments = split_commands(block.commands.replace("\n", ";"))
-        times = block.times
-        out, err, echo, backend, redirect = self.out, self.err, self.echo, self.backend, self.redirect
-        self.out = self.err = io.StringIO()
-        self.redirect = None  # held back from `output FILE` as from the screen
-        self.echo = self.recording = False
+        times, backend, held = block.times, self.backend, io.StringIO()
         recorder = Recorder(backend, self.session) if times > 1 and not block.shell else None
         t0 = time.perf_counter()
-        try:
-            self.backend = recorder or backend
-            try:
+        # the rounds' output is held back, from `output FILE` as from the screen; history keeps the repeat
+        with self._nested(out=held, err=held, redirect=Redirect(), echo=False, recording=False):
+            with self._nested(backend=recorder or backend):
                 self._round(segments, 1, block)
-            finally:
-                self.backend = backend
             why = recorder.why_not(self.session) if recorder else ("asked" if times > 1 else None)
             if recorder is not None and why is None:
                 run = backend.run_plan(recorder.calls, times - 1)
@@ -484,8 +537,6 @@ class Shell:
             else:
                 for i in range(1, times):
                     self._round(segments, i + 1, block)
-        finally:
-            self.out, self.err, self.echo, self.recording, self.redirect = out, err, echo, True, redirect
         result.data.update(wall=time.perf_counter() - t0, ran=times * len(segments), through_shell=why)
 
     def _block(self, block: Block) -> None:
@@ -493,11 +544,9 @@ class Shell:
         failure stops it, unless the next command is an `expect error` naming it (as in a script)."""
         segments = split_commands(block.commands.replace("\n", ";"))
         for i, seg in enumerate(segments):
-            outer, self.expecting = self.expecting, expected_code(segments[i + 1] if i + 1 < len(segments) else None)
-            try:
+            expecting = expected_code(segments[i + 1] if i + 1 < len(segments) else None)
+            with self._nested(expecting=expecting):
                 ok = self.run_segment(seg)
-            finally:
-                expecting, self.expecting = self.expecting, outer
             if not ok and expecting is None:
                 raise ShellError("SCRIPT_FAILED", f"the block stopped at `{seg.text}`", "its error is printed above",
                                  block.col)
@@ -517,14 +566,14 @@ class Shell:
         if path is None:
             return
         try:
-            self.redirect = open(path, "a", encoding="utf-8")
+            self.frame.redirect.file = open(path, "a", encoding="utf-8")
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, output.col) from None
 
     def _end_redirect(self, failure: OSError | None = None) -> None:
         """Close `output FILE`; a write or close that failed (a full disk) is said once, naming the file and the
         reason, and results come to the screen again."""
-        redirect, self.redirect = self.redirect, None
+        redirect, self.frame.redirect.file = self.redirect, None
         if redirect is None:
             return
         try:
@@ -537,11 +586,8 @@ class Shell:
 
     def _run_nested(self, script: RunScript) -> None:
         path, scope = script.path, script.scope
-        echo, self.echo = self.echo, self.echo or self.echo_scripts
-        try:
+        with self._nested(echo=self.echo or self.options.scripts_echo):
             ok = self._run_scoped(path, scope) if scope is not None else self.run_script(path)
-        finally:
-            self.echo = echo
         if ok:
             return
         if self.last_error is not None and self.last_error.code == "RECURSION":
@@ -558,12 +604,11 @@ class Shell:
         mine = self.session
         scope = Session(settings={**mine.settings, **settings}, script_dir=mine.script_dir, root=mine.root,
                         progress=mine.progress, measured=mine.measured)  # what a demo measures: for `compare ref`
-        self.session = scope
         try:
-            self.backend.context_use(None)  # a fresh session starts in the GPU's primary context
-            return self.run_script(path)
+            with self._nested(session=scope):
+                self.backend.context_use(None)  # a fresh session starts in the GPU's primary context
+                return self.run_script(path)
         finally:
-            self.session = mine
             release_session(self.backend, scope)
             with suppress(ShellError):
                 self.backend.context_use(mine.context.handle)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -47,12 +48,17 @@ def make_backend(name: str):
     return CudaBackend()
 
 
+def confined_shell(backend, folder: Path, **options) -> Shell:
+    """A shell as `cudashell grade` makes one: no file outside `folder` is opened, and paths start there."""
+    return Shell(backend, out=io.StringIO(), err=io.StringIO(), root=folder, workdir=folder, **options)
+
+
 class Cush:
     """A shell in JSON mode whose every command's JSON object comes back to the test."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, **options):
         self.out, self.err = io.StringIO(), io.StringIO()
-        self.shell = Shell(backend, "test", out=self.out, err=self.err, json_mode=True)
+        self.shell = Shell(backend, "test", out=self.out, err=self.err, json_mode=True, **options)
         self.backend = backend
 
     def run(self, line: str) -> list[dict]:
@@ -158,13 +164,11 @@ def real_runs(tmp_path_factory) -> RealRuns:
 
     runs, work = RealRuns(), tmp_path_factory.mktemp("real_runs")
 
-    class Collecting(Shell):
-        def _report(self, text, result, error, *args, **kwargs):
-            if error is not None:
-                runs.codes.add(error.code)
-            elif result is not None and len(runs.results.setdefault(result.kind, [])) < 3:
-                runs.results[result.kind].append(result)
-            return super()._report(text, result, error, *args, **kwargs)
+    def collect(result, error):
+        if error is not None:
+            runs.codes.add(error.code)
+        elif result is not None and len(runs.results.setdefault(result.kind, [])) < 3:
+            runs.results[result.kind].append(result)
 
     def watched(spec):
         def handler(session, backend, args):
@@ -182,10 +186,10 @@ def real_runs(tmp_path_factory) -> RealRuns:
         return ask
 
     def shell_on(profile=None):
-        sh = Collecting(SimBackend(dataclasses.replace(Profile.load(profile), storage_budget=fuzzing.STORAGE)),
-                        "real runs", out=io.StringIO(), err=io.StringIO())
-        sh.session.script_dir, sh.dirs = work, [work]
-        return sh
+        # a fuzzed `quit` does not end the shell: the fuzzing goes on
+        return Shell(SimBackend(dataclasses.replace(Profile.load(profile), storage_budget=fuzzing.STORAGE)),
+                     "real runs", out=io.StringIO(), err=io.StringIO(), workdir=work, on_report=collect,
+                     quit_ends_shell=False)
 
     home = os.getcwd()
     registry._PARSED.clear()  # a cached parse would name the unwatched spec
@@ -202,7 +206,6 @@ def real_runs(tmp_path_factory) -> RealRuns:
                 try:
                     for _ in range(400):
                         shell.execute(fuzz.line(shell))
-                        shell.quitting = False
                         shell.out.seek(0), shell.out.truncate(), shell.err.seek(0), shell.err.truncate()
                 finally:
                     shell.close()

@@ -157,9 +157,8 @@ def run(seed: int, lines: int, workdir: Path, tally: Tally | None = None) -> Tal
 
 def run_session(fuzz: Fuzzer, lines: int, workdir: Path, tally: Tally) -> None:
     backend = SimBackend(replace(Profile.load(None), storage_budget=STORAGE))
-    shell = Shell(backend, "fuzz", out=io.StringIO(), err=io.StringIO())
-    shell.session.script_dir = workdir
-    shell.dirs = [workdir]
+    # a fuzzed `quit` does not end the shell: the fuzzing goes on
+    shell = Shell(backend, "fuzz", out=io.StringIO(), err=io.StringIO(), workdir=workdir, quit_ends_shell=False)
     for n in range(lines):
         line = fuzz.line(shell)
         tally.lines += 1
@@ -176,7 +175,6 @@ def run_session(fuzz: Fuzzer, lines: int, workdir: Path, tally: Tally) -> None:
             except BaseException as e:  # nothing may escape the shell
                 tally.crashes.append((line, f"{type(e).__name__}: {e}"))
                 continue
-            shell.quitting = False
             error = shell.last_error
             if error is not None and error.code == "INTERNAL_ERROR":
                 tally.crashes.append((seg.text if seg else line, error.message))

@@ -191,7 +191,14 @@ def test_advice_is_on_at_the_prompt():
     from cudashell.repl import repl
 
     out = io.StringIO()
-    sh = Shell(SimBackend(), "t", out=out, err=out)
+    from cudashell.cli import build_parser, shell_options
+    from cudashell.environment import Environment
+
+    env = Environment(stdin=None, stdout=None, stderr=None)
+    asked = {(argv, interactive): shell_options(build_parser(env).parse_args(argv), interactive, env).advice
+             for argv in ((), ("--json",), ("--no-advice",), ("--advice",)) for interactive in (True, False)}
+    assert [a for a, on in asked.items() if on] == [((), True), (("--advice",), True), (("--advice",), False)]
+    sh = Shell(SimBackend(), "t", out=out, err=out, advice=True)  # as the CLI builds it for the prompt
     with create_pipe_input() as inp:
         inp.send_text("alloc pageable 1MB as h; alloc device 1MB as d; memcpy h d async\n\x04")
         repl(sh, "banner", {"color": "never", "pager": "off"}, input=inp, output=DummyOutput())
@@ -199,7 +206,7 @@ def test_advice_is_on_at_the_prompt():
     sh2 = Shell(SimBackend(), "t", out=io.StringIO(), err=io.StringIO())
     with create_pipe_input() as inp:
         inp.send_text("quit\n")
-        repl(sh2, "banner", {"color": "never"}, input=inp, output=DummyOutput(), advice=False)
+        repl(sh2, "banner", {"color": "never"}, input=inp, output=DummyOutput())
     assert sh2.session.settings["advice"] == "off"
 
 

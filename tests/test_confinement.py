@@ -14,7 +14,7 @@ import pytest
 from cudashell.backends.sim import SimBackend
 from cudashell.environment import ExitStatus
 from cudashell.shell import Shell
-from tests.conftest import make_backend
+from tests.conftest import confined_shell, make_backend
 from tests.test_grade import grade
 
 SECRET = "SECRET_TOKEN_42"
@@ -48,12 +48,6 @@ def submission(tmp_path):
     os.chdir(sub)
     yield sub
     os.chdir(cwd)
-
-
-def confined_shell(backend, sub: Path) -> Shell:
-    shell = Shell(backend, out=io.StringIO(), err=io.StringIO())
-    shell.root, shell.dirs, shell.session.script_dir = sub, [sub], sub
-    return shell
 
 
 def _refused(backend, sub: Path, runs: bool = True, fine: str = "fine.cu") -> None:

@@ -20,24 +20,13 @@ from tests.conftest import gpu_missing
 DRIVER = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
 
 
-class Collecting(Shell):
-    """A shell that keeps the code of every error it reports, nested ones (a script's, a block's) included."""
-
-    def __init__(self, backend, **kw):
-        super().__init__(backend, "codes", out=io.StringIO(), err=io.StringIO(), **kw)
-        self.codes: list[str] = []
-
-    def _report(self, text, result, error, *args, **kwargs):
-        if error is not None:
-            self.codes.append(error.code)
-        return super()._report(text, result, error, *args, **kwargs)
-
-
-def shell_on(profile: str | None = None, tmp_path=None) -> Collecting:
-    sh = Collecting(SimBackend(Profile.load(profile)))
-    if tmp_path is not None:
-        sh.session.script_dir, sh.dirs = tmp_path, [tmp_path]
-    return sh
+def shell_on(profile: str | None = None, tmp_path=None, confined: bool = False) -> tuple[Shell, list[str]]:
+    """A shell, and the code of every error it reports, nested ones (a script's, a block's) included; `confined`:
+    as `cudashell grade` confines a submission to its folder."""
+    codes: list[str] = []
+    sh = Shell(SimBackend(Profile.load(profile)), "codes", out=io.StringIO(), err=io.StringIO(), workdir=tmp_path,
+               root=tmp_path if confined else None, on_report=lambda result, error: error and codes.append(error.code))
+    return sh, codes
 
 
 def undocumented(codes) -> set[str]:
@@ -124,8 +113,6 @@ def _rigged(code: str, shell: Shell, monkeypatch) -> None:
     elif code == "NOT_INSTALLED":
         monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)
         monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
-    elif code == "OUTSIDE_SUBMISSION":  # as `cudashell grade` confines a submission to its folder
-        shell.root = shell.dirs[-1]
     elif code == "RUNAWAY_KERNEL":
         from cudashell.simt import interp
 
@@ -140,7 +127,7 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
     (tmp_path / "latin1.cush").write_bytes("echo café\n".encode("latin-1"))
     monkeypatch.chdir(tmp_path)
     profile, lines = TRIGGERS[code]
-    shell = shell_on(profile, tmp_path)
+    shell, codes = shell_on(profile, tmp_path, confined=code == "OUTSIDE_SUBMISSION")
     try:
         *before, last = lines
         for line in before:
@@ -149,7 +136,7 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
         assert shell.execute(last) is False
         monkeypatch.undo()
         assert shell.last_error.code == code, shell.err.getvalue()
-        assert code in shell.codes and undocumented(shell.codes) == set()
+        assert code in codes and undocumented(codes) == set()
     finally:
         shell.close()
 

@@ -17,7 +17,7 @@ from cudashell.shell import Shell
 from cudashell.backends.profile import BUILTIN
 from cudashell.backends.sim import SimBackend
 from cudashell.grade import DEFAULT_TIME_LIMIT
-from tests.conftest import gpu_missing
+from tests.conftest import confined_shell, gpu_missing
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "grading"
 CHECKS = str(EXAMPLE / "checks.cush")
@@ -190,8 +190,7 @@ def test_the_shell_refuses_files_outside_its_root_and_opens_those_inside(tmp_pat
     (tmp_path / "out.cush").write_text("alloc pinned 4KB\n")
     os.chdir(sub)
     try:
-        shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
-        shell.root, shell.dirs, shell.session.script_dir = sub, [sub], sub
+        shell = confined_shell(SimBackend(), sub)
         for line in ("run ../out.cush", "run link.cush", "kernel load /etc/passwd", "save ../saved.cush",
                      "output ../o.txt", "export c /tmp/x.cu", "kernel define t <<< #include \"../../h.h\"\n"
                      "__global__ void t(int *a) { } >>>"):

@@ -14,6 +14,7 @@ from cudashell import lessons as L
 from cudashell.backends.sim import SimBackend
 from cudashell.commands.lessons import HINT_EVERY, first_hint
 from cudashell.shell import Shell
+from tests.conftest import Cush, make_backend
 
 LESSONS = list(L.shipped())
 
@@ -28,6 +29,22 @@ def state_home(tmp_path, monkeypatch):
 def said(objs: list[dict]) -> list[dict]:
     """The lesson's own words among a line's JSON objects."""
     return [o["result"] for o in objs if o["kind"] == "lesson_step"]
+
+
+@pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def keeping(request, state_home):
+    """A session that keeps lesson progress in the state directory, on each backend."""
+    c = Cush(make_backend(request.param), state_dir=state_home)
+    yield c
+    c.shell.close()
+
+
+@pytest.fixture
+def sim_keeping(state_home):
+    """A simulator session that keeps lesson progress in the state directory."""
+    c = Cush(SimBackend(), state_dir=state_home)
+    yield c
+    c.shell.close()
 
 
 def type_answer(cush, step: L.Step) -> list[dict]:
@@ -51,9 +68,9 @@ def test_there_is_a_lesson_for_each_article_in_english_and_chinese_each_under_15
 
 
 @pytest.mark.parametrize("name", LESSONS)
-def test_a_scripted_student_completes_the_lesson(cush, name, state_home):
+def test_a_scripted_student_completes_the_lesson(keeping, name):
     """Typed by hand, the answers meet every goal in turn: ✓ for each step, no hint, no answer shown, and done."""
-    cush.shell.session.state_dir = state_home
+    cush = keeping
     lesson = L.load(L.shipped()[name])
     start = said(cush.run(f"lesson {name}"))
     assert start[0]["event"] == "start" and start[0]["step"] == 1 and start[0]["steps"] == len(lesson.steps)
@@ -141,8 +158,8 @@ def test_overlap_needs_two_streams_running_at_once(sim):
 
 
 # ------------------------------------------------------------------ the commands around a lesson
-def test_hint_answer_skip_and_quit(sim, state_home):
-    sim.shell.session.state_dir = state_home
+def test_hint_answer_skip_and_quit(sim_keeping, state_home):
+    sim = sim_keeping
     sim.run("lesson zero-copy")
     step = L.load(L.shipped()["zero-copy"]).steps[0]
     assert sim.ok("lesson hint")["hint"] == step.hints["en"][0]
@@ -174,8 +191,7 @@ def test_a_skip_whose_answer_fails_on_an_expected_error_still_passes(sim):
 def test_progress_is_kept_and_lesson_resumes_rebuilding_the_session(state_home):
     def shell():
         out = io.StringIO()
-        sh = Shell(SimBackend(), "test", out=out, err=out, json_mode=True)
-        sh.session.state_dir = state_home
+        sh = Shell(SimBackend(), "test", out=out, err=out, json_mode=True, state_dir=state_home)
         return sh, out
 
     first, _ = shell()
@@ -336,9 +352,8 @@ def no_errors(objs: list[dict]) -> bool:
 
 
 @pytest.mark.parametrize("kept", [True, False], ids=["state-dir", "no-state-dir"])
-def test_quit_then_lesson_resumes_the_run_as_it_is_without_replaying(sim, state_home, kept):
-    if kept:
-        sim.shell.session.state_dir = state_home
+def test_quit_then_lesson_resumes_the_run_as_it_is_without_replaying(sim, sim_keeping, kept):
+    sim = sim_keeping if kept else sim
     sim.run("lesson zero-copy")
     for _ in range(5):
         sim.run("lesson skip")
@@ -363,8 +378,8 @@ def test_lang_on_the_running_lesson_only_changes_its_language(sim):
     assert sim.shell.session.lesson.lang == "en"
 
 
-def test_going_back_to_a_lesson_left_for_another_resumes_it_as_it_is(sim, state_home):
-    sim.shell.session.state_dir = state_home
+def test_going_back_to_a_lesson_left_for_another_resumes_it_as_it_is(sim_keeping, state_home):
+    sim = sim_keeping
     sim.run("lesson zero-copy; lesson skip; lesson skip")
     objs = sim.run("lesson pinned")
     assert no_errors(objs) and said(objs)[-1]["event"] == "start"
@@ -378,13 +393,11 @@ def test_going_back_to_a_lesson_left_for_another_resumes_it_as_it_is(sim, state_
 
 
 def test_a_new_shell_resuming_into_a_taken_name_is_refused_before_anything_runs(state_home):
-    first = Shell(SimBackend(), "test", out=io.StringIO(), err=io.StringIO(), json_mode=True)
-    first.session.state_dir = state_home
+    first = Shell(SimBackend(), "test", out=io.StringIO(), err=io.StringIO(), json_mode=True, state_dir=state_home)
     first.execute("lesson zero-copy; lesson skip; lesson skip")
     first.close()
     out = io.StringIO()
-    again = Shell(SimBackend(), "test", out=out, err=out, json_mode=True)
-    again.session.state_dir = state_home
+    again = Shell(SimBackend(), "test", out=out, err=out, json_mode=True, state_dir=state_home)
     again.execute("alloc pageable 1MB as z; lesson")
     err = json.loads(out.getvalue().splitlines()[-1])["error"]
     assert err["code"] == "NAME_TAKEN" and err["col"] == 26  # at `lesson`: no word after it to point at
@@ -407,13 +420,11 @@ def test_restart_alone_restarts_the_running_lesson(sim):
 
 
 def test_a_replay_that_fails_points_at_the_command_not_past_the_line(state_home):
-    first = Shell(SimBackend(), "test", out=io.StringIO(), err=io.StringIO(), json_mode=True)
-    first.session.state_dir = state_home
+    first = Shell(SimBackend(), "test", out=io.StringIO(), err=io.StringIO(), json_mode=True, state_dir=state_home)
     first.execute("lesson pinned; lesson skip; lesson skip")
     first.close()
     out = io.StringIO()
-    again = Shell(SimBackend(), "test", out=out, err=out, json_mode=True)
-    again.session.state_dir = state_home
+    again = Shell(SimBackend(), "test", out=out, err=out, json_mode=True, state_dir=state_home)
     again.execute("set pinlimit 1MB; lesson")  # the pinned allocation is refused
     err = [json.loads(x) for x in out.getvalue().splitlines()][-2]["error"]
     assert err["code"] == "SCRIPT_FAILED" and err["col"] == 19  # at `lesson`, not past the end of the line
@@ -454,8 +465,8 @@ def test_hints_in_chinese_may_be_left_out_and_english_is_shown(sim, tmp_path):
     assert "`hints.zh`, when given, has as many; left out, the English hints are shown" in text
 
 
-def test_a_teachers_lesson_named_like_a_shipped_one_keeps_its_own_progress(sim, tmp_path, state_home):
-    sim.shell.session.state_dir = state_home
+def test_a_teachers_lesson_named_like_a_shipped_one_keeps_its_own_progress(sim_keeping, tmp_path, state_home):
+    sim = sim_keeping
     (tmp_path / "pinned.toml").write_text(GOOD)
     sim.run(f"lesson {tmp_path / 'pinned.toml'}; lesson quit")
     saved = json.loads((state_home / "lessons.json").read_text())

@@ -178,13 +178,8 @@ def test_bench_alloc_gives_a_flat_series_at_least_a_decade_of_axis(plt):
     from cudashell.shell import Shell
 
     results = []
-
-    class Keeping(Shell):
-        def _report(self, text, result, error, *args, **kwargs):
-            results.append(result)
-            return super()._report(text, result, error, *args, **kwargs)
-
-    shell = Keeping(SimBackend(), out=_io.StringIO(), err=_io.StringIO())
+    shell = Shell(SimBackend(), out=_io.StringIO(), err=_io.StringIO(),
+                  on_report=lambda result, error: results.append(result))
     try:
         shell.execute("bench alloc pinned sizes 4KB,1MB,64MB")
     finally:

@@ -18,7 +18,8 @@ from .checks import POINTS
          details="In a checks file each section runs on a fresh session in a process of its own, so a submission "
                  "that crashes, loops or is refused in one section costs that section only. `points N`: the "
                  "section is worth N in all; its expect lines without `points` of their own share what their "
-                 "own points leave. Elsewhere it prints its title.", exported=False, saved=False)
+                 "own points leave. Elsewhere it prints its title.", exported=False, saved=False,
+         grading="section")
 def section(session, backend, args):
     return Section({"title": args.get("TITLE"), "points": args.get("POINTS")})
 
