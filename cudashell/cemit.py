@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import ShellError
-from .grammar import parse_part, split_commands
+from .argkinds import parse_part
+from .grammar import split_commands
 from .kernels import BUILTIN_SOURCE, BUILTINS, parse_kernels, with_includes
 from .launchdims import c_dims, default_grid, dim3, is_1d
 from .registry import parse_segment
@@ -318,11 +319,7 @@ class Writer:
     def _unknown_buffers(self, cmd) -> str | None:
         """A buffer the program never declared: made inside a `repeat` that failed, or never named."""
         for arg in cmd.spec.args + tuple(o.arg for o in cmd.spec.opts):
-            if arg.kind not in ("buffer", "part") or arg.name not in cmd.args.values:
-                continue
-            value = cmd.args.values[arg.name]
-            for v in value if isinstance(value, list) else [value]:
-                name = v.name if arg.kind == "part" else v
+            for name in arg.buffers(cmd.args.values[arg.name]) if arg.name in cmd.args.values else []:
                 if name != "all" and name not in self.buffers:
                     return name
         return None

@@ -136,7 +136,7 @@ def set_(session, backend, args):
 
 
 @command("output", "session", "send the results that follow to a file (appended), or `output off`",
-         "output results.txt", "(none)", args=(Arg("FILE", "file"),),
+         "output results.txt", "(none)", args=(Arg("FILE", "file-or-off"),),
          details="Like pgcli's \\o: every result after it is appended to FILE in the current format (`set format "
                  "table|json|csv`); errors still show on the screen. `output off` writes to the screen again.", exported=False)
 def output(session, backend, args):
@@ -209,7 +209,7 @@ def expect_faster(session, backend, args):
 
 @command("repeat", "scripts", "run commands N times, quietly; GPU-only blocks run at the driver's pace",
          "repeat 1000 <<< memcpy h2d p0 d0 4 >>>", "(a loop in the host program)",
-         args=(Arg("TIMES", "count"), Arg("COMMANDS", "source")), flags=(Flag("shell"),),
+         args=(Arg("TIMES", "count"), Arg("COMMANDS", "commands")), flags=(Flag("shell"),),
          details="The commands go between <<< and >>>; their output is not printed, a failure stops the loop and "
                  "is reported. Round 1 runs through the shell, checked as typed. When the block is only GPU work "
                  "(memcpy, memset, launch, prefetch, event record, wait, sync), the other rounds run on the GPU "
@@ -228,7 +228,7 @@ def repeat(session, backend, args):
 
 @command("if gpus", "scripts", "run commands only where the machine has at least N GPUs (a demo's two-GPU part)",
          "if gpus 2 <<< device use 1; alloc device 64MB as d1 >>>", "(a branch in the host program on cudaGetDeviceCount)",
-         args=(Arg("N", "count"), Arg("COMMANDS", "source")),
+         args=(Arg("N", "count"), Arg("COMMANDS", "commands")),
          details="The commands between <<< and >>> run as typed ones do, shown one by one, when `devices` lists N "
                  "GPUs or more (on the simulator: the profile's, two with `--sim-profile two-h200`); otherwise the "
                  "block is skipped and says so. The first command that fails stops the block and the script.")
