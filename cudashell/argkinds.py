@@ -13,7 +13,7 @@ from typing import Callable
 
 from .errors import ShellError, usage
 from .launchdims import C_UINT_MAX
-from .settings import SETTINGS
+from .settings import SETTABLE
 from .shipped import demos
 from .sizes import parse_count, parse_size, size_word
 
@@ -263,7 +263,7 @@ _KINDS = [
     ArgKind("lesson", path=lambda value: value.endswith(".toml") or "/" in value),  # else a shipped lesson's name
     ArgKind("command", offer=lambda arg, at: [(w, "command") for w in at.commands()]),
     ArgKind("demo", offer=lambda arg, at: list(demos().items())),
-    ArgKind("key", offer=lambda arg, at: [(k, "setting") for k in SETTINGS]),
+    ArgKind("key", offer=lambda arg, at: [(k, "setting") for k in SETTABLE]),
 ]
 KINDS: dict[str, ArgKind] = {kind.name: kind for kind in _KINDS}
 WORD = KINDS["word"]

@@ -9,7 +9,7 @@ from ..errors import ShellError, usage
 from ..grammar import Arg, Flag, Opt, split_commands
 from ..registry import GROUPS, command, lookup, parse_segment, specs
 from ..results import Block, Edit, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
-from ..settings import SETTINGS
+from ..settings import SETTABLE
 from ..shipped import DEMO_DIR, demos
 from .checks import GRADED, POINTS, check_writable, write_file
 from ..render import fmt_seconds
@@ -94,11 +94,11 @@ def save(session, backend, args):
 
 def _setting_values(session, words: list[str], index: int) -> list[tuple[str, str]]:
     """`set KEY `: the values that setting takes."""
-    setting = SETTINGS.get(words[1].lower()) if len(words) > 1 else None
+    setting = SETTABLE.get(words[1].lower()) if len(words) > 1 else None
     return [(w, "value") for w in setting.words()] if setting else []
 
 
-@command("set", "session", f"show or change a setting ({', '.join(SETTINGS)})",
+@command("set", "session", f"show or change a setting ({', '.join(SETTABLE)})",
          "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True, complete=_setting_values)),
@@ -113,23 +113,18 @@ def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
         # what `set KEY` takes; the width the prompt keeps and a demo's language are the shell's own
-        return Settings({"settings": {k: v for k, v in session.settings.items() if k in SETTINGS}})
+        return Settings({"settings": {k: v for k, v in session.settings.items() if k in SETTABLE}})
     key = key.lower()
-    if key not in SETTINGS:
-        close = difflib.get_close_matches(key, list(SETTINGS), n=1)
+    if key not in SETTABLE:
+        close = difflib.get_close_matches(key, list(SETTABLE), n=1)
         raise usage(f"no setting '{key}'", args.col("KEY"),
-                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTINGS))
+                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTABLE))
     if value is None:
         return Settings({"settings": {key: session.settings[key]}})
-    setting = SETTINGS[key]
-    what, cast = setting.accepts, setting.cast
-    try:
-        good = setting.ok(value)
-    except (ValueError, ShellError):
-        good = False
-    if not good:
-        raise usage(f"{key} must be {what}, got '{value}'", args.col("VALUE"))
-    session.settings[key] = cast(value)
+    setting = SETTABLE[key]
+    if not setting.check(value):
+        raise usage(f"{key} must be {setting.accepts}, got '{value}'", args.col("VALUE"))
+    session.settings[key] = setting.cast(value)
     if key == "gpu-timeout":
         backend.gpu_timeout = None if value == "off" else session.settings[key]
     return Settings({"settings": {key: session.settings[key]}})
