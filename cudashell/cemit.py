@@ -313,11 +313,7 @@ class Writer:
     def _unknown_buffers(self, cmd) -> str | None:
         """A buffer the program never declared: made inside a `repeat` that failed, or never named."""
         for arg in cmd.spec.args + tuple(o.arg for o in cmd.spec.opts):
-            if arg.kind not in ("buffer", "part") or arg.name not in cmd.args.values:
-                continue
-            value = cmd.args.values[arg.name]
-            for v in value if isinstance(value, list) else [value]:
-                name = v.name if arg.kind == "part" else v
+            for name in arg.buffers(cmd.args.values[arg.name]) if arg.name in cmd.args.values else []:
                 if name != "all" and name not in self.buffers:
                     return name
         return None

@@ -18,6 +18,7 @@ from .environment import Environment, ExitStatus
 from .errors import ShellError
 from .frame import ShellOptions
 from .shell import Shell
+from .settings import SETTABLE
 
 
 class ParserExit(Exception):
@@ -228,10 +229,11 @@ def _say_lost(text: str, stderr) -> None:
 
 def apply_settings(shell: Shell, settings: dict) -> None:
     """The config file's defaults for the session; a bad value there is ignored with a warning."""
-    for key, setting in (("tablefmt", "tablefmt"), ("time", "time"), ("explain", "explain"), ("limit", "pinlimit")):
-        if settings[key] == DEFAULTS[key]:
+    for name, setting in SETTABLE.items():  # those the file may set too (settings.SETTINGS says which)
+        key = setting.config[1] if setting.config else None
+        if key is None or settings[key] == DEFAULTS[key]:
             continue
-        if not shell.execute_quietly(f"set {setting} {settings[key]}"):
+        if not shell.execute_quietly(f"set {name} {settings[key]}"):
             shell.write(f"config: ignoring {key} = {settings[key]}", err=True)
 
 

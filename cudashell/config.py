@@ -6,11 +6,7 @@ import codecs
 import configparser
 import difflib
 import re
-import shlex
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .environment import Environment, xdg_config_dir, xdg_state_dir
 from .errors import ShellError
@@ -41,56 +37,14 @@ TEMPLATE = """\
 [pinning]
 # how much host memory may be page-locked in all: auto (half of RAM, never past a finite
 # RLIMIT_MEMLOCK) or a size such as 64GiB
-# limit = auto
+# pinlimit = auto
 """
-THEMES = ("default", "mono")  # the REPL's styles (repl.STYLES; a test keeps the two the same)
+KEYS = {s.config[1]: s for s in SETTINGS.values() if s.config}  # the file's keys (settings.SETTINGS says which)
+OLD_KEYS = {old: s.config[1] for s in KEYS.values() for old in s.old_keys}  # a key's former name: still read
+DEFAULTS = {name: str(s.default) for name, s in KEYS.items()}
+SECTIONS = {section: [name for name, s in KEYS.items() if s.config[0] == section]
+            for section in dict.fromkeys(s.config[0] for s in KEYS.values())}
 
-
-def _pager(value: str) -> bool:
-    """off, or a command line whose program is on the PATH (one that is not is never run: output is not paged)."""
-    try:
-        words = shlex.split(value)
-    except ValueError:  # an open quote
-        return False
-    return value == "off" or bool(words) and shutil.which(words[0]) is not None
-
-
-@dataclass(frozen=True)
-class Key:
-    """One setting of the file: its section, its default, what it accepts (in words, for the warning) and the
-    check of a value."""
-
-    section: str
-    default: str
-    accepts: str
-    ok: Callable[[str], bool]
-
-    def check(self, value: str) -> bool:
-        try:
-            return bool(self.ok(value))
-        except (ValueError, ShellError):  # a number or a size that does not parse
-            return False
-
-
-def _words(*words: str) -> Callable[[str], bool]:
-    return lambda value: value in words
-
-
-KEYS = {
-    "backend": Key("shell", "auto", "auto, cuda or sim", _words("auto", "cuda", "sim")),
-    "tablefmt": Key("shell", "simple", SETTINGS["tablefmt"].accepts, SETTINGS["tablefmt"].ok),
-    "history_size": Key("shell", "10000", "a whole number ≥ 0", lambda v: re.fullmatch(r"[0-9]+", v) is not None),
-    "explain": Key("shell", "off", SETTINGS["explain"].accepts, SETTINGS["explain"].ok),
-    "time": Key("shell", "off", SETTINGS["time"].accepts, SETTINGS["time"].ok),
-    "color": Key("shell", "auto", "auto, always or never", _words("auto", "always", "never")),
-    "theme": Key("shell", "default", " or ".join(THEMES), _words(*THEMES)),
-    "editing_mode": Key("shell", "emacs", "emacs or vi", _words("emacs", "vi")),
-    "pager": Key("shell", "less -SRXF", "off or a command on your PATH, such as less -SRXF", _pager),
-    "limit": Key("pinning", "auto", SETTINGS["pinlimit"].accepts, SETTINGS["pinlimit"].ok),
-}
-DEFAULTS = {name: key.default for name, key in KEYS.items()}
-SECTIONS = {section: [name for name, key in KEYS.items() if key.section == section]
-            for section in dict.fromkeys(key.section for key in KEYS.values())}
 
 def config_dir() -> Path:
     return xdg_config_dir()
@@ -163,27 +117,28 @@ def read(raw: bytes, only=None) -> tuple[Config, list[tuple[int, ShellError]]]:
         problems += [(n - 1, _not_a_setting(lines[n - 2])) for n, _ in e.errors]
     settings, first = Config(DEFAULTS), {}
     places = _places(lines, parser)
-    last = {(section, name): n for section, name, n, _ in places}
-    for section, name, n, col in places:
-        problem = _misplaced(section, name, col)
+    last = {(section, OLD_KEYS.get(name, name)): n for section, name, n, _ in places}
+    for section, written, n, col in places:  # `written`: the key as the file spells it (maybe a former name)
+        problem = _misplaced(section, written, col)
         if problem is not None:
             problems.append((n, problem))
             continue
-        if name is None or section not in SECTIONS:  # a header, or a setting under an unknown one (named)
+        if written is None or section not in SECTIONS:  # a header, or a setting under an unknown one (named)
             continue
+        name = OLD_KEYS.get(written, written)
         if (section, name) in first:
             problems.append((n, ShellError("BAD_CONFIG", f"'{name}' is given twice in [{section}] (first on line "
                                            f"{first[section, name]}); the last one is used", None, 1)))
         first.setdefault((section, name), n)
         if last[section, name] != n or (only is not None and name not in only):
             continue
-        value, key = parser.get(section, name), KEYS[name]
+        value, key = parser.get(section, written), KEYS[name]
         if key.check(value):
             settings[name], settings.where[name] = value, (n, col)
         else:
             hint = "a comment goes on a line of its own" if re.search(r"\s[#;]", value) else None
-            problems.append((n, ShellError("BAD_CONFIG", f"{name} = {value}: it must be {key.accepts}; using the "
-                                           f"default, {key.default}", hint, col)))
+            problems.append((n, ShellError("BAD_CONFIG", f"{written} = {value}: it must be {key.accepts}; using the "
+                                           f"default, {DEFAULTS[name]}", hint, col)))
     undecoded = {n for n, _ in encoding}  # a line with bytes that are not text is said once, as such
     return settings, sorted(encoding + [p for p in problems if p[0] not in undecoded], key=lambda p: p[0])
 
@@ -217,18 +172,18 @@ def _misplaced(section: str, name: str | None, col: int) -> ShellError | None:
                           f"did you mean [{close[0]}]?" if close else f"the sections are {_sections()}", col)
     if section not in SECTIONS and section != _TOP:
         return None
-    key = KEYS.get(name)
+    key = KEYS.get(OLD_KEYS.get(name, name))
     if section == _TOP:
         return ShellError("BAD_CONFIG", f"'{name}' is outside any section; ignored",
-                          f"put it under [{key.section}]" if key else f"settings go under {_sections()}", 1)
+                          f"put it under [{key.config[0]}]" if key else f"settings go under {_sections()}", 1)
     if key is None:
         close = difflib.get_close_matches(name, SECTIONS[section], n=1)
         return ShellError("BAD_CONFIG", f"unknown key '{name}' in [{section}]; ignored",
                           f"did you mean {close[0]}?" if close else f"[{section}] takes {', '.join(SECTIONS[section])}",
                           1)
-    if key.section != section:
-        return ShellError("BAD_CONFIG", f"'{name}' belongs in [{key.section}], not [{section}]; ignored",
-                          f"move it under [{key.section}]", 1)
+    if key.config[0] != section:
+        return ShellError("BAD_CONFIG", f"'{name}' belongs in [{key.config[0]}], not [{section}]; ignored",
+                          f"move it under [{key.config[0]}]", 1)
     return None
 
 

@@ -9,9 +9,8 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .errors import ShellError, usage
-from .launchdims import C_UINT_MAX
-from .sizes import parse_count, parse_size
+from .argkinds import WORD, ArgKind, kind_named
+from .errors import usage
 
 # ---------------------------------------------------------------- tokens
 
@@ -89,99 +88,17 @@ def split_commands(line: str) -> tuple[Segment, ...]:
     return tuple(segments)
 
 
-# ---------------------------------------------------------------- numbers
-
-
-def parse_int(text: str, col: int | None = None) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise usage(f"expected an integer, got '{text}'", col) from None
-
-
-# ---------------------------------------------------------------- launch shapes
-
-DIM3_HINT = "a launch shape is X, X,Y or X,Y,Z without spaces: grid 64,64 block 16,16"
-
-
-def parse_dim3(text: str, col: int | None = None) -> tuple[int, int, int]:
-    """`256`, `16,16`, `8,8,4` → (x, y, z), missing dimensions 1 (C's dim3). Each number is a count
-    (`2^20`, `1K`) within C's unsigned int; an error points at the bad number's column. Whether the device
-    takes the shape is the driver's to say (`launchdims.check_launch`)."""
-    parts = text.split(",")
-    dims, at = [], col or 1
-    for k, part in enumerate(parts):
-        if k == 3:
-            raise usage(f"'{text}' has {len(parts)} dimensions; a dim3 has at most 3 (x,y,z)", at, DIM3_HINT)
-        if not part:
-            raise usage(f"'{text}' lacks its {'xyz'[k]} dimension", at, DIM3_HINT)
-        try:
-            value = parse_count(part, at)
-        except ShellError:
-            where = f" in '{text}'" if len(parts) > 1 else ""
-            raise usage(f"bad {'xyz'[k]} dimension '{part}'{where}", at, DIM3_HINT) from None
-        if value > C_UINT_MAX:
-            raise usage(f"{part} is outside an unsigned int (0..2^32-1)", at, DIM3_HINT)
-        dims.append(value)
-        at += len(part) + 1
-    return tuple(dims + [1, 1])[:3]  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------- parts of buffers
-
-_PART = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<start>[^\]:]*):(?P<plus>\+?)(?P<stop>[^\]]*)\]$")
-PART_HINT = "a part of a buffer looks like p0[32MB:], p0[1MB:+64KB] (start and length) or p0[0:4KB] (start and end)"
-
-
-@dataclass(frozen=True)
-class Part:
-    """`p0`, `p0[32MB:]`, `p0[1MB:+64KB]`, `p0[:4KB]`, `p0[1MB:2MB]`: a buffer's name and a byte range of it, as
-    C's `p0 + start` with a length. Open ends are None; whether the range fits the buffer is the session's to say."""
-
-    name: str
-    start: int = 0
-    stop: int | None = None  # exclusive end, as in a Python slice
-    length: int | None = None  # the `+N` form
-    col: int | None = None  # where the range starts in the line, for errors about it
-
-    @property
-    def whole(self) -> bool:
-        return self.start == 0 and self.stop is None and self.length is None
-
-
-def parse_part(text: str, col: int | None = None) -> Part:
-    """A buffer name with an optional `[start:end]` / `[start:+length]` byte range (sizes as everywhere)."""
-    if "[" not in text and "]" not in text:
-        return Part(text, col=col)
-    m = _PART.match(text)
-    if m is None:
-        raise usage(f"bad range '{text}'", col, PART_HINT)
-    at = (col or 1) + len(m.group("name")) + 1
-    start = parse_size(m.group("start"), at) if m.group("start") else 0
-    end_at = at + len(m.group("start")) + 1 + len(m.group("plus"))
-    stop_text = m.group("stop")
-    if m.group("plus") and not stop_text:
-        raise usage(f"'+' needs a length in '{text}'", end_at, PART_HINT)
-    stop = parse_size(stop_text, end_at) if stop_text else None
-    if m.group("plus"):
-        return Part(m.group("name"), start, None, stop, at)
-    if stop is not None and stop < start:
-        raise usage(f"the range in '{text}' ends ({stop}) before it starts ({start})", end_at,
-                    f"write p0[{start}:+LENGTH] for a length")
-    return Part(m.group("name"), start, stop, None, at)
-
-
 # ---------------------------------------------------------------- syntax
 
 
 @dataclass(frozen=True)
 class Arg:
-    """A positional argument. `kind` drives conversion and completion: buffer, part (a buffer or a byte range
-    of one: `p0[1MB:+64KB]`), stream, size, count, points (≥ 0, decimals too), dim3 (a launch shape: `16,16`),
-    int, dtype, value, word, file, command, code, key, text, rest (the raw remainder of the command)."""
+    """A positional argument. Its `kind` (an ArgKind, or the name of one in argkinds.KINDS) converts its words,
+    says what completion offers and whether grading confines it: buffer, part (a buffer or a byte range of one:
+    `p0[1MB:+64KB]`), stream, size, count, dim3 (a launch shape: `16,16`), file, rest (the raw remainder), …"""
 
     name: str
-    kind: str = "word"
+    kind: ArgKind = WORD
     choices: tuple[str, ...] = ()
     optional: bool = False
     many: bool = False
@@ -191,15 +108,19 @@ class Arg:
     complete: Callable | None = field(default=None, compare=False)
     also: tuple[tuple[str, str], ...] = ()  # words offered besides the kind's values (`free all`)
 
+    def __post_init__(self):
+        if isinstance(self.kind, str):  # a name: resolved now, so a misspelt one fails where the command is declared
+            object.__setattr__(self, "kind", kind_named(self.kind))
+
     def buffers(self, value) -> list[str]:
         """The buffer names a value of this argument holds (a part's name; each of a repeated argument)."""
-        if self.kind not in ("buffer", "part"):
+        if self.kind.buffer is None:
             return []
-        return [v.name if isinstance(v, Part) else v for v in (value if isinstance(value, list) else [value])]
+        return [self.kind.buffer(v) for v in (value if isinstance(value, list) else [value])]
 
     def label(self) -> str:
-        """The argument as help writes it: its name, or a shape's `X[,Y[,Z]]`."""
-        return "X[,Y[,Z]]" if self.kind == "dim3" else self.name
+        """The argument as help writes it: its name, or its kind's label (a shape's `X[,Y[,Z]]`)."""
+        return self.kind.label or self.name
 
     def usage(self) -> str:
         core = "|".join(self.choices) if self.choices else self.label()
@@ -259,24 +180,9 @@ class Parsed:
         return self.cols.get(name, self.end_col)
 
 
-DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
-          "float16", "float32", "float64")
-VALUE_WORDS = ("iota", "random")
-
-
-def parse_points(text: str, col: int | None) -> int | float:
-    """`points N` (a check's worth in `cudashell grade`): a number ≥ 0, whole or not."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value < float("inf"):
-        raise usage(f"bad points '{text}'", col, "points are a number ≥ 0, such as 10 or 2.5")
-    return int(value) if value.is_integer() else value
-
-
 def convert(arg: Arg, tok: Token):
-    """Turn a token into the value its argument kind names; raise USAGE with the token's column."""
+    """Turn a token into its argument's value: one of its choices, else what its kind makes of it; raise USAGE with
+    the token's column."""
     text, col = tok.text, tok.col
     if arg.choices:
         low = text.lower()
@@ -285,32 +191,7 @@ def convert(arg: Arg, tok: Token):
             raise usage(f"expected {' or '.join(arg.choices)}, got '{text}'", col,
                         f"did you mean `{close[0]}`?" if close else None)
         return low
-    if arg.kind == "size":
-        return parse_size(text, col)
-    if arg.kind == "count":
-        return parse_count(text, col)
-    if arg.kind == "points":
-        return parse_points(text, col)
-    if arg.kind == "dim3":
-        return parse_dim3(text, col)
-    if arg.kind == "int":
-        return parse_int(text, col)
-    if arg.kind == "part":
-        return parse_part(text, col)
-    if arg.kind == "dtype":
-        low = text.lower()
-        if low not in DTYPES:
-            raise usage(f"unknown dtype '{text}'", col, "dtypes: " + ", ".join(DTYPES))
-        return low
-    if arg.kind == "value":
-        low = text.lower()
-        if low in VALUE_WORDS:
-            return low
-        try:
-            return float(text) if any(c in text.lower() for c in ".en") else int(text, 0)
-        except ValueError:
-            raise usage(f"expected a number, iota or random, got '{text}'", col) from None
-    return text
+    return arg.kind.convert(text, col)
 
 
 @dataclass(frozen=True)
@@ -350,7 +231,7 @@ def walk(words: list[str], quoted: list[bool], args: tuple[Arg, ...], opts: tupl
             yield Step("extra", None, i)
             return
         arg = args[pi]
-        if arg.kind == "rest":
+        if arg.kind.rest:
             yield Step("rest", arg, i)
             return
         yield Step("arg", arg, i, count)
@@ -376,7 +257,7 @@ def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, 
         if step.what == "opt":
             opt = step.item
             if step.index + 1 >= len(tokens):
-                wanted = opt.arg.label() if opt.arg.kind == "dim3" else f"a {opt.arg.name}"
+                wanted = opt.arg.kind.label or f"a {opt.arg.name}"
                 raise usage(f"'{opt.keyword}' needs {wanted}", tok.end + 2)
             if opt.arg.name in p.values:
                 raise usage(f"'{opt.keyword}' given twice", tok.col)

@@ -29,7 +29,8 @@ from prompt_toolkit.validation import ValidationError, Validator
 from . import render
 from .environment import Environment, ExitStatus
 from .errors import ShellError
-from .grammar import parse_dim3, split_commands, tokenize
+from .argkinds import parse_dim3
+from .grammar import split_commands, tokenize
 from .sizes import format_size, parse_size
 from .registry import REGISTRY, lookup, parse_segment, specs
 from .frame import ShellOptions

@@ -11,6 +11,7 @@ from pathlib import Path
 from .errors import ShellError
 from .kernels import BUILTINS
 from .operations import Operation, TraceEntry, plan_entries
+from .settings import SESSION_DEFAULTS
 from .sizes import size_word
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
@@ -125,11 +126,6 @@ class Measured:
     copies: list = field(default_factory=list)  # {"src", "dst": (kind, flags, registered), "async", "entry"}
 
 
-SETTINGS = {"count": 16, "format": "table", "tablefmt": "simple", "pinlimit": "auto", "time": "off",
-            "explain": "off", "width": 0, "lang": "en", "gpu-timeout": "off", "pager": "on",
-            "expanded": "off", "advice": "off"}
-
-
 @dataclass(frozen=True, eq=False)
 class Region:
     """Bytes [offset, offset + nbytes) of a buffer: what `p0[1MB:+64KB]` names (`explicit` when the text gave its
@@ -203,7 +199,7 @@ class Session:
     trace: list = field(default_factory=list)  # TraceEntry (operations.py), oldest first
     unresolved: list = field(default_factory=list)  # trace entries whose GPU times are not known yet
     trace_dropped: int = 0  # the oldest entries, dropped past TRACE_LIMIT
-    settings: dict = field(default_factory=lambda: dict(SETTINGS))
+    settings: dict = field(default_factory=lambda: dict(SESSION_DEFAULTS))
     counters: dict = field(default_factory=dict)
     stream_counter: int = 0
     events: dict = field(default_factory=dict)

@@ -232,8 +232,9 @@ class Shell:
     def _confine(self, cmd) -> None:
         """Grading: every file a command names — a script, a kernel, a lesson file (`lesson NAME.toml`), a
         profile (`compare ref FILE`), a file it writes — must lie inside `root`, or the command is refused before
-        it opens anything. Paths are resolved as the commands resolve them: from the script's folder and from the
-        working directory, `~` expanded, symbolic links followed. A kernel's plain `#include "…"` lines are
+        it opens anything; each argument's kind says whether its value is such a path (argkinds.ArgKind.path). Paths
+        are resolved as the commands resolve them: from the script's folder and from the working directory, `~`
+        expanded, symbolic links followed. The plain `#include "…"` lines of CUDA C (a kind's `cuda`) are
         checked here too, as the shell reads those files itself (kernels.with_includes); what else a source
         makes the compiler open is refused where the compiler opens it (`load_kernels` with the session's root)."""
         root = self.root.resolve()
@@ -252,21 +253,21 @@ class Shell:
                     seen.add(target.resolve())
                     includes(target.read_text(encoding="utf-8", errors="replace"), target.parent, col, seen)
 
-        named = [(arg.name, cmd.args.values.get(arg.name)) for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts))
-                 if arg.kind == "file" or (cmd.spec.name == "lesson" and arg.name == "NAME")]
-        for name, value in named:
-            if value is None or (cmd.spec.name == "output" and value == "off") or \
-                    (cmd.spec.name == "lesson" and not value.endswith(".toml") and "/" not in value):  # a shipped one
+        folder = self.dirs[-1]
+        for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
+            value, kind = cmd.args.values.get(arg.name), arg.kind
+            if value is None:
                 continue
-            col = cmd.args.col(name)
-            for base in (self.dirs[-1], Path.cwd()):
-                for path in {Path(value), Path(value).expanduser()}:
-                    inside(base / path, value, col)
-            if cmd.spec.name == "kernel load" and (self.dirs[-1] / value).is_file():
-                includes((self.dirs[-1] / value).read_text(encoding="utf-8", errors="replace"),
-                         (self.dirs[-1] / value).parent, col, set())
-        if cmd.spec.name == "kernel define":
-            includes(cmd.args.get("SOURCE"), self.dirs[-1], cmd.args.col("SOURCE"), set())
+            col = cmd.args.col(arg.name)
+            if kind.path(value):
+                for base in (folder, Path.cwd()):
+                    for path in {Path(value), Path(value).expanduser()}:
+                        inside(base / path, value, col)
+                if kind.cuda and (folder / value).is_file():
+                    includes((folder / value).read_text(encoding="utf-8", errors="replace"), (folder / value).parent,
+                             col, set())
+            elif kind.cuda:
+                includes(value, folder, col, set())
 
     @staticmethod
     def _as_recorded(text: str, result: Result | None) -> str:

@@ -3,17 +3,12 @@ completer (like pgcli's sqlcompletion), testable without a terminal."""
 
 from __future__ import annotations
 
-import glob
-import os
 from dataclasses import dataclass
 
+from .argkinds import Typing
 from .errors import ShellError
-from .grammar import DTYPES, VALUE_WORDS, Arg, tokenize, walk
+from .grammar import Arg, tokenize, walk
 from .registry import REGISTRY, command_words, lookup
-from .settings import SETTINGS
-from .shipped import demos
-from .sizes import size_word
-
 
 
 @dataclass(frozen=True)
@@ -52,74 +47,14 @@ def _words(text: str) -> tuple[list[str], str]:
     return toks, ""
 
 
-def _buffer_names(session, arg: Arg, words: list[str], partial: str) -> list[tuple[str, str]]:
-    """The buffers the argument accepts (its spec says which); for a part of one (`p0[`), its halves."""
-    bufs = [b for b in session.buffers.values() if arg.accepts is None or arg.accepts(b, words)]
-    if arg.kind == "part" and "[" in partial:
-        buf = session.buffers.get(partial.split("[")[0])
-        if buf is None:
-            return []
-        half = size_word(buf.size // 2)
-        return [(f"{buf.name}[0:+{half}]", "first half"), (f"{buf.name}[{half}:]", "second half")]
-    return [(b.name, f"{b.kind} {b.size} B") for b in bufs]
-
-
-def _files(partial: str) -> list[tuple[str, str]]:
-    out = []
-    for path in sorted(glob.glob(os.path.expanduser(partial) + "*"))[:50]:
-        out.append((path + ("/" if os.path.isdir(path) else ""), "dir" if os.path.isdir(path) else "file"))
-    return out
-
-
-SHAPES = {"B": ("256", "16,16", "8,8,4"), "G": ("64", "64,64", "16,16,16")}  # block, grid
-
-
-def _shapes(arg: Arg, partial: str) -> list[tuple[str, str]]:
-    """A few launch shapes of each rank (`16,16`); after `32,` the square one, `32,32`."""
-    shapes = list(SHAPES.get(arg.name, ()))
-    parts = partial.split(",")
-    if len(parts) in (2, 3) and parts[-1] == "" and parts[-2]:
-        shapes.insert(0, partial + parts[-2])
-    rank = {1: "1-D", 2: "2-D", 3: "3-D"}
-    return [(sh, f"{rank[sh.count(',') + 1]} {'block' if arg.name == 'B' else 'grid'}") for sh in shapes]
-
-
 def _values_for(arg: Arg, session, words: list[str], partial: str, index: int = 0) -> list[tuple[str, str]]:
-    """What completion offers for a value of `arg`: the spec's own offer (Arg.complete), else its kind's values."""
+    """What completion offers for a value of `arg`: the spec's own offer (Arg.complete), else its choices, else its
+    kind's offer, with the words the spec adds (Arg.also)."""
     if arg.complete is not None:
         return arg.complete(session, words, index)
-    return _kind_values(arg, session, words, partial) + list(arg.also)
-
-
-def _kind_values(arg: Arg, session, words: list[str], partial: str) -> list[tuple[str, str]]:
     if arg.choices:
-        return [(c, arg.name.lower()) for c in arg.choices]
-    kind = arg.kind
-    if kind in ("buffer", "part"):
-        return _buffer_names(session, arg, words, partial)
-    if kind == "stream":
-        return [("0", "default stream")] + [(s, "stream") for s in session.streams]
-    if kind == "event":
-        return [(e, "event") for e in session.events]
-    if kind == "context":
-        return [(c.name, f"GPU {c.device} {'primary' if c.primary else 'context'}") for c in session.contexts.values()]
-    if kind == "kernel":
-        return [(k, v.signature()) for k, v in session.kernels.items()]
-    if kind == "dim3":
-        return _shapes(arg, partial)
-    if kind == "dtype":
-        return [(d, "dtype") for d in DTYPES]
-    if kind == "value":
-        return [(v, "fill") for v in VALUE_WORDS]
-    if kind == "file":
-        return _files(partial)
-    if kind == "command":
-        return [(w, "command") for w in command_words()]
-    if kind == "demo":
-        return list(demos().items())
-    if kind == "key":
-        return [(k, "setting") for k in SETTINGS]
-    return []
+        return [(c, arg.name.lower()) for c in arg.choices] + list(arg.also)
+    return arg.kind.offer(arg, Typing(session, words, partial, command_words)) + list(arg.also)
 
 
 def suggest(text: str, session) -> list[Suggestion]:

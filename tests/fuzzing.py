@@ -12,7 +12,8 @@ from pathlib import Path
 
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell.grammar import DTYPES, split_commands
+from cudashell.argkinds import DTYPES
+from cudashell.grammar import split_commands
 from cudashell.registry import REGISTRY
 from cudashell.shell import Shell
 
@@ -62,7 +63,7 @@ class Fuzzer:
         pick = r.choice
         if arg.choices:
             return pick(list(arg.choices) + ["nope"])
-        kind = arg.kind
+        kind = arg.kind.name
         if kind == "buffer":
             names = list(s.buffers) or ["p0"]
             return pick(names * 4 + ["all", "nosuch", ""])
@@ -85,7 +86,7 @@ class Fuzzer:
             return pick(list(s.streams) + ["0", "default", "99", "x"])
         if kind == "event":
             return pick(list(s.events) + ["e", "f", '""', "0"])
-        if kind == "file":
+        if kind in ("file", "file-or-off", "cuda-file"):
             return pick(self.files)
         if kind == "dtype":
             return pick(list(DTYPES) + ["float128"])
@@ -93,7 +94,7 @@ class Fuzzer:
             return pick(VALUES)
         if kind == "kernel":
             return pick(list(s.kernels) + ["nosuch"])
-        if kind == "source":
+        if kind in ("commands", "cuda-source"):
             return pick(["<<< __global__ void k(float *a) {} >>>", "<<< >>>", "<<< __global__ void k(__restrict__) {} >>>"])
         return pick(WORDS + SIZES[:4])
 

@@ -9,6 +9,7 @@ import pytest
 
 from cudashell import cli, config
 from cudashell.config import DEFAULTS, KEYS
+from cudashell.settings import SETTINGS, THEMES
 from cudashell.environment import Environment, ExitStatus
 
 
@@ -34,41 +35,72 @@ def load(tmp_path, text: str) -> tuple[dict, list[str]]:
     ("pager = less 'open", 9, "pager = less 'open: it must be off or a command on your PATH"),
 ])
 def test_a_bad_value_is_named_at_its_column_and_its_key_keeps_the_default(tmp_path, line, col, said):
-    settings, warnings = load(tmp_path, f"[shell]\n{line}\n[pinning]\nlimit = 1GB\n")
+    settings, warnings = load(tmp_path, f"[shell]\n{line}\n[pinning]\npinlimit = 1GB\n")
     key = line.split()[0]
     assert len(warnings) == 1 and warnings[0].startswith(f"{tmp_path / 'config'}:2:{col}: BAD_CONFIG: {said}")
-    assert settings == {**DEFAULTS, "limit": "1GB"}  # the key keeps its default; the good line is used
+    assert settings == {**DEFAULTS, "pinlimit": "1GB"}  # the key keeps its default; the good line is used
 
 
 def test_a_bad_pinning_limit_is_named_too(tmp_path):
+    settings, warnings = load(tmp_path, "[pinning]\npinlimit = lots\n")
+    assert warnings == [f"{tmp_path / 'config'}:2:12: BAD_CONFIG: pinlimit = lots: it must be auto or a size such as "
+                        "64GiB; using the default, auto"]
+    assert settings["pinlimit"] == "auto"
+    assert load(tmp_path, "[pinning]\npinlimit = 2GiB\n") == ({**DEFAULTS, "pinlimit": "2GiB"}, [])
+
+
+def test_the_former_name_of_the_pinning_limit_is_still_read(tmp_path):
+    """`limit` was the file's name for what `set` calls pinlimit; a file written before keeps working, and is
+    warned about as any line is."""
+    assert load(tmp_path, "[pinning]\nlimit = 2GiB\n") == ({**DEFAULTS, "pinlimit": "2GiB"}, [])
     settings, warnings = load(tmp_path, "[pinning]\nlimit = lots\n")
     assert warnings == [f"{tmp_path / 'config'}:2:9: BAD_CONFIG: limit = lots: it must be auto or a size such as "
                         "64GiB; using the default, auto"]
-    assert settings["limit"] == "auto"
-    assert load(tmp_path, "[pinning]\nlimit = 2GiB\n") == ({**DEFAULTS, "limit": "2GiB"}, [])
+    settings, warnings = load(tmp_path, "[pinning]\nlimit = 1GB\npinlimit = 2GB\n")
+    assert warnings == [f"{tmp_path / 'config'}:3:1: BAD_CONFIG: 'pinlimit' is given twice in [pinning] (first on "
+                        "line 2); the last one is used"] and settings["pinlimit"] == "2GB"
+    settings, warnings = load(tmp_path, "[shell]\nlimit = 1GB\n")
+    assert warnings == [f"{tmp_path / 'config'}:2:1: BAD_CONFIG: 'limit' belongs in [pinning], not [shell]; ignored "
+                        "— hint: move it under [pinning]"]
 
 
 def test_every_key_has_its_accepted_values_checked():
     assert set(KEYS) == set(DEFAULTS)
     for name, key in KEYS.items():
-        assert key.accepts and key.check(key.default), name
+        assert key.accepts and key.check(DEFAULTS[name]), name
         assert not key.check("no-such-value-at-all"), name
+
+
+def test_one_table_gives_the_session_set_and_the_file_their_settings():
+    """settings.SETTINGS is the only table: the session starts from its defaults, `set` takes what it marks, the
+    config file reads the keys it names, and the front end applies the file's values through `set`."""
+    from cudashell.session import Session
+
+    assert Session().settings == {n: s.default for n, s in SETTINGS.items() if s.scope != "file"}
+    for name, setting in SETTINGS.items():
+        assert setting.scope in ("set", "shell", "file"), name
+        if setting.scope == "set":
+            assert setting.accepts and setting.check(str(setting.default)), name
+        if setting.config:
+            assert KEYS[setting.config[1]] is setting and DEFAULTS[setting.config[1]] == str(setting.default)
+            assert f"# {setting.config[1]} = {setting.default}\n" in config.TEMPLATE, name  # the first run's file
+    assert len(KEYS) == sum(1 for s in SETTINGS.values() if s.config)  # no two settings share a key
 
 
 def test_the_themes_are_the_repls_styles():
     pytest.importorskip("prompt_toolkit")
     from cudashell.repl import STYLES
 
-    assert set(STYLES) == set(config.THEMES)
+    assert set(STYLES) == set(THEMES)
 
 
 def test_good_values_are_used_without_a_word(tmp_path):
     text = ("[shell]\nbackend = sim\ntablefmt = github\nhistory_size = 0\nexplain = on\ntime = on\ncolor = never\n"
-            "theme = mono\nediting_mode = vi\npager = off\n[pinning]\nlimit = 1GB\n")
+            "theme = mono\nediting_mode = vi\npager = off\n[pinning]\npinlimit = 1GB\n")
     settings, warnings = load(tmp_path, text)
     assert warnings == []
     assert settings == {"backend": "sim", "tablefmt": "github", "history_size": "0", "explain": "on", "time": "on",
-                        "color": "never", "theme": "mono", "editing_mode": "vi", "pager": "off", "limit": "1GB"}
+                        "color": "never", "theme": "mono", "editing_mode": "vi", "pager": "off", "pinlimit": "1GB"}
 
 
 def test_the_written_template_is_clean(tmp_path):
@@ -86,10 +118,10 @@ def test_a_broken_section_header_is_named_and_the_lines_under_it_too(tmp_path):
         f"{path}:1:1: BAD_CONFIG: '[shell' is not a section header — hint: did you mean [shell]?",
         f"{path}:2:1: BAD_CONFIG: 'history_size' is outside any section; ignored — hint: put it under [shell]"]
     assert settings == DEFAULTS
-    settings, warnings = load(tmp_path, "[shell]\ntime = on\n[pinning\nlimit = 1GB\n")
+    settings, warnings = load(tmp_path, "[shell]\ntime = on\n[pinning\npinlimit = 1GB\n")
     assert warnings == [
         f"{path}:3:1: BAD_CONFIG: '[pinning' is not a section header — hint: did you mean [pinning]?",
-        f"{path}:4:1: BAD_CONFIG: 'limit' belongs in [pinning], not [shell]; ignored — hint: move it under [pinning]"]
+        f"{path}:4:1: BAD_CONFIG: 'pinlimit' belongs in [pinning], not [shell]; ignored — hint: move it under [pinning]"]
     assert settings == {**DEFAULTS, "time": "on"}  # the good lines are still used
 
 
@@ -107,7 +139,7 @@ def test_unknown_keys_and_sections_are_named_with_what_was_meant(tmp_path):
     assert warnings == [
         f"{path}:2:1: BAD_CONFIG: unknown key 'histroy_size' in [shell]; ignored — hint: did you mean history_size?",
         f"{path}:3:1: BAD_CONFIG: unknown key 'frobnicate' in [shell]; ignored — hint: [shell] takes backend, "
-        "tablefmt, history_size, explain, time, color, theme, editing_mode, pager",
+        "tablefmt, history_size, time, explain, color, theme, editing_mode, pager",
         f"{path}:4:1: BAD_CONFIG: unknown section [shel]; its lines are ignored — hint: did you mean [shell]?",
         f"{path}:7:1: BAD_CONFIG: 'tablefmt' belongs in [shell], not [pinning]; ignored — hint: move it under "
         "[shell]"]

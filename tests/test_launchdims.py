@@ -11,7 +11,7 @@ from prompt_toolkit.document import Document
 
 from cudashell.backends.sim import SimBackend
 from cudashell.errors import ShellError
-from cudashell.grammar import parse_dim3
+from cudashell.argkinds import parse_dim3
 from cudashell.launchdims import check_launch, default_grid, shape_text
 from cudashell.shell import Shell
 from cudashell.suggest import suggest

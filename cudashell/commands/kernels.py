@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..backends.base import LaunchOptions
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt, parse_part
+from ..argkinds import parse_part
+from ..grammar import Arg, Flag, Opt
 from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..launchdims import computed, default_grid
 from ..cemit import CTYPES, refuse
@@ -214,7 +215,7 @@ def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: 
 @command("kernel load", "kernels", "compile a .cu file's __global__ kernels (nvcc on a GPU; the simulator's "
          "interpreter elsewhere)",
          "kernel load kernels/mine.cu as mine", "nvcc via pycuda.compiler, then cuModuleLoadData",
-         args=(Arg("FILE", "file"),), opts=(Opt("as", Arg("MOD", "newname")),),
+         args=(Arg("FILE", "cuda-file"),), opts=(Opt("as", Arg("MOD", "newname")),),
          details="Paths are relative to the calling script. With `as MOD` the kernels are named MOD.kernel. "
                  "Pointer parameters take buffers (written unless const); scalars take numbers.")
 def kernel_load(session, backend, args):
@@ -263,7 +264,7 @@ def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
 @command("kernel define", "kernels", "compile an inline kernel (nvcc on a GPU; the simulator's interpreter elsewhere)",
          "kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + "
          "threadIdx.x; if (i < n) a[i] *= 2; } >>>", "nvcc via pycuda.compiler (SourceModule)",
-         args=(Arg("NAME", "newname"), Arg("SOURCE", "source")),
+         args=(Arg("NAME", "newname"), Arg("SOURCE", "cuda-source")),
          details="The CUDA C goes between <<< and >>>; in a script it may span lines. If the source's one "
                  "kernel has another name, it is registered as NAME.")
 def kernel_define(session, backend, args):

@@ -127,7 +127,7 @@ def _names(session, words, index):
 # ------------------------------------------------------------------ the commands
 @command("lesson", "scripts", "start or resume a lesson: goals you meet with your own commands, checked as you go",
          "lesson pinned lang zh", "(none: exercises on the session)",
-         args=(Arg("NAME", "word", optional=True, complete=_names),), flags=(Flag("restart"),),
+         args=(Arg("NAME", "lesson", optional=True, complete=_names),), flags=(Flag("restart"),),
          opts=(Opt("lang", Arg("L", choices=L.LANGS)),),
          details="Each step states a goal; after every command the shell checks it against the session (buffers, "
                  f"streams, results, the timeline — never the text you typed) and says ✓ and the next goal. After "
@@ -210,7 +210,7 @@ def _check_names_free(session, found: L.Lesson, resume: int, replay: list[str], 
         for seg in split_commands(line):
             cmd = parse_segment(seg)
             for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
-                made = cmd.args.values.get(arg.name) if arg.kind == "newname" else None
+                made = cmd.args.values.get(arg.name) if arg.kind.makes else None
                 what = next((noun for noun, names in held.items() if made in names), None)
                 if what is not None:
                     undo = f"`free {made}`" if what == "buffer" else f"`{what} destroy {made}`"

@@ -10,7 +10,7 @@ from ..grammar import Arg, Flag, Opt, split_commands
 from ..cemit import comment, cstr, inside
 from ..registry import GROUPS, c_writer, command, lookup, parse_segment, specs
 from ..results import Block, Edit, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
-from ..settings import SETTINGS
+from ..settings import SETTABLE
 from ..shipped import DEMO_DIR, demos
 from .checks import GRADED, POINTS, check_writable, write_file
 from ..render import fmt_seconds
@@ -101,11 +101,11 @@ def save(session, backend, args):
 
 def _setting_values(session, words: list[str], index: int) -> list[tuple[str, str]]:
     """`set KEY `: the values that setting takes."""
-    setting = SETTINGS.get(words[1].lower()) if len(words) > 1 else None
+    setting = SETTABLE.get(words[1].lower()) if len(words) > 1 else None
     return [(w, "value") for w in setting.words()] if setting else []
 
 
-@command("set", "session", f"show or change a setting ({', '.join(SETTINGS)})",
+@command("set", "session", f"show or change a setting ({', '.join(SETTABLE)})",
          "set count 32",
          "(none)",
          args=(Arg("KEY", "key", optional=True), Arg("VALUE", "word", optional=True, complete=_setting_values)),
@@ -120,30 +120,25 @@ def set_(session, backend, args):
     key, value = args.get("KEY"), args.get("VALUE")
     if key is None:
         # what `set KEY` takes; the width the prompt keeps and a demo's language are the shell's own
-        return Settings({"settings": {k: v for k, v in session.settings.items() if k in SETTINGS}})
+        return Settings({"settings": {k: v for k, v in session.settings.items() if k in SETTABLE}})
     key = key.lower()
-    if key not in SETTINGS:
-        close = difflib.get_close_matches(key, list(SETTINGS), n=1)
+    if key not in SETTABLE:
+        close = difflib.get_close_matches(key, list(SETTABLE), n=1)
         raise usage(f"no setting '{key}'", args.col("KEY"),
-                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTINGS))
+                    f"did you mean `{close[0]}`?" if close else "settings: " + ", ".join(SETTABLE))
     if value is None:
         return Settings({"settings": {key: session.settings[key]}})
-    setting = SETTINGS[key]
-    what, cast = setting.accepts, setting.cast
-    try:
-        good = setting.ok(value)
-    except (ValueError, ShellError):
-        good = False
-    if not good:
-        raise usage(f"{key} must be {what}, got '{value}'", args.col("VALUE"))
-    session.settings[key] = cast(value)
+    setting = SETTABLE[key]
+    if not setting.check(value):
+        raise usage(f"{key} must be {setting.accepts}, got '{value}'", args.col("VALUE"))
+    session.settings[key] = setting.cast(value)
     if key == "gpu-timeout":
         backend.gpu_timeout = None if value == "off" else session.settings[key]
     return Settings({"settings": {key: session.settings[key]}})
 
 
 @command("output", "session", "send the results that follow to a file (appended), or `output off`",
-         "output results.txt", "(none)", args=(Arg("FILE", "file"),),
+         "output results.txt", "(none)", args=(Arg("FILE", "file-or-off"),),
          details="Like pgcli's \\o: every result after it is appended to FILE in the current format (`set format "
                  "table|json|csv`); errors still show on the screen. `output off` writes to the screen again.", exported=False)
 def output(session, backend, args):
@@ -216,7 +211,7 @@ def expect_faster(session, backend, args):
 
 @command("repeat", "scripts", "run commands N times, quietly; GPU-only blocks run at the driver's pace",
          "repeat 1000 <<< memcpy h2d p0 d0 4 >>>", "(a loop in the host program)",
-         args=(Arg("TIMES", "count"), Arg("COMMANDS", "source")), flags=(Flag("shell"),),
+         args=(Arg("TIMES", "count"), Arg("COMMANDS", "commands")), flags=(Flag("shell"),),
          details="The commands go between <<< and >>>; their output is not printed, a failure stops the loop and "
                  "is reported. Round 1 runs through the shell, checked as typed. When the block is only GPU work "
                  "(memcpy, memset, launch, prefetch, event record, wait, sync), the other rounds run on the GPU "
@@ -243,7 +238,7 @@ def c_repeat(w, a, i, text):
 
 @command("if gpus", "scripts", "run commands only where the machine has at least N GPUs (a demo's two-GPU part)",
          "if gpus 2 <<< device use 1; alloc device 64MB as d1 >>>", "(a branch in the host program on cudaGetDeviceCount)",
-         args=(Arg("N", "count"), Arg("COMMANDS", "source")),
+         args=(Arg("N", "count"), Arg("COMMANDS", "commands")),
          details="The commands between <<< and >>> run as typed ones do, shown one by one, when `devices` lists N "
                  "GPUs or more (on the simulator: the profile's, two with `--sim-profile two-h200`); otherwise the "
                  "block is skipped and says so. The first command that fails stops the block and the script.")

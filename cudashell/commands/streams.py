@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt, parse_int
+from ..argkinds import parse_int
+from ..grammar import Arg, Flag, Opt
 from ..cemit import ident
 from ..registry import c_writer, command
 from ..results import Message, Result, Synced, timing_data
