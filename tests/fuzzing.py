@@ -189,6 +189,27 @@ def run_session(fuzz: Fuzzer, lines: int, workdir: Path, tally: Tally) -> None:
     shell.close()
 
 
+def json_output(seed: int, lines: int, workdir: Path) -> str:
+    """What `--json` prints for `lines` generated lines on one simulator shell: a JSON object a command (the
+    schema test validates each)."""
+    fuzz = Fuzzer(seed, workdir)
+    out = io.StringIO()
+    shell = Shell(SimBackend(replace(Profile.load(None), storage_budget=STORAGE)), "fuzz", out=out,
+                  err=io.StringIO(), json_mode=True)
+    shell.session.script_dir = workdir
+    shell.dirs = [workdir]
+    home = os.getcwd()
+    os.chdir(workdir)
+    try:
+        for _ in range(lines):
+            shell.execute(fuzz.line(shell))
+            shell.quitting = False
+    finally:
+        os.chdir(home)
+        shell.close()
+    return out.getvalue()
+
+
 def check_free_all(shell, backend, tally: Tally) -> None:
     """`free all` (after `reset`, when the GPU side is dead) leaves no buffer and no simulated memory."""
     if backend.dead:

@@ -1,20 +1,30 @@
-"""The published JSON Schema (`cudashell --json-schema`, docs/json-schema.json) holds for real output: every
-command of the scenarios below on both backends, and every demo on the simulator, validates against it."""
+"""The published JSON Schema (`cudashell --json-schema`, docs/json-schema.json) holds for real output, not samples:
+the scenario below on both backends; on the simulator every demo, every example script, a fuzzer's generated lines,
+and the runs that reach the kinds those leave out (user kernels on each kind of memory, every bench with its
+defaults, two GPUs, calibrate, lessons, advice, grade). A result kind no run produced valid output of fails."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import typing
 from pathlib import Path
 
 import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from cudashell import render  # noqa: E402
+from cudashell.backends.profile import Profile  # noqa: E402
 from cudashell.backends.sim import SimBackend  # noqa: E402
+from cudashell.commands.kernels import LaunchDataCountsGlobal  # noqa: E402
 from cudashell.results import Result, json_schema  # noqa: E402
 from cudashell.shell import Shell  # noqa: E402
+from cudashell.shipped import demos  # noqa: E402
+from tests import fuzzing  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # a session that meets most kinds of result, errors among them
 SCENARIO = """alloc pinned 1MB mapped as p; alloc device 1MB as d; alloc pageable 64KB as h; alloc managed 64KB as m
@@ -40,15 +50,19 @@ def _lines(shell_out: io.StringIO) -> list[dict]:
 
 
 def _invalid(validator, objs) -> list[str]:
-    """One line per wrong line of output: the deepest reason (an anyOf's own message names no field)."""
+    """One line per wrong line of output: its deepest reason (an anyOf's own message names no field; the branch
+    that got furthest into the data says what is wrong)."""
     out = []
     for o in objs:
         for e in validator.iter_errors(o):
-            e = jsonschema.exceptions.best_match([e, *e.context]) if e.context else e
-            while e.context:
-                e = jsonschema.exceptions.best_match(e.context)
-            out.append(f"{o['cmd']!r} ({o.get('kind')}): {e.message[:200]} at {'/'.join(map(str, e.absolute_path))}")
+            e = max(_leaves(e), key=lambda leaf: len(leaf.absolute_path))
+            out.append(f"{o['cmd'][:100]!r} ({o.get('kind')}): {e.message[:200]} at "
+                       f"{'/'.join(map(str, e.absolute_path))}")
     return out
+
+
+def _leaves(e) -> list:
+    return [leaf for c in e.context for leaf in _leaves(c)] if e.context else [e]
 
 
 def test_the_schema_names_every_kind_of_result_and_each_has_its_type():
@@ -76,19 +90,6 @@ def test_a_scenario_on_each_backend_validates(cush, validator):
     assert any(not o["ok"] and o["error"]["code"] == "NO_SUCH_BUFFER" for o in objs)
 
 
-@pytest.mark.parametrize("demo", sorted(p.stem for p in (Path(render.__file__).parent / "demos").glob("*.cush")))
-def test_every_demo_validates_on_the_simulator(demo, validator):
-    out = io.StringIO()
-    shell = Shell(SimBackend(), out=out, err=out, json_mode=True)
-    try:
-        shell.execute(f"demo {demo}")
-    finally:
-        shell.close()
-    objs = _lines(out)
-    assert objs and all(o["ok"] for o in objs[-1:]), objs[-1:]
-    assert not _invalid(validator, objs)
-
-
 def test_the_published_schema_is_the_one_the_types_make():
     published = Path(__file__).resolve().parent.parent / "docs" / "json-schema.json"
     assert json.loads(published.read_text()) == json_schema(), \
@@ -104,3 +105,125 @@ def test_the_cli_prints_the_schema_and_starts_nothing(tmp_path):
     assert entry.main(["--json-schema"], env) == ExitStatus.SUCCESS
     assert json.loads(env.stdout.getvalue()) == json_schema() and env.stderr.getvalue() == ""
     assert entry._started is None  # no GPU worker was started for it
+
+
+# ------------------------------------------------------------------ real runs on the simulator, every kind among them
+TWICE = "kernel define twice <<< __global__ void twice(const float *a, float *b, int n) { int i = blockIdx.x * " \
+        "blockDim.x + threadIdx.x; if (i < n) b[i] = 2 * a[i]; } >>>"
+HELLO = "kernel define hello <<< __global__ void hello(int n) { if (threadIdx.x == 0) printf(\"n=%d\\n\", n); } >>>"
+
+# what the demos and the examples leave out (the fuzzer meets some of it by chance, so it is driven here): each list
+# runs on a fresh shell, on the named profile; `{tmp}` is a folder of the test's own
+DRIVES = {
+    "kernels on each kind of memory": (None, [
+        TWICE, HELLO, "kernels", "alloc device 4KB as d", "alloc managed 4KB as m", "alloc pinned 4KB mapped as z",
+        "alloc pageable 4KB as h", "register h mapped", "alloc pageable 4KB as u", "fill d 1 dtype float32",
+        "launch twice d d 1024", "launch twice m d 1024", "launch twice z d 1024", "launch twice h d 1024",
+        "launch twice u d 1024", "launch twice z d 8 grid 2 block 4 show-access", "launch hello 7 grid 1 block 32",
+        "launch sum z m d", "sync", "checksum d m", "compare d m", "compare z z", "info m", "info z",
+        "prefetch m device", "advise m readmostly", "info m", "streams", "reset", "ls", "quit"]),
+    "every bench with its defaults": (None, [
+        "bench memcpy", "bench memcpy d2d", "bench memcpy bidir pinned sizes 64KB reps 2",
+        "bench memcpy h2d writecombined registered mapped managed sizes 64KB,1MB reps 2 ungated", "bench latency",
+        "bench alloc", "bench zerocopy", "bench overlap", "bench peer"]),
+    "two GPUs": ("two-h200", [
+        TWICE, "devices", "device", "bench peer 1MB reps 2", "alloc device 4KB as a0", "device use 1",
+        "peer enable 1 0", "alloc device 4KB as b1", "launch twice a0 b1 1024", "peer disable 1 0", "device use 0",
+        "calibrate out {tmp}/profile.json"]),
+    "help, settings, history, units": (None, [
+        "help", "help memcpy", "help memcpy memset", "demo", "settings", "set time on", "units 64MB", "units 3",
+        "doctor", "history", 'section "one" points 2.5', "section two"]),
+    "lessons and advice": (None, [
+        "lesson list", "lesson pinned", "lesson hint", "lesson answer", "lesson skip", "lesson quit", "lesson list",
+        "set advice on", "alloc pageable 4KB as h", "alloc device 4KB as d", "memcpy h d async", "sync", "advice",
+        "compare ref h200"]),
+}
+
+
+def _shell_objs(profile: str | None, commands: list[str]) -> list[dict]:
+    out = io.StringIO()
+    shell = Shell(SimBackend(Profile.load(profile)), out=out, err=io.StringIO(), json_mode=True)
+    try:
+        for command in commands:
+            shell.execute(command)
+            shell.quitting = False
+    finally:
+        shell.close()
+    return _lines(out)
+
+
+def _example(path: Path) -> list[dict]:
+    """An example script, on the profile its header names (`cudashell --sim-profile one-copy-engine …`)."""
+    profile = re.search(r"--sim-profile (\S+)", path.read_text(encoding="utf-8"))
+    return _shell_objs(profile and profile[1], [f"run {path}"])
+
+
+def _graded(tmp: Path) -> list[dict]:
+    from cudashell.cli import main
+    from cudashell.environment import Environment
+
+    out = io.StringIO()
+    env = Environment(stdin=None, stdout=out, stderr=io.StringIO(), stdin_isatty=False, stdout_isatty=False,
+                      config_dir=tmp / "config", state_dir=tmp / "state")
+    grading = ROOT / "docs" / "grading"
+    main(["grade", "--backend", "sim", "--json", str(grading / "checks.cush"), str(grading / "wrong")], env)
+    return _lines(out)
+
+
+FUZZ_LINES = 1500
+EXAMPLES = sorted((ROOT / "examples").glob("*.cush"))
+
+
+@pytest.fixture(scope="module")
+def real_runs(tmp_path_factory, validator) -> dict[str, list[tuple[dict, list[str]]]]:
+    """Every run's `--json` objects, by what ran (each demo, each example, the fuzzer's lines, each drive, grade),
+    each with what the schema found wrong in it (validated once: it takes most of the time)."""
+    tmp = tmp_path_factory.mktemp("real_runs")
+    runs = {f"demo {name}": _shell_objs(None, [f"demo {name}"]) for name in demos()}
+    runs.update({f"run {path.name}": _example(path) for path in EXAMPLES})
+    fuzzed = tmp / "fuzz"
+    fuzzed.mkdir()
+    runs["fuzz"] = _lines(io.StringIO(fuzzing.json_output(0, FUZZ_LINES, fuzzed)))
+    home = os.getcwd()
+    os.chdir(tmp)  # a lesson's or a drive's relative paths
+    try:
+        runs.update({name: _shell_objs(profile, [c.replace("{tmp}", str(tmp)) for c in commands])
+                     for name, (profile, commands) in DRIVES.items()})
+    finally:
+        os.chdir(home)
+    runs["grade"] = _graded(tmp)
+    return {name: [(o, _invalid(validator, [o])) for o in objs] for name, objs in runs.items()}
+
+
+def _problems(runs) -> list[str]:
+    return [p for objs in runs for _, problems in objs for p in problems]
+
+
+def test_every_demo_and_example_runs_and_validates(real_runs):
+    scripts = {k: v for k, v in real_runs.items() if k.startswith(("demo ", "run "))}
+    assert len(scripts) == len(demos()) + len(EXAMPLES)
+    for name, objs in scripts.items():
+        assert objs and objs[-1][0]["ok"], (name, objs[-1][0])
+    assert _problems(scripts.values()) == []
+
+
+def test_generated_lines_validate(real_runs):
+    objs = real_runs["fuzz"]
+    assert len(objs) > FUZZ_LINES // 2 and sum(o["ok"] for o, _ in objs) > 100
+    assert _problems([objs]) == []
+
+
+def test_the_runs_for_the_other_kinds_validate(real_runs):
+    assert _problems(real_runs[name] for name in [*DRIVES, "grade"]) == []
+    assert [o["kind"] for o, _ in real_runs["grade"]] == ["grade"]
+
+
+def test_a_launch_counts_the_memory_kinds_the_simulator_names_and_the_schema_declares(real_runs):
+    launches = [o["result"] for objs in real_runs.values() for o, _ in objs if o["ok"] and o["kind"] == "launch"]
+    touched = {kind for r in launches if r["counts"] for kind in r["counts"]["global"]}
+    assert touched == set(typing.get_type_hints(LaunchDataCountsGlobal))  # device, peer, managed, zero-copy
+
+
+def test_every_result_kind_has_real_output_that_validates(real_runs):
+    valid = {o["kind"] for objs in real_runs.values() for o, problems in objs if o["ok"] and not problems}
+    assert sorted(set(Result.KINDS) - valid) == []

@@ -489,53 +489,76 @@ def _plot(data: dict, path: str, col: int) -> None:
 
 
 # ------------------------------------------------------------------ the results of these commands
-class BenchDataRowsItem(TypedDict):
-    n: NotRequired[int]
-    zc_kernel_us: NotRequired[float]
-    dev_kernel_us: NotRequired[float]
-    zc_step_us: NotRequired[float]
-    dev_step_us: NotRequired[float]
-    kind: NotRequired[str]
-    size: NotRequired[int]
-    call: NotRequired[str]
-    alloc_s_per_gib: NotRequired[float]
-    free_s_per_gib: NotRequired[float]
-    what: NotRequired[str]
-    median_us: NotRequired[float]
-    p10_us: NotRequired[float]
-    p90_us: NotRequired[float]
-    rounds: NotRequired[int]
-    gbps: NotRequired[float | None]
-    cv: NotRequired[float]
-    percent_of_peak: NotRequired[float]
-    us_per_copy: NotRequired[float]
-    copies: NotRequired[int]
-    reps: NotRequired[int]
-    gated: NotRequired[bool]
-    streams: NotRequired[int]
-    ms: NotRequired[float]
-    speedup: NotRequired[float]
-    src: NotRequired[int]
-    dst: NotRequired[int]
-    peer: NotRequired[bool]
-    seconds: NotRequired[float | None]
-    link: NotRequired[str]
+# each bench's rows: the records its `_…_point` (or its loop) makes
+class BenchLatencyRow(TypedDict):
+    what: str
+    median_us: float
+    p10_us: float
+    p90_us: float
+    rounds: int
+
+
+class BenchAllocRow(TypedDict):
+    kind: str
+    size: int
+    call: str
+    alloc_s_per_gib: float
+    free_s_per_gib: float
+
+
+class BenchZerocopyRow(TypedDict):
+    n: int
+    zc_kernel_us: float
+    dev_kernel_us: float
+    zc_step_us: float
+    dev_step_us: float
+
+
+class BenchOverlapRow(TypedDict):
+    streams: int
+    ms: float
+    speedup: float
+
+
+class BenchPeerRow(TypedDict):
+    src: int
+    dst: int
+    peer: bool
+    size: int
+    reps: int
+    seconds: float
+    gbps: float
+    link: str
+
+
+class BenchMemcpyRow(TypedDict):
+    kind: str
+    size: int
+    gbps: float
+    cv: float
+    percent_of_peak: float | None  # None: the link's peak unknown
+    us_per_copy: float | None  # under 1 MiB only
+    copies: int
+    reps: int
+    gated: bool
 
 
 class BenchDataHostRowsItem(TypedDict):
     gpu: int
-    node: int
+    node: int | None  # None: the host's NUMA nodes unknown
     to_device: bool
-    near: bool
+    near: bool | None  # whether the node is the GPU's own; None where either is unknown
     size: int
     reps: int
-    seconds: float | None
-    gbps: float | None
+    seconds: float
+    gbps: float
 
 
 class BenchData(TypedDict):
     bench: str
-    rows: list[BenchDataRowsItem]
+    # (an empty table's CSV header is the last type's: memcpy's, the bench a Ctrl-C most often stops first)
+    rows: (list[BenchLatencyRow] | list[BenchAllocRow] | list[BenchZerocopyRow] | list[BenchOverlapRow]
+           | list[BenchPeerRow] | list[BenchMemcpyRow])
     zc_step_wins_from: NotRequired[int | None]
     dev_step_wins_from: NotRequired[int | None]
     kernel_2x: NotRequired[int | None]
@@ -544,7 +567,7 @@ class BenchData(TypedDict):
     stopped_at: NotRequired[str]
     timing: str
     direction: NotRequired[str]
-    peak: NotRequired[float]
+    peak: NotRequired[float | None]  # None: the link's peak unknown
     peak_of: NotRequired[str]
     host_rows: NotRequired[list[BenchDataHostRowsItem]]
 

@@ -17,7 +17,7 @@ from ..registry import command
 from ..results import Result
 from ..scratch import Progress, Scratch
 from ..render import fmt_seconds
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 SIZE = 64 << 20
 REPS = 5
@@ -337,13 +337,18 @@ class CalibrateDataProfile(TypedDict):
     kernel_floor: float
     copy_curves: dict[str, list[list[float]]]
     gpus: int
+    peer_access: NotRequired[bool]  # with two GPUs or more: the first pair's copies (peer_figures)
+    peer_link: NotRequired[str]
+    peer_latency: NotRequired[float]
+    peer_rate: NotRequired[float]
+    peer_staged_rate: NotRequired[float]
     priority_least: int
     priority_greatest: int
 
 
 class CalibrateData(TypedDict):
     profile: CalibrateDataProfile
-    path: str
+    path: str | None  # the file written (`out FILE`), or None
     timing: str
 
 

@@ -53,7 +53,7 @@ class DevicesDataDevicesItem(TypedDict):
     ordinal: int
     name: str
     pci_bus_id: str
-    numa_node: int
+    numa_node: int | None  # None where sysfs does not say (the GPU side)
     total_mem: int
     compute_capability: str
 

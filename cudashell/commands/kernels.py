@@ -19,7 +19,7 @@ from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 from ..launchdims import c_dims, dim3, is_1d, shape_text
 from ..render import access_lines, counts_lines, fit, gpu_time, how_text, timing_note
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
@@ -336,8 +336,8 @@ class KernelsLoaded(Result, kind="kernels"):
 
 
 class LaunchAccessElement(TypedDict):
-    read: list[int]
-    write: list[int]
+    read: list[str]  # the threads, as the drawing names them: `3`, `3,1`, `b2:3` (simt.launch._label)
+    write: list[str]
 
 
 class LaunchAccess(TypedDict):
@@ -345,7 +345,9 @@ class LaunchAccess(TypedDict):
     elements: dict[str, LaunchAccessElement]
 
 
-class LaunchDataCountsGlobalDevice(TypedDict):
+class LaunchDataCountsGlobalKind(TypedDict):
+    """The traffic to one kind of memory (simt.memory.Traffic.summary)."""
+
     requests: int
     sectors: int
     bytes: int
@@ -355,8 +357,14 @@ class LaunchDataCountsGlobalDevice(TypedDict):
     pattern: str
 
 
-class LaunchDataCountsGlobal(TypedDict):
-    device: LaunchDataCountsGlobalDevice
+# keyed by the memory a kernel's loads and stores reached, as the simulator's regions name it (its own GPU's
+# memory, a peer GPU's, managed, host memory mapped for the GPU): only the kinds it touched
+LaunchDataCountsGlobal = TypedDict("LaunchDataCountsGlobal", {
+    "device": NotRequired[LaunchDataCountsGlobalKind],
+    "peer": NotRequired[LaunchDataCountsGlobalKind],
+    "managed": NotRequired[LaunchDataCountsGlobalKind],
+    "zero-copy": NotRequired[LaunchDataCountsGlobalKind],
+})
 
 
 class LaunchDataCountsShared(TypedDict):

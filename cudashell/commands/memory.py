@@ -395,7 +395,7 @@ class InfoDataDriver(TypedDict):
     host_flags: int | str
     host_device_ptr: str
     host_flag_names: NotRequired[list[str]]
-    read_mostly: NotRequired[bool]
+    read_mostly: NotRequired[bool | str]  # on the GPU, the error a query answered (bindings.answer)
     preferred_location: NotRequired[str]
     last_prefetch_location: NotRequired[str]
 

@@ -328,6 +328,7 @@ class DemosDataDemosItem(TypedDict):
 
 class DemosData(TypedDict):
     demos: list[DemosDataDemosItem]
+    folder: str  # where the scripts are: copy one to change it
 
 
 class DemoList(Result, kind="demos"):

@@ -190,9 +190,9 @@ class ResetDataBuffersItem(TypedDict):
     size: int
     flags: str
     old_host_ptr: str | None
-    old_device_ptr: str
+    old_device_ptr: str | None  # None: host memory the GPU has no pointer for (pageable)
     host_ptr: str | None
-    device_ptr: str
+    device_ptr: str | None
     contents: str
 
 
