@@ -195,15 +195,12 @@ def json_output(seed: int, lines: int, workdir: Path) -> str:
     fuzz = Fuzzer(seed, workdir)
     out = io.StringIO()
     shell = Shell(SimBackend(replace(Profile.load(None), storage_budget=STORAGE)), "fuzz", out=out,
-                  err=io.StringIO(), json_mode=True)
-    shell.session.script_dir = workdir
-    shell.dirs = [workdir]
+                  err=io.StringIO(), json_mode=True, workdir=workdir, quit_ends_shell=False)
     home = os.getcwd()
     os.chdir(workdir)
     try:
         for _ in range(lines):
             shell.execute(fuzz.line(shell))
-            shell.quitting = False
     finally:
         os.chdir(home)
         shell.close()
