@@ -107,7 +107,7 @@ def build_parser(env: Environment | None = None) -> Parser:
 def banner(reason: str, backend=None) -> str:
     """One line: the version, the backend and why, and on a GPU where engine times come from."""
     line = f"cudashell {__version__} · backend {reason}"
-    if backend is not None and backend.name == "cuda":
+    if backend is not None and not backend.capabilities.models_time:
         line += " · engine times: " + (backend.tracing or f"CUDA events — {backend.tracing_why}")
     return line
 

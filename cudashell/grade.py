@@ -134,14 +134,14 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
     except ShellError as e:
         conn.send(("no-backend", e.code, e.message, e.hint))
         return
-    conn.send(("backend", backend.name, backend.timing_label, [p.pid for p in [getattr(backend, "proc", None)] if p]))
+    conn.send(("backend", backend.name, backend.timing_label, [backend.proc.pid] if backend.proc else []))
     # each error the shell reports (a script's nested ones too, with their file:line): a check says what went
     # wrong first, not only that a `run` stopped
     errors: list[tuple[str, str]] = []  # (code, the error's line)
     # the submission's output is not the grade's; its `quit` ends its script, not the grading
     shell = Shell(backend, out=io.StringIO(), err=io.StringIO(), root=root, workdir=root, quit_ends_shell=False,
                   on_error=lambda e, line: errors.append((e.code, line)))
-    if backend.name == "cuda":  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
+    if not backend.capabilities.models_time:  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit
     before = None  # what the command before a check met first, when it failed
     try:

@@ -36,8 +36,9 @@ def _asks_who_not_what(node) -> bool:
         and node.func.id in ("getattr", "hasattr", "isinstance") and _about_the_backend(node.args[0])
 
 
-def test_commands_and_advice_ask_a_backend_what_it_can_do_not_which_it_is():
-    files = sorted((PACKAGE / "commands").glob("*.py")) + [PACKAGE / "advice.py"]
+def test_everything_outside_the_backends_asks_a_backend_what_it_can_do_not_which_it_is():
+    """Commands, advice and the front ends (the banner, grading) alike."""
+    files = sorted(p for p in PACKAGE.rglob("*.py") if "backends" not in p.relative_to(PACKAGE).parts)
     found = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in files
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if _asks_who_not_what(node)]
     assert found == [], "ask backend.capabilities instead"

@@ -373,6 +373,7 @@ class Backend(ABC):
 
     tracing: str | None = None  # what gives engine times: "CUPTI activity records", "modeled"; None: events only
     tracing_why: str = ""  # why not CUPTI, in one line, when it is not
+    proc = None  # the worker process the GPU side runs in (the cuda backend's), which grading must be able to end
 
     # hold / release, and work run without the shell in the loop
     @abstractmethod
