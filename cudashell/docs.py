@@ -15,6 +15,7 @@ from pathlib import Path
 from .environment import Environment, ExitStatus
 from .errors import SHELL_CODES
 from .registry import GROUPS, specs
+from .results import schema_json
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "commands.md"
@@ -44,15 +45,6 @@ def reference_markdown() -> str:
     out += ["## Error codes", "", "The driver's refusals keep its `CUDA_ERROR_*` names; the shell's own codes:", "",
             "| code | meaning |", "|---|---|"] + [f"| `{c}` | {m} |" for c, m in SHELL_CODES.items()] + [""]
     return "\n".join(out)
-
-
-def schema_json() -> str:
-    """The JSON Schema of a `--json` line, as published in docs/ (and printed by `cudashell --json-schema`)."""
-    import json
-
-    from .results import json_schema
-
-    return json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n"
 
 
 EXAMPLE = re.compile(r"^<!-- example(?:: (?P<script>[\w.-]+\.cush))? -->\n```\n(?P<body>.*?)^```\n<!-- example end -->$",

@@ -1,19 +1,16 @@
 """The `cudashell` command's first step, before the shell imports its own parts: when the GPU may be wanted, start
 the GPU worker now, so that the two come up side by side (on the H100 machine the shell's imports take about
-0.6 s, the worker's start about 0.5 s). The cuda backend adopts the worker started here; one that is not adopted
-(the simulator was chosen after all) is ended with the process. Standard library only: it runs before numpy.
+0.6 s, the worker's start about 0.5 s). The cuda backend adopts the worker started here (`backends/prestart.py`
+keeps it); one that is not adopted (the simulator was chosen after all) is ended with the process. Standard library only: it runs before numpy.
 Here the process's `Environment` (its streams, terminals, config paths) is made, once, and handed to the CLI."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
 
+from .backends import prestart
 from .environment import Environment, ExitStatus
-
-_started: tuple | None = None  # (process, main socket, rescue socket, side, ordinal)
 
 
 def _wanted(argv: list[str], env: Environment | None = None) -> bool:
@@ -36,41 +33,15 @@ def _wanted(argv: list[str], env: Environment | None = None) -> bool:
     return gpu_packages_missing() is None
 
 
-def spawn(side: str = "gpu", ordinal: int = 0) -> tuple:
-    """A worker process and the two sockets to it (the main pipe, and the rescue pipe for host memory)."""
-    main, main_child = socket.socketpair()
-    rescue, rescue_child = socket.socketpair()
-    fds = (main_child.fileno(), rescue_child.fileno())
-    proc = subprocess.Popen([sys.executable, "-m", "cudashell.backends.worker", *map(str, fds), side, str(ordinal)],
-                            pass_fds=fds, stdin=subprocess.DEVNULL,
-                            start_new_session=True)  # the terminal's Ctrl-C is the shell's alone
-    main_child.close()
-    rescue_child.close()
-    return proc, main, rescue
-
-
-def take(side: str, ordinal: int) -> tuple | None:
-    """The worker started at launch, for the cuda backend to adopt (once), if it is the one wanted."""
-    global _started
-    started, _started = _started, None
-    if started is not None and started[3:] == (side, ordinal):
-        return started[:3]
-    if started is not None:
-        started[0].kill()
-    return None
-
-
 def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitStatus:
     """`cudashell`: its exit status. `env` is the process's unless given (tests give one of StringIO streams)."""
-    global _started
     env = env or Environment()
     args = sys.argv[1:] if argv is None else argv
     if os.environ.get("CUDASHELL_PRESTART") != "off" and _wanted(args, env):
-        _started = (*spawn(), "gpu", 0)
+        prestart.start("gpu", 0)
     from .cli import main as cli_main
 
     try:
         return cli_main(args, env)
     finally:
-        if _started is not None:  # never adopted: the simulator ran
-            _started[0].kill()
+        prestart.end_unadopted()  # the simulator ran

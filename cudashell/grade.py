@@ -322,7 +322,7 @@ def writable(path: Path) -> None:
 
 
 def build_parser(env: Environment):
-    from .cli import Parser
+    from .arguments import Parser
 
     p = Parser(prog="cudashell grade", env=env,
                description="Run a teacher's checks file against submissions (folders of .cush scripts and .cu "
@@ -344,7 +344,7 @@ def build_parser(env: Environment):
 
 
 def main(argv: list[str], env: Environment) -> ExitStatus:
-    from .cli import ParserExit, startup_error
+    from .arguments import ParserExit, startup_error
 
     parser = build_parser(env)
     cmd = shlex.join(["cudashell", "grade", *argv])

@@ -351,3 +351,10 @@ class Synced(Result, kind="sync"):
             size = f", {format_size(e['bytes'])}{' moved' if kernel else ''}" if e["bytes"] or not kernel else ""
             out.append(f"  finished: {e['op']} on stream {e['stream']}{size} in {fmt_seconds(e['seconds'])}{rate}")
         return out
+
+
+def schema_json() -> str:
+    """The JSON Schema of a `--json` line, as published in docs/ (and printed by `cudashell --json-schema`)."""
+    import json
+
+    return json.dumps(json_schema(), indent=1, ensure_ascii=False) + "\n"

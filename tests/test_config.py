@@ -36,7 +36,6 @@ def load(tmp_path, text: str) -> tuple[dict, list[str]]:
 ])
 def test_a_bad_value_is_named_at_its_column_and_its_key_keeps_the_default(tmp_path, line, col, said):
     settings, warnings = load(tmp_path, f"[shell]\n{line}\n[pinning]\npinlimit = 1GB\n")
-    key = line.split()[0]
     assert len(warnings) == 1 and warnings[0].startswith(f"{tmp_path / 'config'}:2:{col}: BAD_CONFIG: {said}")
     assert settings == {**DEFAULTS, "pinlimit": "1GB"}  # the key keeps its default; the good line is used
 

@@ -4,7 +4,6 @@ file's text never reaches the grade; `compare ref` and `lesson` files are confin
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 from pathlib import Path
@@ -13,7 +12,6 @@ import pytest
 
 from cudashell.backends.sim import SimBackend
 from cudashell.environment import ExitStatus
-from cudashell.shell import Shell
 from tests.conftest import confined_shell, make_backend
 from tests.test_grade import grade
 

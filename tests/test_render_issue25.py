@@ -10,7 +10,6 @@ import io
 import json
 import re
 
-import pytest
 
 from cudashell import render
 from cudashell.backends.profile import Profile

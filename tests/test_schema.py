@@ -96,15 +96,19 @@ def test_the_published_schema_is_the_one_the_types_make():
         "docs/json-schema.json is stale: `python -m cudashell.docs --write`"
 
 
-def test_the_cli_prints_the_schema_and_starts_nothing(tmp_path):
+def test_the_cli_prints_the_schema_and_starts_nothing(tmp_path, monkeypatch):
     from cudashell import entry
+    from cudashell.backends import prestart
+
+    started = []
+    monkeypatch.setattr(prestart, "start", lambda *where: started.append(where))
     from cudashell.environment import Environment, ExitStatus
 
     env = Environment(stdin=io.StringIO(""), stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path,
                       state_dir=tmp_path)
     assert entry.main(["--json-schema"], env) == ExitStatus.SUCCESS
     assert json.loads(env.stdout.getvalue()) == json_schema() and env.stderr.getvalue() == ""
-    assert entry._started is None  # no GPU worker was started for it
+    assert started == []  # no GPU worker was started for it
 
 
 # ------------------------------------------------------------------ real runs on the simulator, every kind among them

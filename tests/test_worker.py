@@ -175,24 +175,24 @@ def test_exit_ends_the_worker_in_every_state(piped, state, status):
 
 
 def test_the_backend_adopts_the_worker_the_command_started_before_its_imports(monkeypatch):
-    from cudashell import entry
+    from cudashell.backends import prestart
 
-    started = entry.spawn("sim", 0)
-    monkeypatch.setattr(entry, "_started", (*started, "sim", 0))
+    started = prestart.spawn("sim", 0)
+    monkeypatch.setattr(prestart, "_started", (*started, "sim", 0))
     backend = cuda.CudaBackend(side="sim")
     try:
-        assert backend.proc is started[0] and entry._started is None
+        assert backend.proc is started[0] and prestart._started is None
         backend.alloc("pinned", 4096, frozenset())
     finally:
         backend.close()
 
 
 def test_a_started_worker_that_is_not_the_one_wanted_is_ended(monkeypatch):
-    from cudashell import entry
+    from cudashell.backends import prestart
 
-    started = entry.spawn("sim", 0)
-    monkeypatch.setattr(entry, "_started", (*started, "gpu", 0))
-    assert entry.take("sim", 0) is None
+    started = prestart.spawn("sim", 0)
+    monkeypatch.setattr(prestart, "_started", (*started, "gpu", 0))
+    assert prestart.take("sim", 0) is None
     assert started[0].wait(timeout=10) != 0
 
 

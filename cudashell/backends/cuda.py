@@ -22,11 +22,10 @@ if TYPE_CHECKING:
 
 
 
-from .. import entry
 from ..errors import RESET_HINT, STICKY, ShellError
 from ..packages import gpu_packages_missing
 from .base import CONTRACT, Backend, in_contract_order
-from . import wire
+from . import prestart, wire
 from .worker import Channel
 
 POLL_MS = 50  # between looks at a worker that has not answered yet (whether it died, whether time is up)
@@ -145,7 +144,7 @@ class CudaBackend(Backend):
         self.looked: set[int] = set()  # work the worker's last reply saw still running
         self.closed = False
         # the worker the command started before the shell's imports, else a new one (`reset` always makes one)
-        self.proc, main, rescue = entry.take(self.side, self.ordinal) or entry.spawn(self.side, self.ordinal)
+        self.proc, main, rescue = prestart.take(self.side, self.ordinal) or prestart.spawn(self.side, self.ordinal)
         self.conn, self.rescue = Channel(main), Connection(rescue.detach())
         hello = self._reply("starting the GPU worker", timed=False)
         self.info, self.timing_label = hello["info"], hello["timing_label"]
