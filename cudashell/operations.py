@@ -64,12 +64,21 @@ MEMSET = Operation("memset", "memset", "memset", "compute", "M", "[CUDA memset]"
 KERNEL = Operation("kernel", "launch", "launch", "compute", "K", None, "tab:green", "kernel", R.QUEUED, False,
                    frozenset({STREAM, DEVICE, KERNEL_RUN}))
 PREFETCH = {"device": _prefetch("device", "copy H2D", "HtoD"), "host": _prefetch("host", "copy D2H", "DtoH")}
+# The stream-ordered allocator (cudaMallocAsync / cudaFreeAsync): no engine moves anything — the driver hands the
+# address back at once, on the host, and the stream reaches the allocation (or the free) in its order — so their
+# engine row is the host's. No advice tags: tags are a command's (tags_of), and `alloc`/`free` issue these only with
+# `async`: STREAM would make every cudaMalloc and cudaFree look like stream work to the rules.
+ALLOC_ASYNC = Operation("alloc async", "alloc", "alloc_async", "host", "A", "[cudaMallocAsync]", "tab:pink",
+                        "alloc async", R.QUEUED, False)
+FREE_ASYNC = Operation("free async", "free", "free_async", "host", "F", "[cudaFreeAsync]", "tab:red", "free async",
+                       R.QUEUED, False)
 # A `repeat` run whose operations' records are not read yet (or were lost): one entry for all of them, on their
 # engine (compute when they used several). The rounds' operations are issued as their own kinds.
 REPEAT = Operation("repeat", None, "run_plan", "compute", "E", "repeat", "tab:cyan", "repeat (its operations)",
                    None, False)
 
-OPERATIONS: tuple[Operation, ...] = (*MEMCPY.values(), MEMSET, KERNEL, *PREFETCH.values(), REPEAT)
+OPERATIONS: tuple[Operation, ...] = (*MEMCPY.values(), MEMSET, KERNEL, *PREFETCH.values(), ALLOC_ASYNC, FREE_ASYNC,
+                                     REPEAT)
 BY_KEY = {op.key: op for op in OPERATIONS}
 
 

@@ -255,6 +255,59 @@ def test_the_next_allocation_of_the_same_size_reuses_the_freed_address(cush, kin
     assert ptr(cush, "b") == before
 
 
+# ------------------------------------------------------------------ the stream-ordered allocator
+def test_a_stream_ordered_allocation_is_used_and_freed_in_its_streams_order(cush):
+    cush.ok("stream create; alloc pinned 64KB as back")
+    made = cush.ok("alloc device 64KB async stream 1 as x")
+    assert made["call"] == "cudaMallocAsync" and made["stream"] == "1" and made["sync_rule"] == R.QUEUED.why
+    assert made["buffer"]["device_ptr"] is not None  # the driver hands the address back at once
+    cush.ok("memset x 7 async stream 1; memcpy x back async stream 1; sync")
+    assert first(cush, "back") == 7
+    freed = cush.ok("free x async stream 1")
+    assert freed["stream"] == "1" and freed["sync_rule"] is None and freed["freed"][0]["name"] == "x"
+    assert [b["name"] for b in cush.ok("ls")["buffers"]] == ["back"]  # gone from the session when issued
+    assert cush.fails("show x")["code"] == "NO_SUCH_BUFFER"
+
+
+def test_a_stream_ordered_allocation_is_pending_until_its_stream_reaches_it(cush):
+    # the pool warmed first, and not synchronized after (at threshold 0 a sync gives its memory back): the first
+    # cudaMallocAsync maps memory, host time that is no wait for the stream, but would blur the figure below
+    cush.ok("stream create; alloc device 4KB async stream 1 as w; free w async stream 1; launch spin 30000 stream 1")
+    t0 = cush.backend.clock()
+    made = cush.ok("alloc device 4KB async stream 1 as x")
+    assert made["blocking"] is False and cush.backend.clock() - t0 < 0.01  # cudaMallocAsync does not wait
+    assert cush.buffer("x")["state"] == "pending on stream 1"
+    t0 = cush.backend.clock()
+    assert cush.ok("free x async stream 1")["sync_rule"] is None  # nor does cudaFreeAsync
+    assert cush.backend.clock() - t0 < 0.01 and cush.ok("stream query 1")["idle"] is False
+    cush.ok("sync stream 1")
+
+
+def test_a_block_freed_in_stream_order_comes_back_on_the_same_stream(cush):
+    cush.ok("stream create; alloc device 1MB async stream 1 as a")
+    before = ptr(cush, "a")
+    cush.ok("free a async stream 1; alloc device 1MB async stream 1 as b")
+    assert ptr(cush, "b") == before  # the H100 gave the same address back, in 1.7 µs
+
+
+def test_a_sync_free_of_a_stream_ordered_allocation_is_cudafree(cush):
+    cush.ok("alloc device 64KB async as x; sync")
+    assert cush.ok("free x")["sync_rule"] == R.FREE_SYNCS.why
+
+
+def test_stream_ordered_allocation_is_refused_before_the_driver_is_asked(sim, monkeypatch):
+    error = sim.fails("alloc pinned 1MB async")
+    assert error["code"] == "USAGE" and "'async' does not apply to pinned memory" in error["message"]
+    assert sim.fails("alloc device 1MB stream 1")["code"] == "USAGE"  # `stream` needs `async`
+    sim.ok("alloc device 1MB as x; alloc pinned 1MB as p")
+    monkeypatch.setattr(sim.backend, "free_async", lambda *a: pytest.fail("the backend was asked"))
+    monkeypatch.setattr(sim.backend, "alloc_async", lambda *a: pytest.fail("the backend was asked"))
+    assert sim.fails("free x async stream 9")["code"] == "NO_SUCH_STREAM"
+    assert sim.fails("alloc device 1MB async stream 9")["code"] == "NO_SUCH_STREAM"
+    assert sim.fails("free x p async")["code"] == "KIND_MISMATCH"  # cudaFreeAsync frees device memory
+    assert [b["name"] for b in sim.ok("ls")["buffers"]] == ["x", "p"]
+
+
 # ------------------------------------------------------------------ the driver's errors and flags
 def test_the_gpu_may_not_write_a_readonly_registration(cush):
     cush.ok("alloc pageable 64KB as r; register r readonly; alloc device 64KB as d; fill r 4")

@@ -68,3 +68,21 @@ def test_a_percent_sign_in_printed_text_is_printed_as_typed(sim, tmp_path):
     sim.ok(f"export c {tmp_path / 'p.cu'}")
     text = (tmp_path / "p.cu").read_text()
     assert 'printf("%s\\n", "50% done");' in text and '(void *)"at 100%"' in text and "%%" not in text
+
+
+def test_stream_ordered_allocation_is_exported_and_explained(sim, tmp_path):
+    sim.ok("stream create; alloc pinned 64KB as p; alloc device 64KB async stream 1 as x; memset x 5 async stream 1; "
+           "memcpy x p async stream 1; free x async stream 1; sync")
+    sim.ok(f"export c {tmp_path / 's.cu'}")
+    text = (tmp_path / "s.cu").read_text()
+    assert "CHECK(cudaMallocAsync((void **)&b_x, 65536, s_1));" in text
+    assert "CHECK(cudaFreeAsync(b_x, s_1));" in text
+    assert text.index("cudaMallocAsync") < text.index("cudaMemsetAsync(b_x, 5") < text.index("cudaFreeAsync")
+    sim.ok("explain on")
+    explained = sim.run("alloc device 4KB async stream 1 as y; free y async stream 1")
+    shown = "\n".join(o["explain"]["c"] for o in explained if o.get("explain"))
+    assert "cudaMallocAsync((void **)&b_y, 4096, s_1)" in shown and "cudaFreeAsync(b_y, s_1)" in shown
+    if NVCC:
+        r = subprocess.run([NVCC, "-O2", "-o", str(tmp_path / "s"), str(tmp_path / "s.cu")], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr

@@ -57,10 +57,12 @@ def test_every_track_call_passes_a_row_of_the_table():
 def test_what_the_simulator_traces_has_a_row(sim):
     sim.ok("alloc pinned 1MB as p; alloc device 1MB as d; alloc managed 1MB as m; alloc pageable 1MB as h")
     sim.ok("memcpy p d async; memcpy d p; memcpy d d; memcpy h p; memset d 0 async; launch increment d; "
-           "prefetch m device; prefetch m host; repeat 3 <<< memcpy p d async; launch increment d >>>; sync")
+           "prefetch m device; prefetch m host; repeat 3 <<< memcpy p d async; launch increment d >>>; "
+           "alloc device 1MB async as a; free a async; sync")
     trace = sim.shell.session.trace
     assert {e.operation for e in trace} >= {*operations.MEMCPY.values(), operations.MEMSET, operations.KERNEL,
-                                            *operations.PREFETCH.values()}
+                                            *operations.PREFETCH.values(), operations.ALLOC_ASYNC,
+                                            operations.FREE_ASYNC}
     assert all(isinstance(e, TraceEntry) and e.operation in OPERATIONS for e in trace)
     assert all(of_text(s["op"])[0] in OPERATIONS for s in sim.ok("timeline")["spans"])
 

@@ -107,6 +107,24 @@ def test_profile_counts_activities_and_calls(cush):
     assert sum(r["percent"] for r in prof["gpu"]) == pytest.approx(100, abs=0.01)  # each to 4 significant digits
 
 
+def test_stream_ordered_allocations_show_on_the_timeline_in_the_trace_and_in_profile(cush, tmp_path):
+    cush.ok("stream create; alloc device 1MB async stream 1 as x; memset x 1 async stream 1; launch spin 3000 stream 1")
+    cush.ok("free x async stream 1; sync")
+    timeline = cush.ok("timeline")
+    ops = {s["op"]: s for s in timeline["spans"]}
+    assert ops["alloc async"]["stream"] == ops["free async"]["stream"] == "1"
+    assert ops["alloc async"]["engine"] == ops["free async"]["engine"] == "host"
+    host = next(r["cells"] for r in timeline["rows"] if r["name"] == "host")
+    assert host.strip()[0] == "A" and host.strip()[-1] == "F"  # 3 ms apart: columns of their own
+    path = tmp_path / "t.json"
+    cush.ok(f"trace export {path}")
+    spans = [e for e in json.loads(path.read_text())["traceEvents"] if e["ph"] == "X" and e["cat"] != "queue"]
+    assert {(e["name"], e["tid"]) for e in spans if e["name"].endswith(" async")} == {
+        ("alloc async", "stream 1"), ("alloc async", "host"), ("free async", "stream 1"), ("free async", "host")}
+    gpu = {r["name"]: r for r in cush.ok("profile")["gpu"]}
+    assert gpu["[cudaMallocAsync]"]["calls"] == 1 and gpu["[cudaFreeAsync]"]["calls"] == 1
+
+
 def test_user_kernels_run_on_both_backends(cush):
     line = ("kernel define twice <<< __global__ void twice(float *a, int n) "
             "{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; } >>>")

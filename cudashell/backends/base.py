@@ -132,6 +132,7 @@ Q, W, C, L = "query", "work", "change", "lifecycle"
 CONTRACT: dict[str, Call] = {
     # memory
     "alloc": Call("memory", C, forward=False), "free": Call("memory", C, forward=False),
+    "alloc_async": Call("memory", C, traced=True), "free_async": Call("memory", C, traced=True),
     "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
@@ -241,6 +242,17 @@ class Backend(ABC):
 
     @abstractmethod
     def free(self, buf) -> None: ...
+
+    @abstractmethod
+    def alloc_async(self, size: int, stream) -> tuple[Allocation, Timing]:
+        """Device memory from the default pool of the stream's GPU, in stream order (cuMemAllocAsync): the address
+        is the driver's at once, but only work queued after it on `stream` (or ordered after it by an event) may
+        use the memory — the Timing is the allocation's place in the stream, pending until the stream reaches it."""
+
+    @abstractmethod
+    def free_async(self, buf, stream) -> Timing:
+        """Give device memory back to its pool in stream order (cuMemFreeAsync): the host does not wait; work queued
+        before it on `stream` may still use it, nothing after it may."""
 
     @abstractmethod
     def register(self, buf, flags: frozenset) -> int | None:

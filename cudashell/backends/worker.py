@@ -33,6 +33,9 @@ from .wire import BufRef
 # late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
 # spinning would take the core the shell needs.
 SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
+# the contract's calls that make an allocation (its handle is numbered here: the object stays in this process) and
+# those that end one (its number is forgotten)
+ALLOCS, FREES = ("alloc", "alloc_async"), ("free", "free_async")
 SETTLE_AT_ONCE = 8  # the oldest work in flight looked at after each request (an event query each): not O(queue)
 
 
@@ -133,14 +136,14 @@ class Worker:
         call = CONTRACT.get(method)
         if call is None or not call.worker:  # only the contract is answered here
             raise ShellError("INTERNAL_ERROR", f"the GPU worker answers the backend contract only, not {method}")
-        number = args[0].handle if method == "free" else None  # before _local makes it the object
+        number = args[0].handle if method in FREES else None  # before _local makes it the object
         value = getattr(self.side, method)(*[self._local(a) for a in args])
-        if method == "alloc":
+        if method in ALLOCS:
             alloc, timing = value
             n, self.next_handle = self.next_handle, self.next_handle + 1
             self.allocs[n] = alloc.handle
             return replace(alloc, handle=n), timing
-        if method == "free":
+        if method in FREES:
             del self.allocs[number]
         if method in ("resolve", "resolve_many"):  # asked and answered: no longer to be looked at
             for token in ([args[0]] if method == "resolve" else args[0]):

@@ -6,14 +6,15 @@ from ..errors import held_error, ShellError, usage
 from ..grammar import Arg, Flag, Opt
 from ..sizes import format_size, format_size_exact
 from ..cemit import ident
-from ..operations import PREFETCH
+from ..operations import ALLOC_ASYNC, FREE_ASYNC, PREFETCH
 from ..registry import c_writer, command
 from ..results import Message, Result, TimingData, hexptr, timing_data
 from ..session import Buffer
 from ..backends.base import host_flag_names
 from ..syncrules import FREE_SYNCS
 from .checks import check_new_name, check_pin_limit
-from ..render import Whole, buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, timing_note, wrap
+from ..render import Whole, buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, how_text, timing_note, \
+    wrap
 from typing import NotRequired, TypedDict
 
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
@@ -29,7 +30,7 @@ def buffer_row(buf: Buffer) -> BufferRow:
             "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
             "same_pointer": same, "state": buf.state(), "device": buf.device, "context": buf.context}
 
-PINNED, MANAGED = ("pinned",), ("managed",)
+PINNED, MANAGED, DEVICE = ("pinned",), ("managed",), ("device",)
 
 
 def managed_only(buf, words) -> bool:
@@ -39,19 +40,25 @@ def managed_only(buf, words) -> bool:
 
 @command("alloc", "memory", "allocate pageable, pinned, device or managed memory",
          "alloc pinned 64MB mapped portable as staging",
-         "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged",
+         "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged / "
+         "cudaMallocAsync (cuMemAllocAsync)",
          args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed"), noun="memory"), Arg("SIZE", "size")),
          flags=(Flag("portable", only_with=PINNED), Flag("mapped", only_with=PINNED),
                 Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED, excludes=("host",)),
-                Flag("host", only_with=MANAGED)),
-         opts=(Opt("as", Arg("NAME", "newname")), Opt("on", Arg("GPU", "int"), only_with=("device",))),
+                Flag("host", only_with=MANAGED), Flag("async", only_with=DEVICE)),
+         opts=(Opt("as", Arg("NAME", "newname")), Opt("on", Arg("GPU", "int"), only_with=DEVICE),
+               Opt("stream", Arg("S", "stream"), only_with=DEVICE, needs="async")),
          details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
                  "under UVA), writecombined/wc (fast PCIe writes, very slow host reads). Managed: global "
                  "(default) or host attachment. Without `as NAME` the name is h0 (pageable), p0 (pinned), "
                  "d0 (device) or m0 (managed), counting up. A NAME starts with a letter or _, then letters, digits, "
                  "_ . -; it is not a keyword (as, async, stream, …), nor `ref` (`compare ref` is the reference "
                  "figures). `on N` puts device memory on GPU N (`devices` lists "
-                 "them): copies reach it from anywhere; a kernel on the session's GPU only after `peer enable`.")
+                 "them): copies reach it from anywhere; a kernel on the session's GPU only after `peer enable`. "
+                 "`alloc device SIZE async [stream S]` is cudaMallocAsync, from the default pool of the stream's GPU "
+                 "(stream 0 unless told): the address is known at once, the memory usable in stream order — the "
+                 "buffer is pending on its stream until the stream reaches the allocation (`alloc device 64MB async "
+                 "stream 1 as tmp`; `free tmp async stream 1` gives it back).")
 def alloc(session, backend, args):
     kind, size = args.get("KIND"), args.get("SIZE")
     if size <= 0:
@@ -60,6 +67,8 @@ def alloc(session, backend, args):
     name = args.get("NAME") or session.next_name(kind)
     check_new_name(session, name, args.col("NAME"))
     flags = frozenset(args.flags | ({"global"} if kind == "managed" and not args.flags else set()))
+    if "async" in args.flags:
+        return _alloc_async(session, backend, args, name, size)
     if kind == "pinned":
         check_pin_limit(session, backend, size, args.col("SIZE"))
     ctx = session.primary_context(backend, args.get("GPU")) if "GPU" in args.values else session.context
@@ -68,6 +77,22 @@ def alloc(session, backend, args):
                  device=ctx.device, context=ctx.name)
     session.add_buffer(buf)
     return Allocated({"buffer": buffer_row(buf), "call": KIND_CALL[kind], **timing_data(t)}, named=buf.name)
+
+
+def _alloc_async(session, backend, args, name: str, size: int) -> Allocated:
+    """cudaMallocAsync on a stream: the buffer exists at once, pending on its stream until the allocation is reached."""
+    stream = session.stream(args.get("S"), args.col("S"))
+    gpu = args.get("GPU")
+    if gpu is not None and gpu != stream.device:
+        raise usage(f"cudaMallocAsync allocates on its stream's GPU: stream {stream.name} is GPU {stream.device}'s, "
+                    f"not GPU {gpu}'s", args.col("GPU"), "leave `on` out, or name a stream of that GPU")
+    allocation, t = backend.alloc_async(size, stream.handle)
+    buf = Buffer(name, "device", size, frozenset(), None, allocation.device_ptr, allocation.handle,
+                 device=stream.device, context=stream.context)
+    session.add_buffer(buf)
+    session.track(ALLOC_ASYNC, stream, size, t, buf)
+    return Allocated({"buffer": buffer_row(buf), "call": "cudaMallocAsync", "stream": stream.name, **timing_data(t)},
+                     named=buf.name)
 
 
 HOST_ALLOC_FLAGS = {"portable": "cudaHostAllocPortable", "mapped": "cudaHostAllocMapped",
@@ -80,6 +105,21 @@ def c_alloc(w, a, i, text):
     name = w.named(a, text)
     var = ident("b", name)
     w.declare(f"unsigned char *{var} = nullptr;")
+    there, line = (_c_alloc_async if "async" in a.flags else _c_alloc_now)(w, a, i, var, kind, size)
+    w.buffers[name] = (kind, size)
+    w.buf_ctx[name] = there
+    w.buf_make[name] = line
+    device = w.ctx_device(there)
+    w.devices.add(device)
+    if device:
+        w.gpu_of[name] = device
+    if w.depth:
+        w.conditional.add(name)
+
+
+def _c_alloc_now(w, a, i, var: str, kind: str, size: int) -> tuple[str, str]:
+    """malloc, cudaHostAlloc, cudaMalloc or cudaMallocManaged, in the GPU's primary context `on` names; returns that
+    context and the allocation's statement."""
     flags = " | ".join(HOST_ALLOC_FLAGS[f] for f in sorted(a.flags) if f in HOST_ALLOC_FLAGS) \
         or "cudaHostAllocDefault"
     line, driver = {
@@ -102,15 +142,20 @@ def c_alloc(w, a, i, text):
         w.emit(w.switch(here), i)
         if kind != "device":
             w.emit("CHECK(cudaDeviceSynchronize());", i, replay=True)
-    w.buffers[name] = (kind, size)
-    w.buf_ctx[name] = there
-    w.buf_make[name] = line
-    device = w.ctx_device(there)
-    w.devices.add(device)
-    if device:
-        w.gpu_of[name] = device
-    if w.depth:
-        w.conditional.add(name)
+    return there, line
+
+
+def _c_alloc_async(w, a, i, var: str, kind: str, size: int) -> tuple[str, str]:
+    """cudaMallocAsync on its stream, in the stream's context; zeroed in stream order, as the shell's memory starts."""
+    stream, there = w.stream(a.get("S")), w.ctx_of_stream(a.get("S"))
+    line = f"CHECK(cudaMallocAsync((void **)&{var}, {size}, {stream}));"
+
+    def write():
+        w.emit(line, i, "cuMemAllocAsync")
+        w.emit(f"CHECK(cudaMemsetAsync({var}, 0, {size}, {stream}));", i, replay=True)
+
+    w.in_ctx(there, i, write)
+    return there, line
 
 
 def _zero(w, var: str, kind: str, size: int, i: int) -> None:
@@ -179,8 +224,14 @@ def c_unregister(w, a, i, text):
 
 
 @command("free", "memory", "free buffers (or `free all`)", "free p0 d0",
-         "free / cudaFreeHost / cudaFree", args=(Arg("NAME", "buffer", many=True, also=(("all", "every buffer"),)),),
-         details="A registered buffer is unregistered first. `free all` releases every buffer.")
+         "free / cudaFreeHost / cudaFree / cudaFreeAsync (cuMemFreeAsync)",
+         args=(Arg("NAME", "buffer", many=True, also=(("all", "every buffer"),)),),
+         flags=(Flag("async"),), opts=(Opt("stream", Arg("S", "stream"), needs="async"),),
+         details="A registered buffer is unregistered first. `free all` releases every buffer. cudaFree waits for "
+                 "the whole device first; `free NAME… async [stream S]` is cudaFreeAsync, for device memory: queued "
+                 "on the stream (0 unless told), the host does not wait, and the memory goes back to its pool when "
+                 "the stream reaches the free — the buffer is gone from the session at once (`free tmp async "
+                 "stream 1`).")
 def free(session, backend, args):
     names = args.get("NAME")
     if names == ["all"]:
@@ -191,6 +242,8 @@ def free(session, backend, args):
         raise ShellError(backend.dead, "the GPU side is dead: the driver cannot free its memory",
                          "`reset` first (the buffers come back, and can then be freed), or `quit`, which "
                          "releases everything", args.col("NAME"))
+    if "async" in args.flags:  # queued: neither held streams nor the device make it wait
+        return _free_async(session, backend, args, bufs)
     if session.held is not None and any(b.kind != "pageable" or b.registered is not None for b in bufs):
         raise held_error("cudaFree, which waits for the device,").at(args.col("NAME"))
     freed = []
@@ -203,6 +256,25 @@ def free(session, backend, args):
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
+
+
+def _free_async(session, backend, args, bufs: list) -> Freed:
+    """cudaFreeAsync of each buffer on one stream: checked whole before the first is queued."""
+    stream = session.stream(args.get("S"), args.col("S"))
+    for buf in bufs:
+        if buf.kind != "device":
+            raise ShellError("KIND_MISMATCH", f"{buf.name} is {buf.kind} memory: cudaFreeAsync frees device memory",
+                             "free it without `async`", args.col("NAME"))
+    freed = []
+    t0 = backend.clock()
+    for buf in bufs:
+        t = backend.free_async(buf, stream.handle)
+        session.track(FREE_ASYNC, stream, buf.size, t)  # no buffer is pending: it is gone from the session
+        del session.buffers[buf.name]
+        session.gone[buf.name] = "was freed"
+        freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": False})
+    return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
+                  "sync_rule": None, "stream": stream.name})
 
 
 @c_writer("free")
@@ -218,6 +290,9 @@ def c_free(w, a, i, text):
                             kind, (f"CHECK(cudaFree({var}));", "cuMemFree_v2"))
         w.gpu_of.pop(name, None)
         there = w.buf_ctx.pop(name, w.ctx)
+        if "async" in a.flags:  # device memory, on the stream, in the stream's context
+            line, driver, there = (f"CHECK(cudaFreeAsync({var}, {w.stream(a.get('S'))}));", "cuMemFreeAsync",
+                                   w.ctx_of_stream(a.get("S")))
         for key in (name, name + "\0registered"):
             w.buf_make.pop(key, None)
         w.conditional.discard(name)
@@ -337,6 +412,7 @@ class BufferRow(TypedDict):
 class AllocData(TimingData):
     buffer: BufferRow
     call: str
+    stream: NotRequired[str]  # `alloc device … async`: the stream the allocation was queued on (cudaMallocAsync)
 
 
 class Allocated(Result, kind="alloc"):
@@ -344,6 +420,9 @@ class Allocated(Result, kind="alloc"):
 
     def text(self):
         d = self.data
+        if "stream" in d:  # the address now, the memory when the stream reaches the allocation
+            return [f"{buffer_line(d['buffer'])}  — {d['call']} on stream {d['stream']}, {how_text(d)}; "
+                    f"{d['buffer']['state']} {timing_note(d)}"]
         return [f"{buffer_line(d['buffer'])}  — {d['call']} {fmt_seconds(d['seconds'])} {timing_note(d)}"]
 
 
@@ -371,7 +450,8 @@ class FreeData(TypedDict):
     freed: list[FreeDataFreedItem]
     host_seconds: float
     timing: str
-    sync_rule: str | None
+    sync_rule: str | None  # why the host waited (cudaFree's rule); None when nothing made it wait
+    stream: NotRequired[str]  # `free … async`: the stream the frees were queued on (cudaFreeAsync)
 
 
 class Freed(Result, kind="free"):
@@ -382,7 +462,9 @@ class Freed(Result, kind="free"):
         if not d["freed"]:
             return ["nothing to free"]
         out = ["freed " + ", ".join(f"{f['name']} ({f['kind']} {format_size(f['size'])}"
-                                    f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])]
+                                    f"{', unregistered first' if f['unregistered'] else ''})" for f in d["freed"])
+               + (f" in stream order on stream {d['stream']} (cudaFreeAsync: the host did not wait)"
+                  if "stream" in d else "")]
         if d.get("sync_rule") and d["host_seconds"] >= 1e-4:  # only worth a line when the wait was real
             out.append(f"  took {fmt_seconds(d['host_seconds'])}: {d['sync_rule']} ({d['timing']})")
         return out

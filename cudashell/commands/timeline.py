@@ -8,12 +8,15 @@ from pathlib import Path
 
 from ..errors import usage
 from ..grammar import Arg, Flag, Opt
-from ..operations import ENGINES, TraceEntry
+from ..operations import ENGINES, OPERATIONS, TraceEntry, of_text
 from ..registry import command
 from ..results import Message, Result, Settings
 from .checks import check_writable, write_file
 from ..render import Whole, fmt_seconds, nvprof_time
 from typing import NotRequired, TypedDict
+
+LETTERS = ", ".join(dict.fromkeys(f"{op.glyph} {op.legend}" for op in OPERATIONS))  # as the rows name them
+
 
 def source_of(backend) -> str:
     """What the engine times are: the simulator's model, CUPTI's records, or the events around each operation."""
@@ -49,7 +52,7 @@ def explain_(session, backend, args):
          "modeled on the simulator)",
          opts=(Opt("last", Arg("OPS", "count")), Opt("width", Arg("W", "count"))),
          details="One row per stream and per engine (copy H2D, copy D2H, compute): overlap shows as letters "
-                 "in the same columns. H h2d copy, D d2h copy, C d2d copy, M memset, K kernel, P prefetch; "
+                 "in the same columns, each operation by its letter (" + LETTERS + "); "
                  "# where one engine row holds two operations at once; . on a stream row: issued, waiting in its "
                  "queue for the engine. On a GPU the engine times are CUPTI's (when the engine really started "
                  "and ended); without CUPTI they come from events, which count a wait in the queue as running. "
@@ -317,11 +320,14 @@ class Timeline(Result, kind="timeline"):
         if "asked_width" in d:
             out.append(f"(width {d['asked_width']} does not fit the terminal: drawn {d['width']} columns wide)")
         out += [Whole(f"  {r['name']:<{width}} |{r['cells']}|") for r in d["rows"]]
-        return out + self.legend + ([f"  ({d['pending']} operations still running are not shown: `sync` first)"]
-                                    if d["pending"] else [])
+        return out + self.legend() + ([f"  ({d['pending']} operations still running are not shown: `sync` first)"]
+                                      if d["pending"] else [])
 
-    legend = ["  H h2d  D d2h  C d2d  M memset  K kernel  P prefetch", "  # two at once on one engine  "
-              ". issued, waiting in its queue"]
+    def legend(self) -> list[str]:
+        """The letters drawn, each named by its operation's row (operations.py), in the table's order."""
+        drawn = {of_text(s["op"])[0] for s in self.data.get("spans", ())}
+        letters = dict.fromkeys(f"{op.glyph} {op.legend}" for op in OPERATIONS if op in drawn)
+        return ["  " + "  ".join(letters), "  # two at once on one engine  . issued, waiting in its queue"]
 
     def figure(self):
         from ..figures import timeline_figure

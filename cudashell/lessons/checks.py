@@ -57,10 +57,11 @@ def _size(value) -> int | None:
 
 
 def alloc_flags() -> list[str]:
-    """The flag words a buffer can have: alloc's (a step asking for another could never pass)."""
+    """The flag words a buffer can have: alloc's (a step asking for another could never pass) but `async`, which says
+    how the memory is allocated (cudaMallocAsync), not what it is: the buffer does not keep it."""
     from ..registry import lookup
 
-    return [f.word for f in lookup("alloc").flags]
+    return [f.word for f in lookup("alloc").flags if f.word != "async"]
 
 
 def validate_buffer(spec, where: str) -> list[str]:

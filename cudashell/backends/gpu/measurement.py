@@ -15,6 +15,8 @@ from ..bindings import OK, call, check, cu, done
 from ..base import WORK_CALLS, Timing, round_stats
 from .common import OBSERVABLE, EVENT_MIN_BYTES, _nvidia_driver, Ctx, Pending
 
+# queued work CUPTI has no engine record of (memcpy, memset or kernel): timed by the events around it instead
+NO_ENGINE_RECORD = frozenset({"cuMemPrefetchAsync", "cuMemAllocAsync", "cuMemFreeAsync"})
 KEEP_PLANS = 1000  # traced plans whose records nobody has asked for yet: the oldest are forgotten
 TRACE_ALL = 100  # a plan of this many operations or fewer is traced whole; a longer one, its first rounds:
 TRACED_SHARE = 0.02  # this share of them (at least one): CUPTI costs ~2 µs an operation (a third of a 4-byte copy's)
@@ -127,8 +129,8 @@ class Measurement:
         tag, act = self.next_token, self.activity
         self.next_token += 1
         record = cu.cuEventRecord
-        if act and rule.wait == "none" and name != "cuMemPrefetchAsync":
-            # CUPTI times it on its engine (copies, memsets, kernels; a prefetch has no such record): one event,
+        if act and rule.wait == "none" and name not in NO_ENGINE_RECORD:
+            # CUPTI times it on its engine (copies, memsets, kernels; NO_ENGINE_RECORD have no such record): one event,
             # to know when it is done. With work queued ahead, a call that returned before its own work had run
             # did not wait for that queue: observed, as with events (a quick return needs no query). While held, not
             # even that event: it would run inside the batch the user times around the held work (200 of them were
@@ -166,7 +168,8 @@ class Measurement:
         act and act.tag(tag)  # before the events: between them is the call alone (an idle GPU starts at once)
         check(record(start, stream)[0], "cuEventRecord")
         t0 = time.perf_counter()
-        res = f(*args)[0]
+        self.returned = f(*args)  # (result, values…): cuMemAllocAsync's pointer is its caller's (NO_ENGINE_RECORD)
+        res = self.returned[0]
         host = time.perf_counter() - t0
         if res is not OK:
             act and act.untag()

@@ -95,6 +95,24 @@ class Memory:
             with self._in(self._ctx(a.ctx)):
                 call("cuMemFree", a.owner)
 
+    def alloc_async(self, size, stream):
+        """cuMemAllocAsync in the stream's context, from its GPU's default pool: timed as queued work is (events
+        around the call on `stream`); the pointer is the call's answer."""
+        where = self._stream_ctx(stream)
+        t = self._timed(stream, "cuMemAllocAsync", (size, stream), R.QUEUED)
+        ptr = int(self.returned[1])
+        return Allocation(CudaAlloc("device", size, owner=ptr, dptr=ptr, device=where.device, ctx=where.key),
+                          None, ptr), t
+
+    def free_async(self, buf, stream):
+        """cuMemFreeAsync: the memory goes back to its pool when the stream reaches it (memory from cuMemAlloc too:
+        the driver frees it then). Host memory is not its to free: the driver's refusal, as the simulator's."""
+        a: CudaAlloc = buf.handle
+        if a.kind != "device":
+            raise ShellError("CUDA_ERROR_INVALID_VALUE", f"{buf.name} is {a.kind} memory: cudaFreeAsync frees device "
+                             "memory", "free it without `async`")
+        return self._timed(stream, "cuMemFreeAsync", (a.owner, stream), R.QUEUED)
+
     def register(self, buf, flags):
         a: CudaAlloc = buf.handle
         refuse_register(buf.name, a.kind, False)  # a second registration: the driver's answer

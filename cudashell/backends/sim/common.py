@@ -43,6 +43,7 @@ class SimAlloc:
     device: int = 0  # the GPU of the context it was made in
     ctx: object = None  # that context's handle (None: the session GPU's primary)
     dptr: int | None = None  # the address a kernel uses for it (None: a kernel cannot reach it)
+    from_pool: bool = False  # made by cudaMallocAsync: its memory goes back to its GPU's pool
 
     @property
     def cls(self) -> str:

@@ -3,6 +3,8 @@ reads and writes of the lazily stored bytes, managed prefetch and advice."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ... import syncrules as R
 from ...errors import ShellError
 from ...sizes import format_size
@@ -13,6 +15,11 @@ from ..refusals import refuse_register
 from .common import MIB, INVALID, STALE_LIMIT, SimAlloc
 
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
+# The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): served from memory
+# its pool holds, cudaMallocAsync took 1.7 µs; the first 64 MiB, which the pool had to map, 11.3 ms. (The pool's
+# release threshold — memory given back at a synchronize — is issue 35's `pool` step: here the pool keeps it.)
+POOL_REUSE = 1.7e-6
+POOL_MAP_PER_MIB = 11.3e-3 / 64
 
 
 def _out_of_memory(kind: str) -> tuple[str, str]:
@@ -30,14 +37,7 @@ class Memory:
         if size <= 0:
             raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
         device = self._context(ctx).device
-        on_device = kind in ("device", "managed")
-        used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
-        if device and on_device:  # another GPU's own memory
-            used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
-        if used + size > limit:
-            code, call = _out_of_memory(kind)
-            raise ShellError(code, f"{call}{size} bytes do not fit: {used} of {limit} bytes of "
-                             f"{'device' if on_device else 'host'} memory in use", "free something, or ask for less")
+        self._room_for(kind, size, device)
         if kind == "managed" and not p.managed_memory:
             raise ShellError("CUDA_ERROR_NOT_SUPPORTED", "this device has no managed memory")
         region = "alias" if kind == "device" and not p.unified_addressing else kind
@@ -70,6 +70,49 @@ class Memory:
         self.live.add(a)
         self._count(a, +1)
         return Allocation(a, host_ptr, device_ptr), self._host_call(cost)
+
+    def _room_for(self, kind: str, size: int, device: int) -> None:
+        """Raise the out-of-memory error an allocation of `size` bytes of `kind` on GPU `device` meets."""
+        p = self.profile
+        on_device = kind in ("device", "managed")
+        used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
+        if device and on_device:  # another GPU's own memory
+            used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
+        if used + size > limit:
+            code, call = _out_of_memory(kind)
+            raise ShellError(code, f"{call}{size} bytes do not fit: {used} of {limit} bytes of "
+                             f"{'device' if on_device else 'host'} memory in use", "free something, or ask for less")
+
+    def alloc_async(self, size, stream):
+        """The address is known at once (the driver returns it); the stream reaches the allocation in its order,
+        which takes no engine time. The host pays for what the pool has to map."""
+        self._alive()
+        if size <= 0:
+            raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
+        ctx = self._ctx_of(stream)
+        device = self._context(ctx).device
+        self._room_for("device", size, device)
+        region = "device" if self.profile.unified_addressing else "alias"
+        a = SimAlloc("device", size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx,
+                     from_pool=True)
+        a.addr = self._addresses(region, size, "device")
+        idle = self.pools.get(device, 0)
+        self.pools[device] = max(0, idle - size)
+        before = self.now
+        self._advance(self.now + POOL_REUSE + POOL_MAP_PER_MIB * max(0, size - idle) / MIB)
+        self.live.add(a)
+        self._count(a, +1)
+        t = self._submit(stream, 0.0, None, R.QUEUED)
+        return Allocation(a, None, a.addr), replace(t, host_seconds=self.now - before)  # queued as the call ends
+
+    def free_async(self, buf, stream):
+        """The memory goes back to its pool when the stream reaches the free; the host does not wait."""
+        self._alive()
+        a: SimAlloc = buf.handle
+        if a.kind != "device":
+            raise ShellError(INVALID, f"{buf.name} is {a.kind} memory: cudaFreeAsync frees device memory",
+                             "free it without `async`")
+        return self._submit(stream, 0.0, None, R.QUEUED, lambda snapshot: lambda: self._release(a))
 
     def _portable_bit(self, a: SimAlloc, asked: bool) -> int:
         """Small pinned allocations share a pool (one per write-combining), and cuMemHostGetFlags reports
@@ -119,13 +162,22 @@ class Memory:
             self._refuse_held("cudaFree, which waits for the device,")
             self._wait_device("cudaFree, which waits for the device")
             self._alive()
+        self._release(a)
+        p = self.profile
+        self._advance(self.now + (MALLOC if a.kind == "pageable" else p.pinned_free_per_mib * a.size / MIB
+                                  if a.kind == "pinned" else p.device_free))
+
+    def _release(self, a: SimAlloc) -> None:
+        """An allocation's addresses and bytes go back (memory of the stream-ordered pool, to its pool)."""
         self.addresses.give(a.region, a.addr, a.size)
         self._unmap(a)
         if a.pool is not None:
             bit, live = self.host_pools.pop(a.pool)
             if live > 1:
                 self.host_pools[a.pool] = (bit, live - 1)
-        pooled = a.kind == "device" and a.size < SMALL
+        if a.from_pool:
+            self.pools[a.device] = self.pools.get(a.device, 0) + a.size
+        pooled = a.kind == "device" and a.size < SMALL and not a.from_pool
         if pooled and self.pooled > 1:  # the pool lives on, and the block keeps its bytes for the next owner
             self.stale[a.addr] = a
             while len(self.stale) > STALE_LIMIT:
@@ -141,9 +193,6 @@ class Memory:
         a.freed = True
         self.live.discard(a)
         self._count(a, -1)
-        p = self.profile
-        self._advance(self.now + (MALLOC if a.kind == "pageable" else p.pinned_free_per_mib * a.size / MIB
-                                  if a.kind == "pinned" else p.device_free))
 
     def _count(self, a: SimAlloc, sign: int) -> None:
         """Memory in use: the session GPU's (device and managed) and the host's; another GPU's is counted from
