@@ -22,8 +22,8 @@ import cudashell.commands  # noqa: E402,F401  (the registry the generator draws 
 from cudashell.backends.profile import Profile  # noqa: E402
 from cudashell.backends.sim import SimBackend  # noqa: E402
 from cudashell.errors import ShellError  # noqa: E402
-from cudashell.grammar import split_commands  # noqa: E402
-from cudashell.shell import Shell, syntax_errors  # noqa: E402
+from cudashell.frontends.shell import Shell, syntax_errors  # noqa: E402
+from cudashell.language.grammar import split_commands  # noqa: E402
 from tests import fuzzing  # noqa: E402
 
 SCRIPT_LINES = 500

@@ -12,9 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cudashell.backends.cuda import CudaBackend
-from cudashell.shell import Shell
 from harness import bind, run
+
+from cudashell.backends.cuda import CudaBackend
+from cudashell.frontends.shell import Shell
 
 SIZES = (32 << 20, 256 << 20)
 REPS = 30

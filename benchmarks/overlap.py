@@ -16,8 +16,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cudashell.shell import Shell
 from harness import bind
+
+from cudashell.frontends.shell import Shell
 
 CHUNKS, BYTES, SPIN_US, GRID = 8, 16 << 20, 300, 264
 STREAMS = (1, 2, 4, 8)

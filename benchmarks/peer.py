@@ -11,9 +11,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cudashell.backends import open_backend
-from cudashell.shell import Shell
 from harness import bind, run
+
+from cudashell.backends import open_backend
+from cudashell.frontends.shell import Shell
 
 SIZE, REPS = 256 << 20, 10
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ import statistics
 import time
 
 from cudashell.backends.sim import SimBackend
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
 
 BLOCK = 1000
 CASES = [  # name, setup, the command repeated, total N, N with --quick

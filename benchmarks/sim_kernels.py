@@ -209,8 +209,9 @@ def numba_worker(kernel: str, size: int) -> dict:
     assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", "the worker must start with NUMBA_ENABLE_CUDASIM=1"
     import numba
     from numba import cuda
-
-    from sim_kernels_numba import KERNELS as fns  # beside this file: the kernels written for Numba
+    from sim_kernels_numba import (
+        KERNELS as fns,  # beside this file: the kernels written for Numba
+    )
 
     rng = np.random.default_rng(21)
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 from cudashell.backends.sim import SimBackend
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
 
 CYCLE = ["alloc pinned 4KB as a", "alloc device 4KB as b", "fill a iota", "memcpy a b", "memcpy h2d a b async",
          "launch sum a a b", "sync", "memset b 0 1KB", "show a count 4", "free a b"]

@@ -17,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from cudashell.backends.cuda import CudaBackend
-from cudashell.shell import Shell
 from harness import bind, run
+
+from cudashell.backends.cuda import CudaBackend
+from cudashell.frontends.shell import Shell
 
 SIZES = (4 << 10, 64 << 10, 1 << 20)
 HERE = Path(__file__).resolve().parent

@@ -35,10 +35,10 @@ def in_a_fresh_process(setup: str, timed: str) -> float:
 
 
 def main() -> int:
-    imports = statistics.median(in_a_fresh_process("", "import cudashell.cli") for _ in range(RUNS))
-    print(f"the shell's imports (cudashell.cli):         {imports:.3f} s")
+    imports = statistics.median(in_a_fresh_process("", "import cudashell.frontends.cli") for _ in range(RUNS))
+    print(f"the shell's imports (cudashell.frontends.cli):         {imports:.3f} s")
     print(f"`cudashell --backend sim -c ls`:             {command('sim'):.3f} s")
-    from cudashell.packages import gpu_packages_missing
+    from cudashell.backends.packages import gpu_packages_missing
 
     why = gpu_packages_missing()
     if why:

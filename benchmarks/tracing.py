@@ -18,9 +18,10 @@ import statistics
 import sys
 import time
 
-from cudashell.backends.cuda import CudaBackend
-from cudashell.shell import Shell
 from harness import bind, run
+
+from cudashell.backends.cuda import CudaBackend
+from cudashell.frontends.shell import Shell
 
 MIB = 1 << 20
 

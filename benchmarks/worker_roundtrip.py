@@ -47,14 +47,12 @@ def main() -> int:
     if why:
         print(f"no GPU here ({why}): nothing to measure")
         return 0
-    from cudashell.backends.gpu import GpuSide
-
-    from cudashell.backends.sim import SimBackend
-    from cudashell.session import Buffer
-
     import io
 
-    from cudashell.shell import Shell
+    from cudashell.backends.gpu import GpuSide
+    from cudashell.backends.sim import SimBackend
+    from cudashell.frontends.shell import Shell
+    from cudashell.model.session import Buffer
 
     remote = CudaBackend()
     local = GpuSide()

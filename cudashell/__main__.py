@@ -1,3 +1,3 @@
-from .entry import main
+from .frontends.entry import main
 
 raise SystemExit(main())

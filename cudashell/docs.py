@@ -12,10 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .environment import Environment, ExitStatus
 from .errors import SHELL_CODES
-from .registry import GROUPS, specs
-from .results import schema_json
+from .frontends.environment import Environment, ExitStatus
+from .language.registry import GROUPS, specs
+from .output.results import schema_json
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "commands.md"
@@ -76,7 +76,7 @@ def with_examples(text: str) -> str:
 
 def demo_table() -> str:
     """The shipped demos as a Markdown table: what `demo` lists."""
-    from .shipped import demos
+    from .teaching.shipped import demos
 
     return "| demo | what it shows |\n|---|---|\n" + "".join(f"| `{k}` | {v} |\n" for k, v in demos().items())
 
@@ -128,7 +128,7 @@ def _session_transcript(body: str) -> str:
 def _cudashell(argv: list[str], folder: Path) -> str:
     """What `cudashell ARGV` prints in `folder` (stdout and stderr as a terminal interleaves them), with no
     config file or history of this machine's."""
-    from .cli import main
+    from .frontends.cli import main
 
     out = io.StringIO()
     here = os.getcwd()

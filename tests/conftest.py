@@ -13,7 +13,7 @@ import pytest
 
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
 
 
 @functools.cache
@@ -156,10 +156,10 @@ def real_runs(tmp_path_factory) -> RealRuns:
     import os
 
     import cudashell.commands  # noqa: F401
-    from cudashell import registry
-    from cudashell.grammar import Parsed
-    from cudashell.shell import Shell
-    from cudashell.shipped import demos
+    from cudashell.frontends.shell import Shell
+    from cudashell.language import registry
+    from cudashell.language.grammar import Parsed
+    from cudashell.teaching.shipped import demos
     from tests import fuzzing
 
     runs, work = RealRuns(), tmp_path_factory.mktemp("real_runs")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell.argkinds import DTYPES
-from cudashell.grammar import split_commands
-from cudashell.registry import REGISTRY
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
+from cudashell.language.argkinds import DTYPES
+from cudashell.language.grammar import split_commands
+from cudashell.language.registry import REGISTRY
 
 SLOW = {"calibrate", "bench memcpy", "bench latency", "bench alloc", "bench zerocopy", "bench overlap", "bench peer", "demo"}
 COMPOSITE = {"repeat", "run", "demo"}  # they run other commands: those that succeed before one fails stay done

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cudashell import advice
 from cudashell.backends.sim import SimBackend
-from cudashell.shell import Shell
-from cudashell.shipped import demos
+from cudashell.frontends.shell import Shell
+from cudashell.teaching import advice
+from cudashell.teaching.shipped import demos
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
 
@@ -188,11 +188,11 @@ def test_advice_is_on_at_the_prompt():
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from cudashell.repl import repl
+    from cudashell.frontends.repl import repl
 
     out = io.StringIO()
-    from cudashell.cli import build_parser, shell_options
-    from cudashell.environment import Environment
+    from cudashell.frontends.cli import build_parser, shell_options
+    from cudashell.frontends.environment import Environment
 
     env = Environment(stdin=None, stdout=None, stderr=None)
     asked = {(argv, interactive): shell_options(build_parser(env).parse_args(argv), interactive, env).advice
@@ -252,8 +252,8 @@ def test_advice_loads_neither_the_driver_bindings_nor_the_commands():
     code = """
 import sys
 from types import SimpleNamespace
-from cudashell import advice
-from cudashell.machine import meminfo
+from cudashell.teaching import advice
+from cudashell.model.machine import meminfo
 gpu = SimpleNamespace(capabilities=SimpleNamespace(profile=None))  # what a GPU backend declares: no profile
 assert advice.host_ram(gpu) == meminfo()["MemTotal"] > 0
 print(sorted(m for m in sys.modules if m.startswith(("cuda.", "cudashell.backends", "cudashell.commands"))))

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from cudashell import registry
-from cudashell.argkinds import KINDS, Part, Typing
 from cudashell.backends.sim import SimBackend
 from cudashell.errors import ShellError
-from cudashell.grammar import Arg, Token, convert
-from cudashell.shell import Shell
-from cudashell.shipped import demos
+from cudashell.frontends.shell import Shell
+from cudashell.language import registry
+from cudashell.language.argkinds import KINDS, Part, Typing
+from cudashell.language.grammar import Arg, Token, convert
+from cudashell.teaching.shipped import demos
 from tests.test_confinement import confined_shell
 
 

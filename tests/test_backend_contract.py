@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 
 import cudashell
-from cudashell.backends.base import CONTRACT, PLAIN_LAUNCH, Capabilities, LaunchOptions, Reach
-from cudashell.kernels import BUILTINS
-from cudashell.plan import Recorder
+from cudashell.backends.base import (
+    CONTRACT,
+    PLAIN_LAUNCH,
+    Capabilities,
+    LaunchOptions,
+    Reach,
+)
+from cudashell.model.kernels import BUILTINS
+from cudashell.model.plan import Recorder
 from tests.conftest import Cush, make_backend
 
 PACKAGE = Path(cudashell.__file__).parent

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from cudashell import registry
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
 from cudashell.commands import calibrate
 from cudashell.commands.bench import Bench
+from cudashell.language import registry
 from tests.conftest import Cush
 
 MIB = 1 << 20

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cudashell import cli, entry
-from cudashell.environment import Environment, ExitStatus, LiveStream
+from cudashell.frontends import cli, entry
+from cudashell.frontends.environment import Environment, ExitStatus, LiveStream
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudashell"
 
@@ -190,8 +190,8 @@ def test_the_environments_terminal(make_env, monkeypatch):
 
 def test_the_repl_s_colour_and_toolbar_follow_the_environment(make_env, monkeypatch):
     from cudashell.backends.sim import SimBackend
-    from cudashell.repl import toolbar, use_color
-    from cudashell.shell import Shell
+    from cudashell.frontends.repl import toolbar, use_color
+    from cudashell.frontends.shell import Shell
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert use_color("auto", make_env(stdout_isatty=True)) and not use_color("auto", make_env())
@@ -213,7 +213,7 @@ def test_the_docs_command_writes_to_the_environment(make_env):
 
 def test_the_notebook_magic_writes_to_its_environment(make_env):
     pytest.importorskip("IPython")
-    from cudashell.notebook import Cush
+    from cudashell.frontends.notebook import Cush
 
     env = make_env()
     options = Namespace(backend="sim", sim_profile="no-such-profile", keep_going=False, debug=False)
@@ -230,10 +230,10 @@ def test_a_live_stream_writes_where_sys_points_now(capsys):
 
 def test_only_the_environment_reads_the_standard_streams():
     """Everything else is handed them: `sys.stdin`, `sys.stdout`, `sys.stderr` appear in code (not comments or
-    docstrings) only in cudashell/environment.py."""
+    docstrings) only in cudashell/frontends/environment.py."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name == "environment.py" and path.parent == PACKAGE:
+        if path == PACKAGE / "frontends" / "environment.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr in ("stdin", "stdout", "stderr") \
@@ -243,7 +243,7 @@ def test_only_the_environment_reads_the_standard_streams():
 
 
 def test_the_environment_and_entry_import_nothing_heavy():
-    code = ("import sys, cudashell.entry, cudashell.environment; "
+    code = ("import sys, cudashell.frontends.entry, cudashell.frontends.environment; "
             "print(sorted(m for m in ('numpy', 'tabulate', 'prompt_toolkit', 'IPython') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        cwd=PACKAGE.parent)
@@ -255,7 +255,7 @@ def _json(env: Environment) -> list[dict]:
     import json
 
     jsonschema = pytest.importorskip("jsonschema")
-    from cudashell.results import json_schema
+    from cudashell.output.results import json_schema
 
     objs = [json.loads(line) for line in env.stdout.getvalue().splitlines()]
     for obj in objs:
@@ -275,7 +275,7 @@ def test_a_scripts_syntax_errors_in_json_carry_the_commands_text(make_env, tmp_p
 
 def test_a_line_that_does_not_split_carries_its_text_when_it_runs(make_env):
     from cudashell.backends.sim import SimBackend
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     env = make_env()
     shell = Shell(SimBackend(), out=env.stdout, err=env.stderr, json_mode=True)

@@ -7,10 +7,10 @@ import io
 
 import pytest
 
-from cudashell import cli, config
-from cudashell.config import DEFAULTS, KEYS
-from cudashell.settings import SETTINGS, THEMES
-from cudashell.environment import Environment, ExitStatus
+from cudashell.frontends import cli, config
+from cudashell.frontends.config import DEFAULTS, KEYS
+from cudashell.frontends.environment import Environment, ExitStatus
+from cudashell.model.settings import SETTINGS, THEMES
 
 
 def load(tmp_path, text: str) -> tuple[dict, list[str]]:
@@ -73,7 +73,7 @@ def test_every_key_has_its_accepted_values_checked():
 def test_one_table_gives_the_session_set_and_the_file_their_settings():
     """settings.SETTINGS is the only table: the session starts from its defaults, `set` takes what it marks, the
     config file reads the keys it names, and the front end applies the file's values through `set`."""
-    from cudashell.session import Session
+    from cudashell.model.session import Session
 
     assert Session().settings == {n: s.default for n, s in SETTINGS.items() if s.scope != "file"}
     for name, setting in SETTINGS.items():
@@ -88,7 +88,7 @@ def test_one_table_gives_the_session_set_and_the_file_their_settings():
 
 def test_the_themes_are_the_repls_styles():
     pytest.importorskip("prompt_toolkit")
-    from cudashell.repl import STYLES
+    from cudashell.frontends.repl import STYLES
 
     assert set(STYLES) == set(THEMES)
 
@@ -191,7 +191,7 @@ def test_the_entry_point_reads_the_backend_alone_before_the_heavier_imports(tmp_
     import sys
 
     (tmp_path / "config").write_text("[shell]\nbackend = sim\ntablefmt = github\n")
-    code = ("import sys; from cudashell import entry; from cudashell.environment import Environment; "
+    code = ("import sys; from cudashell.frontends import entry; from cudashell.frontends.environment import Environment; "
             f"print(entry._wanted([], Environment(config_dir={str(tmp_path)!r})), 'tabulate' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["False", "False"], r.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudashell.backends.sim import SimBackend
-from cudashell.environment import ExitStatus
+from cudashell.frontends.environment import ExitStatus
 from tests.conftest import confined_shell, make_backend
 from tests.test_grade import grade
 

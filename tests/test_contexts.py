@@ -111,7 +111,7 @@ def test_a_demo_leaves_the_contexts_as_they_were(cush):
 def test_the_portable_demo_shows_the_pre_uva_rule_on_the_teaching_profile():
     import io
 
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     out, err = io.StringIO(), io.StringIO()
     sh = Shell(SimBackend(Profile.load("two-gpus-no-uva")), out=out, err=err)
@@ -144,7 +144,7 @@ def test_if_gpus_runs_its_block_only_where_there_are_enough(cush, pair):
 
 
 def test_completion_offers_the_contexts_by_name(cush):
-    from cudashell.suggest import suggest
+    from cudashell.language.suggest import suggest
 
     cush.ok("context create as mine")
     offered = [s.text for s in suggest("context use ", cush.shell.session)]

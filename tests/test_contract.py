@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cudashell import syncrules as R
+from cudashell.model import syncrules as R
 
 GATE = "launch spin 30000"  # 30 ms: far longer than anything the shell does between two commands
 MIB = 1 << 20

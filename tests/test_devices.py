@@ -182,7 +182,7 @@ def test_bench_peer_adds_host_rows_for_every_gpu_and_numa_node(two, tmp_path):
 
 
 def test_memory_nodes_reads_the_kernels_list(monkeypatch):
-    from cudashell import machine
+    from cudashell.model import machine
 
     for text, nodes in (("0\n", [0]), ("0-1\n", [0, 1]), ("0,2-3\n", [0, 2, 3]), (None, [])):
         monkeypatch.setattr(machine, "_read", lambda path, text=text: text)
@@ -193,7 +193,7 @@ def test_binding_pages_to_a_node_the_machine_lacks_is_refused():
     import ctypes
     import mmap
 
-    from cudashell.machine import bind_to_node, memory_nodes
+    from cudashell.model.machine import bind_to_node, memory_nodes
 
     if not memory_nodes():
         pytest.skip("no NUMA information here")

@@ -1,7 +1,7 @@
 """The reference in docs/ is the registry's; help comes from the same specs."""
 
 from cudashell.docs import REFERENCE, reference_markdown
-from cudashell.registry import specs
+from cudashell.language.registry import specs
 
 
 def test_command_reference_is_current():
@@ -118,7 +118,7 @@ def test_a_command_the_echo_does_not_show_cannot_be_a_block_of_its_own():
 # ------------------------------------------------------------------ the demo list
 def test_the_demo_lists_in_the_readme_and_the_guide_are_the_shipped_demos():
     from cudashell.docs import GUIDE, README, demo_table, with_examples
-    from cudashell.shipped import demos
+    from cudashell.teaching.shipped import demos
 
     assert len(demos()) >= 10
     for doc in (README, GUIDE):
@@ -132,7 +132,7 @@ def test_no_count_of_demos_in_the_docs_disagrees_with_the_shipped_demos():
     import re
 
     from cudashell.docs import GUIDE, README
-    from cudashell.shipped import demos
+    from cudashell.teaching.shipped import demos
 
     words = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
     for doc in (README, GUIDE):
@@ -145,7 +145,7 @@ def test_no_count_of_demos_in_the_docs_disagrees_with_the_shipped_demos():
 # ------------------------------------------------------------------ claims checked against the code
 def test_the_readme_and_the_guide_name_every_built_in_kernel():
     from cudashell.docs import GUIDE, README
-    from cudashell.kernels import BUILTINS
+    from cudashell.model.kernels import BUILTINS
 
     readme = README.read_text().partition("built-in kernels (")[2].partition(")")[0]
     guide = GUIDE.read_text().partition("Built-in kernels on both backends")[2].partition("On either backend")[0]
@@ -176,8 +176,8 @@ def test_every_command_written_out_in_the_readme_and_the_guide_parses():
     import re
 
     from cudashell.errors import ShellError
-    from cudashell.grammar import split_commands
-    from cudashell.registry import load, parse_segment, specs
+    from cudashell.language.grammar import split_commands
+    from cudashell.language.registry import load, parse_segment, specs
 
     load()
     names, full = {s.name.split()[0] for s in specs()}, {s.name for s in specs()}
@@ -202,8 +202,8 @@ def test_every_error_code_the_readme_and_the_guide_name_exists():
     import re
 
     from cudashell.docs import GUIDE, README
-    from cudashell.environment import ExitStatus
     from cudashell.errors import SHELL_CODES
+    from cudashell.frontends.environment import ExitStatus
 
     others = {"XDG_CONFIG_HOME", "XDG_STATE_HOME", "NO_COLOR", "CUDASHELL_TRACING", "RLIMIT_MEMLOCK"}
     for doc in (README, GUIDE):
@@ -216,7 +216,7 @@ def test_the_guide_says_which_benches_take_each_output_flag():
     import re
 
     from cudashell.docs import GUIDE
-    from cudashell.registry import load, specs
+    from cudashell.language.registry import load, specs
 
     load()
     benches = {s.name: s.syntax() for s in specs() if s.name.startswith("bench ")}

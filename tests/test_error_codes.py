@@ -14,7 +14,7 @@ from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
 from cudashell.docs import REFERENCE
 from cudashell.errors import SHELL_CODES, ShellError
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
 from tests.conftest import gpu_missing
 
 DRIVER = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
@@ -104,7 +104,7 @@ def _rigged(code: str, shell: Shell, monkeypatch) -> None:
             raise KeyboardInterrupt
         monkeypatch.setattr(shell.backend, "device_sync", interrupted)
     elif code == "INTERNAL_ERROR":
-        from cudashell import render
+        from cudashell.output import render
 
         def broken(*a, **k):
             raise ZeroDivisionError("a bug")
@@ -142,9 +142,9 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
 
 
 def test_the_codes_no_simulator_command_gives_are_given_where_they_arise(tmp_path):
-    from cudashell import config
     from cudashell.backends import open_backend
     from cudashell.backends.cuda import CudaBackend
+    from cudashell.frontends import config
     from tests.conftest import Cush
 
     assert [e.code for _, e in config.read(b"[shel]\n")[1]] == ["BAD_CONFIG"]  # a config line: a warning

@@ -14,11 +14,11 @@ import pytest
 
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell import registry
-from cudashell.cemit import Writer
 from cudashell.errors import ShellError
-from cudashell.grammar import split_commands
-from cudashell.registry import parse_segment, specs
+from cudashell.export.cemit import Writer
+from cudashell.language import registry
+from cudashell.language.grammar import split_commands
+from cudashell.language.registry import parse_segment, specs
 from tests.conftest import Cush, gpu_missing, make_backend
 
 NVCC = shutil.which("nvcc")

@@ -11,12 +11,12 @@ from xml.etree import ElementTree
 
 import pytest
 
-from cudashell.cli import main
-from cudashell.environment import Environment, ExitStatus
-from cudashell.shell import Shell
 from cudashell.backends.profile import BUILTIN
 from cudashell.backends.sim import SimBackend
-from cudashell.grade import DEFAULT_TIME_LIMIT
+from cudashell.frontends.cli import main
+from cudashell.frontends.environment import Environment, ExitStatus
+from cudashell.frontends.shell import Shell
+from cudashell.teaching.grade import DEFAULT_TIME_LIMIT
 from tests.conftest import confined_shell, gpu_missing
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "grading"
@@ -79,7 +79,7 @@ def test_grades_on_the_simulator_do_not_depend_on_the_profile_where_the_checks_a
 
 def test_the_json_lines_validate_against_the_published_schema(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
-    from cudashell.results import json_schema
+    from cudashell.output.results import json_schema
 
     _, out, _ = grade("--backend", "sim", "--json", CHECKS, SUBMISSIONS[2], tmp_path=tmp_path)
     line = json.loads(out)
@@ -259,7 +259,7 @@ def test_junit_xml_stays_valid_whatever_the_submission_prints(tmp_path):
 
 
 def test_a_junit_file_that_cannot_be_written_is_refused_before_any_grading(tmp_path, monkeypatch):
-    import cudashell.grade as G
+    import cudashell.teaching.grade as G
 
     monkeypatch.setattr(G, "run_section", lambda *a, **k: pytest.fail("graded before the --junit path was checked"))
     code, out, err = grade("--backend", "sim", "--junit", str(tmp_path / "no" / "g.xml"), CHECKS, SUBMISSIONS[0],

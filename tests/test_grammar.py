@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cudashell.errors import ShellError
-from cudashell.grammar import split_commands
-from cudashell.sizes import format_size, parse_size
-from cudashell.registry import parse_segment
+from cudashell.language.grammar import split_commands
+from cudashell.language.registry import parse_segment
+from cudashell.language.sizes import format_size, parse_size
 
 
 @pytest.mark.parametrize("text,value", [
@@ -108,7 +109,7 @@ def test_errors_carry_code_column_and_hint(line, code, col, hint):
 
 
 def test_every_spec_example_parses():
-    from cudashell.registry import specs
+    from cudashell.language.registry import specs
 
     for spec in specs():
         assert parse(spec.example).spec.name == spec.name, spec.example

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import cudashell.commands  # noqa: F401  (registers the specs)
-from cudashell.grammar import split_commands
-from cudashell.registry import REGISTRY, parse_segment
+from cudashell.language.grammar import split_commands
+from cudashell.language.registry import REGISTRY, parse_segment
 
 NOT_RUN = {"calibrate": "minutes of measuring on the simulator; tests/test_scenarios.py runs it"}
 

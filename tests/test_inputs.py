@@ -10,7 +10,7 @@ import pytest
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
 from cudashell.errors import ShellError
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
 
 
 def _run(path) -> tuple[bool, str]:

@@ -16,9 +16,19 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from cudashell.kernels import BUILTINS
+from cudashell.model.kernels import BUILTINS
 from tests.conftest import Cush, make_backend
-from tests.kernel_corpus import CASES, HOST_KINDS, KERNELS, REFUSED, RESERVED, RUNNABLE, SAMPLES, Buf, Case
+from tests.kernel_corpus import (
+    CASES,
+    HOST_KINDS,
+    KERNELS,
+    REFUSED,
+    RESERVED,
+    RUNNABLE,
+    SAMPLES,
+    Buf,
+    Case,
+)
 
 ALLOC = {"device": "alloc device {size} as {name}",
          "managed": "alloc managed {size} as {name}",

@@ -11,10 +11,10 @@ from prompt_toolkit.document import Document
 
 from cudashell.backends.sim import SimBackend
 from cudashell.errors import ShellError
-from cudashell.argkinds import parse_dim3
-from cudashell.launchdims import check_launch, default_grid, shape_text
-from cudashell.shell import Shell
-from cudashell.suggest import suggest
+from cudashell.frontends.shell import Shell
+from cudashell.language.argkinds import parse_dim3
+from cudashell.language.suggest import suggest
+from cudashell.model.launchdims import check_launch, default_grid, shape_text
 from tests.fuzzing import snapshot
 
 LAUNCH = "launch fill d 3 "
@@ -43,7 +43,7 @@ def test_a_space_after_the_comma_is_pointed_at(sim):
 
 
 def test_help_and_the_reference_write_the_shape():
-    from cudashell.registry import lookup
+    from cudashell.language.registry import lookup
 
     assert "[grid X[,Y[,Z]]] [block X[,Y[,Z]]]" in lookup("launch").syntax()
 
@@ -149,7 +149,7 @@ def test_completion_offers_shapes_and_squares_a_typed_dimension():
 
 
 def test_a_shape_is_highlighted_as_a_number():
-    from cudashell.repl import ShellLexer
+    from cudashell.frontends.repl import ShellLexer
 
     sh = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
     styles = dict((w, s) for s, w in ShellLexer(sh).lex_document(Document("launch spin 1 grid 16,16 block 8,x"))(0))

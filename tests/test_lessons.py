@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cudashell import lessons as L
 from cudashell.backends.sim import SimBackend
 from cudashell.commands.lessons import HINT_EVERY, first_hint
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
+from cudashell.teaching import lessons as L
 from tests.conftest import Cush, make_backend
 
 LESSONS = list(L.shipped())
@@ -227,8 +227,8 @@ def test_no_state_dir_keeps_no_progress(sim, state_home):
 
 
 def test_a_cli_session_keeps_progress_in_the_environments_state_dir(tmp_path):
-    from cudashell.cli import main
-    from cudashell.environment import Environment
+    from cudashell.frontends.cli import main
+    from cudashell.frontends.environment import Environment
 
     out = io.StringIO()
     env = Environment(stdin=io.StringIO(), stdout=out, stderr=out, stdin_isatty=False, config_dir=tmp_path / "c",
@@ -245,7 +245,7 @@ def test_no_such_lesson_suggests_one(sim):
 
 def test_lesson_json_validates_against_the_schema(sim):
     jsonschema = pytest.importorskip("jsonschema")
-    from cudashell.results import json_schema
+    from cudashell.output.results import json_schema
 
     validator = jsonschema.Draft202012Validator(json_schema())
     objs = sim.run("lesson list; lesson streams")
@@ -338,7 +338,7 @@ def test_a_lesson_runs_cell_by_cell_in_a_notebook(state_home):
 
 
 def test_the_format_reference_documents_every_check_and_buffer_key():
-    from cudashell.lessons import checks
+    from cudashell.teaching.lessons import checks
 
     text = (Path(__file__).parent.parent / "docs" / "lessons.md").read_text()
     assert "`[[step]]`" in text

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from cudashell.backends.base import round_stats
-from cudashell.render import nvprof_time
+from cudashell.output.render import nvprof_time
 
 MIB = 1 << 20
 
@@ -286,7 +286,7 @@ def test_cupti_records_only_the_calls_that_queue_work():
     if gpu_missing():
         pytest.skip(f"no GPU: {gpu_missing()}")
     from cudashell.backends.gpu import GpuSide
-    from cudashell.session import Buffer
+    from cudashell.model.session import Buffer
 
     side = GpuSide()
     try:

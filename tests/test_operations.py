@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cudashell import operations, syncrules
 from cudashell.backends.base import CONTRACT, WORK_CALLS
-from cudashell.operations import BY_KEY, ENGINES, OPERATIONS, TraceEntry, of_text
-from cudashell.registry import lookup
+from cudashell.language.registry import lookup
+from cudashell.model import operations, syncrules
+from cudashell.model.operations import BY_KEY, ENGINES, OPERATIONS, TraceEntry, of_text
 
-ROOT = Path(operations.__file__).parent
+ROOT = Path(operations.__file__).parent.parent  # the package
 KEYS = set(BY_KEY)
 WORDS = {k.split()[0] for k in KEYS}  # memcpy, memset, kernel, prefetch, repeat
 
@@ -130,4 +130,4 @@ def test_the_scan_leaves_names_and_labels_alone(code):
 def test_no_module_outside_the_table_matches_an_operations_text():
     bad = [f"{path.relative_to(ROOT.parent)}:{line}: {code}" for path in sorted(ROOT.rglob("*.py"))
            if path != Path(operations.__file__) for line, code in op_text_matches(path.read_text())]
-    assert not bad, "read the operation's row (cudashell/operations.py) instead:\n" + "\n".join(bad)
+    assert not bad, "read the operation's row (cudashell/model/operations.py) instead:\n" + "\n".join(bad)

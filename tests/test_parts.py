@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cudashell.errors import ShellError
-from cudashell.argkinds import Part, parse_part
+from cudashell.language.argkinds import Part, parse_part
 
 MB = 1 << 20
 

@@ -3,7 +3,6 @@ contents lost, everything else made again. The same scenarios on both backends."
 
 from __future__ import annotations
 
-
 import pytest
 
 SETUP = ("alloc pinned 64KB as p; fill p iota; alloc pageable 64KB as h; register h mapped; fill h 7; "

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from cudashell import reference
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell.reference import explain, reference_path
-from cudashell.results import json_schema
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
+from cudashell.output.results import json_schema
+from cudashell.teaching import reference
+from cudashell.teaching.reference import explain, reference_path
 from tests.conftest import Cush
 
 
@@ -66,8 +66,8 @@ def test_calibrate_is_compared_figure_for_figure_and_its_file_is_a_reference(sim
 
 
 def test_the_references_are_the_profiles_folder_h200_refused_until_its_file_is_there(sim, tmp_path, monkeypatch):
+    shutil.copy(reference.PROFILES / "h100.json", tmp_path / "h100.json")
     monkeypatch.setattr(reference, "PROFILES", tmp_path)
-    shutil.copy(Path(reference.__file__).parent / "profiles" / "h100.json", tmp_path / "h100.json")
     sim.ok("bench memcpy h2d pinned sizes 64MB reps 2")
     err = sim.fails("compare ref h200")
     assert err["code"] == "NO_REFERENCE" and err["col"] == 13

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from cudashell import render
-from cudashell.results import Result
+from cudashell.output import render
+from cudashell.output.results import Result
 
 
 def test_every_result_kind_has_a_type_with_a_view():
-    from cudashell import registry
+    from cudashell.language import registry
 
     registry.load()  # the kinds beside their handlers register as the commands are imported
     assert len(Result.KINDS) > 30
@@ -36,7 +36,7 @@ def test_a_copy_of_parts_reads_back_in_the_shells_own_syntax():
     import io
 
     from cudashell.backends.sim import SimBackend
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     out = io.StringIO()
     shell = Shell(SimBackend(), out=out, err=out)

@@ -10,11 +10,10 @@ import io
 import json
 import re
 
-
-from cudashell import render
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
+from cudashell.output import render
 
 from .conftest import Cush
 
@@ -59,7 +58,7 @@ def test_a_timeline_fills_the_terminal_and_keeps_its_asked_width_where_it_fits_o
 
 
 def test_explain_breaks_c_only_after_a_comma_or_a_space_and_indents_what_follows():
-    from cudashell.cemit import explain_lines
+    from cudashell.export.cemit import explain_lines
 
     lines = explain_lines('CHECK(cudaMemcpy(b_d, b_h, 67108864, cudaMemcpyHostToDevice));\n'
                           'printf("a, b  c", x);', "cuMemcpy, cuLaunchKernel", 40)
@@ -132,7 +131,7 @@ def test_a_bench_csv_file_is_written_as_set_format_csv_writes(tmp_path):
 def test_json_floats_are_rounded_to_what_was_measured_and_stay_numbers():
     import jsonschema
 
-    from cudashell.results import json_schema
+    from cudashell.output.results import json_schema
 
     c = Cush(SimBackend())
     lines = []

@@ -17,9 +17,9 @@ from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.validation import ValidationError
 
 from cudashell.backends.sim import SimBackend
-from cudashell.repl import ShellValidator, repl
-from cudashell.shell import Shell
-from cudashell.suggest import suggest
+from cudashell.frontends.repl import ShellValidator, repl
+from cudashell.frontends.shell import Shell
+from cudashell.language.suggest import suggest
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_completion_offers_what_fits_at_the_cursor(shell):
 def test_parts_of_buffers_are_highlighted_as_names(shell):
     from prompt_toolkit.document import Document
 
-    from cudashell.repl import ShellLexer
+    from cudashell.frontends.repl import ShellLexer
 
     shell.execute("alloc pinned 1MB")
     line = ShellLexer(shell).lex_document(Document("memcpy p0[4KB:] p0 nosuch[0:]"))(0)
@@ -124,7 +124,7 @@ def drive(shell, monkeypatch, *steps) -> str:
     """Type as a person would, one group of keys at a time, each once the screen shows what the last one did (a
     completion, which runs in the background; a command's output; the next prompt): steps are (keys, ready) pairs,
     ready(Prompt) saying when the keys have had their effect. Ends with Ctrl-D."""
-    import cudashell.repl as repl_module
+    import cudashell.frontends.repl as repl_module
 
     view, problems = Prompt(shell), []
     monkeypatch.setattr(repl_module, "make_session", view.make_session(repl_module.make_session))
@@ -213,7 +213,7 @@ def test_ctrl_c_during_a_long_command_returns_to_the_prompt_consistent(shell, mo
 
 
 def test_the_toolbar_fits_the_terminal_and_counts_right(shell):
-    from cudashell.repl import toolbar
+    from cudashell.frontends.repl import toolbar
 
     shell.execute("alloc pinned 1MB; stream create; hold")
     narrow, wide = toolbar(shell, 80), toolbar(shell, 200)
@@ -223,7 +223,7 @@ def test_the_toolbar_fits_the_terminal_and_counts_right(shell):
 
 
 def test_history_keeps_the_newest_entries(tmp_path):
-    from cudashell.repl import trim_history
+    from cudashell.frontends.repl import trim_history
 
     path = tmp_path / "history"
     path.write_text("".join(f"\n# 2026-01-0{i}\n+cmd{i}\n" for i in range(1, 6)))
@@ -235,7 +235,7 @@ def test_the_validator_gives_the_did_you_mean_hint_scripts_give():
     from prompt_toolkit.document import Document
     from prompt_toolkit.validation import ValidationError
 
-    from cudashell.repl import ShellValidator
+    from cudashell.frontends.repl import ShellValidator
 
     with pytest.raises(ValidationError) as e:
         ShellValidator().validate(Document("aloc pinned 1MB"))
@@ -243,7 +243,7 @@ def test_the_validator_gives_the_did_you_mean_hint_scripts_give():
 
 
 def test_completion_offers_kernel_pointers_and_setting_values(shell):
-    from cudashell.suggest import suggest
+    from cudashell.language.suggest import suggest
 
     shell.execute("alloc pinned 1MB as a; alloc device 1MB as b; alloc pageable 1MB as h")
 
@@ -255,7 +255,7 @@ def test_completion_offers_kernel_pointers_and_setting_values(shell):
 
 
 def test_history_suggestions_naming_missing_buffers_are_not_offered(shell):
-    from cudashell.repl import names_exist
+    from cudashell.frontends.repl import names_exist
 
     shell.execute("alloc pinned 1MB as a; alloc device 1MB as b")
     assert names_exist("memcpy a b", shell.session) and names_exist("free all", shell.session)
@@ -276,7 +276,7 @@ def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell, mon
 def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
     import io
 
-    from cudashell.repl import page
+    from cudashell.frontends.repl import page
 
     paged = tmp_path / "paged"
     out = io.StringIO()
@@ -347,7 +347,7 @@ def test_a_paste_without_bracketed_paste_runs_each_line_on_its_own(shell, monkey
 
 
 def test_a_transcripts_prompts_are_taken_off_and_its_output_left_out():
-    from cudashell.typed import strip_prompts
+    from cudashell.language.typed import strip_prompts
 
     assert strip_prompts("alloc pinned 1MB\nls") == "alloc pinned 1MB\nls"  # no prompt: as it is
     assert strip_prompts("cush> alloc pinned 1MB\np0: pinned 1 MiB …\ncush> repeat 2 <<<\n  ...> ls\n  ...> >>>") \
@@ -357,7 +357,7 @@ def test_a_transcripts_prompts_are_taken_off_and_its_output_left_out():
 
 def test_history_references_name_the_commands_history_lists():
     from cudashell.errors import ShellError
-    from cudashell.typed import expand_history
+    from cudashell.language.typed import expand_history
 
     past = ["alloc pinned 1MB as p0", "ls", "show p0 count 4"]
     assert expand_history("ls", past) is None and expand_history("echo hi!", past) is None
@@ -375,7 +375,7 @@ def test_history_references_name_the_commands_history_lists():
 
 
 def test_the_toolbar_keeps_f1_help_when_it_drops_items(shell):
-    from cudashell.repl import toolbar
+    from cudashell.frontends.repl import toolbar
 
     shell.execute("alloc pinned 1MB; stream create; hold")
     for width in (60, 80, 100):
@@ -386,7 +386,7 @@ def test_the_toolbar_keeps_f1_help_when_it_drops_items(shell):
 def test_completion_reads_the_line_the_cursor_is_on(shell):
     from prompt_toolkit.completion import CompleteEvent
 
-    from cudashell.repl import ShellCompleter
+    from cudashell.frontends.repl import ShellCompleter
 
     shell.execute("alloc pinned 1MB; alloc device 1MB")
     doc = Document("alloc pinned 64MB mapped\nmemcpy p0 d0 ")  # a bracketed paste's last line

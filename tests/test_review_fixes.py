@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 
-from cudashell import render
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
-from cudashell.results import Result
+from cudashell.output import render
+from cudashell.output.results import Result
 
 from .conftest import Cush
 from .test_render_issue25 import text_run
@@ -25,7 +25,7 @@ MIB = 1 << 20
 
 def csv_out(lines: list[str]) -> str:
     """What the last of these commands prints under `set format csv` (the ones before it run in table format)."""
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     out = io.StringIO()
     shell = Shell(SimBackend(), out=out, err=out)
@@ -175,7 +175,7 @@ def test_bench_alloc_gives_a_flat_series_at_least_a_decade_of_axis(plt):
     1e-15 of itself, and a log axis zoomed into it drew a steep slope with ticks that all read the same."""
     import io as _io
 
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     results = []
     shell = Shell(SimBackend(), out=_io.StringIO(), err=_io.StringIO(),
@@ -261,7 +261,7 @@ def test_pageable_memory_past_the_hosts_memory_is_the_hosts_failure():
 
 # ------------------------------------------------------------------ 8. config lines as configparser counts them
 def test_a_form_feed_in_the_config_file_does_not_shift_later_lines(tmp_path):
-    from cudashell import config
+    from cudashell.frontends import config
 
     raw = b"[shell]\n# page two\x0c\ncolor = purple\n# caf\xe9\n"
     settings, problems = config.read(raw)
@@ -273,6 +273,6 @@ def test_importing_config_does_not_import_render():
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-c", "import sys, cudashell.config; print('cudashell.render' in sys.modules)"],
+    r = subprocess.run([sys.executable, "-c", "import sys, cudashell.frontends.config; print('cudashell.output.render' in sys.modules)"],
                        capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["False"], r.stderr

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cudashell import config
+from cudashell.frontends import config
 
 
 @pytest.mark.parametrize("space", ["\t", "\u00a0", "\u2003"])
@@ -116,7 +116,7 @@ def test_output_to_a_full_disk_is_said_once_and_results_come_back_to_the_screen(
     import io
 
     from cudashell.backends.sim import SimBackend
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     out, err = io.StringIO(), io.StringIO()
     shell = Shell(SimBackend(), "t", out=out, err=err)
@@ -182,7 +182,7 @@ def test_output_file_gets_what_the_screen_gets_under_repeat(tmp_path):
     import io
 
     from cudashell.backends.sim import SimBackend
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     target = tmp_path / "o.txt"
     shell = Shell(SimBackend(), "t", out=io.StringIO(), err=io.StringIO())
@@ -247,7 +247,7 @@ def test_a_file_name_the_os_refuses_is_one_error_line(sim, command):
 @pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_history_file_that_cannot_be_written_is_said_once():
     pytest.importorskip("prompt_toolkit")
-    from cudashell.repl import KeptHistory
+    from cudashell.frontends.repl import KeptHistory
 
     said = []
     history = KeptHistory("/dev/full", said.append)

@@ -331,7 +331,7 @@ def test_text_output_fits_the_terminal_and_keeps_pointers_whole(width):
     import re
 
     from cudashell.backends.sim import SimBackend
-    from cudashell.shell import Shell
+    from cudashell.frontends.shell import Shell
 
     out = io.StringIO()
     shell = Shell(SimBackend(), out=out, err=out)

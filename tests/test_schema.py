@@ -19,9 +19,9 @@ jsonschema = pytest.importorskip("jsonschema")
 from cudashell.backends.profile import Profile  # noqa: E402
 from cudashell.backends.sim import SimBackend  # noqa: E402
 from cudashell.commands.kernels import LaunchDataCountsGlobal  # noqa: E402
-from cudashell.results import Result, json_schema  # noqa: E402
-from cudashell.shell import Shell  # noqa: E402
-from cudashell.shipped import demos  # noqa: E402
+from cudashell.frontends.shell import Shell  # noqa: E402
+from cudashell.output.results import Result, json_schema  # noqa: E402
+from cudashell.teaching.shipped import demos  # noqa: E402
 from tests import fuzzing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,12 +97,12 @@ def test_the_published_schema_is_the_one_the_types_make():
 
 
 def test_the_cli_prints_the_schema_and_starts_nothing(tmp_path, monkeypatch):
-    from cudashell import entry
     from cudashell.backends import prestart
+    from cudashell.frontends import entry
 
     started = []
     monkeypatch.setattr(prestart, "start", lambda *where: started.append(where))
-    from cudashell.environment import Environment, ExitStatus
+    from cudashell.frontends.environment import Environment, ExitStatus
 
     env = Environment(stdin=io.StringIO(""), stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path,
                       state_dir=tmp_path)
@@ -163,8 +163,8 @@ def _example(path: Path) -> list[dict]:
 
 
 def _graded(tmp: Path) -> list[dict]:
-    from cudashell.cli import main
-    from cudashell.environment import Environment
+    from cudashell.frontends.cli import main
+    from cudashell.frontends.environment import Environment
 
     out = io.StringIO()
     env = Environment(stdin=None, stdout=out, stderr=io.StringIO(), stdin_isatty=False, stdout_isatty=False,

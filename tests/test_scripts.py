@@ -7,7 +7,7 @@ import io
 import pytest
 
 from cudashell.backends.sim import SimBackend
-from cudashell.shell import Shell
+from cudashell.frontends.shell import Shell
 
 
 def shell(**kw):
@@ -137,7 +137,7 @@ def test_the_shipped_examples_check_themselves_on_the_simulator():
     from cudashell.backends.profile import Profile
 
     root = Path(__file__).resolve().parent.parent / "examples"
-    for name, profile in (("tour.cush", None), ("../cudashell/demos/streams.cush", None),
+    for name, profile in (("tour.cush", None), ("../cudashell/teaching/demos/streams.cush", None),
                           ("streams-one-copy-engine.cush", "one-copy-engine")):
         out, err = io.StringIO(), io.StringIO()
         sh = Shell(SimBackend(Profile.load(profile)), out=out, err=err)
@@ -147,7 +147,7 @@ def test_the_shipped_examples_check_themselves_on_the_simulator():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_demo_checks_itself_on_the_simulator(lang):
-    from cudashell.shipped import demos
+    from cudashell.teaching.shipped import demos
 
     names = list(demos())
     assert len(names) >= 8
@@ -233,7 +233,7 @@ def test_nested_runs_say_what_happened_once(tmp_path):
 def test_a_watcher_that_fails_leaves_the_command_a_success(monkeypatch):
     """A bug in what looks at a command after it ran (advice, a lesson's check) is one line, not the command's
     failure: the command did run."""
-    from cudashell import registry
+    from cudashell.language import registry
 
     def broken(*args):
         raise ZeroDivisionError("a bug")

@@ -13,10 +13,10 @@ import pytest
 
 import cudashell
 from cudashell.backends.sim import SimBackend
-from cudashell.frame import ShellOptions
-from cudashell.shell import Shell
+from cudashell.frontends.frame import ShellOptions
+from cudashell.frontends.shell import Shell
 
-FRONT_ENDS = ("cli.py", "repl.py", "notebook.py", "grade.py", "commands/calibrate.py")
+FRONT_ENDS = ("frontends/cli.py", "frontends/repl.py", "frontends/notebook.py", "teaching/grade.py", "commands/calibrate.py")
 
 
 def shell_expressions(tree: ast.AST) -> set[str]:

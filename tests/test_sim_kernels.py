@@ -146,7 +146,7 @@ def test_constructs_outside_the_subset_are_refused_with_their_line(sim):
 
 
 def test_the_front_end_is_imported_only_when_a_kernel_is_defined():
-    code = ("import sys, io; from cudashell.shell import Shell; from cudashell.backends.sim import SimBackend; "
+    code = ("import sys, io; from cudashell.frontends.shell import Shell; from cudashell.backends.sim import SimBackend; "
             "s = Shell(SimBackend(), 't', out=io.StringIO(), err=io.StringIO()); s.execute('alloc device 1MB'); "
             "print('clang.cindex' in sys.modules, 'cudashell.simt.frontend' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -155,8 +155,8 @@ def test_the_front_end_is_imported_only_when_a_kernel_is_defined():
 
 def test_show_access_is_a_picture_in_a_notebook(sim):
     pytest.importorskip("matplotlib")
-    from cudashell import figures
-    from cudashell.results import Result
+    from cudashell.output import figures
+    from cudashell.output.results import Result
 
     sim.ok("kernel define copy2 <<< __global__ void copy2(const int *a, int *b) { b[threadIdx.x] = a[threadIdx.x]; } >>>")
     sim.ok("alloc device 32B as a; alloc device 32B as b")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cudashell.errors import ShellError
-from cudashell.grammar import Arg, Flag, Opt, parse_args, tokenize
-from cudashell.registry import REGISTRY, load
+from cudashell.language.grammar import Arg, Flag, Opt, parse_args, tokenize
+from cudashell.language.registry import REGISTRY, load
 
 
 def _parse(spec_line: str, args, opts=(), flags=()):
@@ -50,7 +50,7 @@ def test_alloc_and_memcpy_take_their_rules_from_their_specs(sim):
 
 
 def _offers(session, text):
-    from cudashell.suggest import suggest
+    from cudashell.language.suggest import suggest
 
     return {s.text for s in suggest(text, session)}
 

@@ -3,8 +3,8 @@ help, completion, the docs and the JSON Schema find it there."""
 
 from __future__ import annotations
 
-from cudashell.registry import REGISTRY, load
-from cudashell.results import Result, json_schema
+from cudashell.language.registry import REGISTRY, load
+from cudashell.output.results import Result, json_schema
 
 
 def test_units_reads_sizes_as_powers_of_1024(sim):

@@ -8,8 +8,8 @@ import pytest
 from cudashell.backends import wire
 from cudashell.backends.base import LaunchOptions, Timing
 from cudashell.backends.kernel_report import Access, KernelReport, MemoryTraffic
-from cudashell.kernels import BUILTINS
-from cudashell.session import Buffer, Region
+from cudashell.model.kernels import BUILTINS
+from cudashell.model.session import Buffer, Region
 
 
 def _buf(name="p", handle=7, registered=None):

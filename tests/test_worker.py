@@ -12,10 +12,10 @@ import time
 import pytest
 
 from cudashell.backends import cuda, gpu, wire
-from cudashell.errors import ShellError
 from cudashell.backends.wire import BufRef
 from cudashell.backends.worker import Worker
-from cudashell.session import Buffer
+from cudashell.errors import ShellError
+from cudashell.model.session import Buffer
 from tests.conftest import Cush, make_backend, until, waiting_for
 
 
@@ -199,7 +199,7 @@ def test_a_started_worker_that_is_not_the_one_wanted_is_ended(monkeypatch):
 @pytest.mark.parametrize("argv, wanted", [(["--backend", "sim", "-c", "ls"], False), (["--backend=sim"], False),
                                           (["--version"], False)])
 def test_the_worker_is_started_early_only_when_the_gpu_may_be_wanted(argv, wanted):
-    from cudashell import entry
+    from cudashell.frontends import entry
 
     assert entry._wanted(argv) is wanted
 

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 
 from ..errors import RESET_HINT, STICKY, ShellError
-from ..packages import gpu_packages_missing
-from .base import CONTRACT, Backend, in_contract_order
 from . import prestart, wire
+from .base import CONTRACT, Backend, in_contract_order
+from .packages import gpu_packages_missing
 from .worker import Channel
 
 POLL_MS = 50  # between looks at a worker that has not answered yet (whether it died, whether time is up)

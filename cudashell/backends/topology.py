@@ -12,7 +12,7 @@ import subprocess
 from contextlib import contextmanager
 
 from ..errors import ShellError
-from ..machine import bind_to_node, pcie_link
+from ..model.machine import bind_to_node, pcie_link
 from .bindings import OK, call, cu, error, text
 
 P2P_ATOMICS = cu.CUdevice_P2PAttribute.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED

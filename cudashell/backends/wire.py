@@ -12,7 +12,7 @@ import marshal
 import pickle
 from dataclasses import dataclass, fields, replace
 
-from ..session import Buffer, Region
+from ..model.session import Buffer, Region
 from .base import Timing
 
 MARSHALLED, PICKLED = b"M", b"P"

@@ -18,15 +18,15 @@ import sys
 import threading
 import time
 import traceback
-from itertools import islice
 from dataclasses import replace
+from itertools import islice
 from multiprocessing.connection import Connection
 
 from ..errors import ShellError
-from .base import CONTRACT, Timing
-from ..kernels import BUILTINS, Kernel
-from ..session import Region
+from ..model.kernels import BUILTINS, Kernel
+from ..model.session import Region
 from . import wire
+from .base import CONTRACT, Timing
 from .wire import BufRef
 
 # After a reply, look for the next request this long before sleeping in recv: a sleeping worker wakes tens of µs

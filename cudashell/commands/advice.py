@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from ..advice import Advisor
-from ..registry import command, watcher
-from ..render import fit
-from ..results import Result
+from ..language.registry import command, watcher
+from ..output.render import fit
+from ..output.results import Result
+from ..teaching.advice import Advisor
 
 
 def advisor(session) -> Advisor:

@@ -7,20 +7,19 @@ buffers rotated so caches do not flatter."""
 from __future__ import annotations
 
 import statistics
+from typing import NotRequired, TypedDict
 
 from ..errors import ShellError, usage
-from ..figures import bench_figure, close
-from ..grammar import Arg, Flag, Opt
-from ..sizes import parse_size
-from ..kernels import BUILTINS
-from ..launchdims import dim3
-from ..machine import pcie_peak
-from ..registry import command
-from ..results import Result
-from ..scratch import Progress, Scratch
-from ..render import csv_records, fit, fmt_seconds, host_table
-from ..sizes import format_size
-from typing import NotRequired, TypedDict
+from ..language.grammar import Arg, Flag, Opt
+from ..language.registry import command
+from ..language.sizes import format_size, parse_size
+from ..model.kernels import BUILTINS
+from ..model.launchdims import dim3
+from ..model.machine import pcie_peak
+from ..model.scratch import Progress, Scratch
+from ..output.figures import bench_figure, close
+from ..output.render import csv_records, fit, fmt_seconds, host_table
+from ..output.results import Result
 
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")

@@ -7,17 +7,17 @@ import json
 import statistics
 from dataclasses import fields
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from ..backends.profile import Profile
 from ..errors import ShellError
-from ..grammar import Arg, Opt
-from ..kernels import BUILTINS
-from ..launchdims import dim3
-from ..registry import command
-from ..results import Result
-from ..scratch import Progress, Scratch
-from ..render import fmt_seconds
-from typing import NotRequired, TypedDict
+from ..language.grammar import Arg, Opt
+from ..language.registry import command
+from ..model.kernels import BUILTINS
+from ..model.launchdims import dim3
+from ..model.scratch import Progress, Scratch
+from ..output.render import fmt_seconds
+from ..output.results import Result
 
 SIZE = 64 << 20
 REPS = 5
@@ -123,7 +123,9 @@ def shell_overhead(backend, src, dst) -> tuple[float, float]:
     commands in a script are as long as on this GPU."""
     import io
 
-    from ..shell import Shell  # a measuring harness: the real command path, as a script runs it
+    from ..frontends.shell import (
+        Shell,  # a measuring harness: the real command path, as a script runs it
+    )
 
     shell = Shell(backend, out=io.StringIO(), err=io.StringIO())
     for b in (src, dst):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-import re
-
 from ..errors import ShellError
-from ..grammar import Arg, Opt
-from ..sizes import format_size, format_size_exact
-from ..regions import check_range, check_within, common_size, region  # noqa: F401  (the commands' checks)
+from ..language.grammar import Arg, Opt
+from ..language.sizes import format_size, format_size_exact
+from ..model.regions import check_range, check_within, common_size, region  # noqa: F401  (the commands' checks)
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 RESERVED = {"all", "default", "as", "async", "stream", "device", "host", "size", "dtype", "count",

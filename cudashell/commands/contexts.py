@@ -4,16 +4,16 @@ is `info BUF`'s to show; `launch` refuses memory its context cannot reach (check
 from __future__ import annotations
 
 import re
+from typing import NotRequired, TypedDict
 
 from ..errors import ShellError
-from ..grammar import Arg, Opt
-from ..cemit import ident, refuse
-from ..registry import c_writer, command
-from ..results import Result, timing_data
-from ..session import Context
+from ..export.cemit import ident, refuse
+from ..language.grammar import Arg, Opt
+from ..language.registry import c_writer, command
+from ..model.session import Context
+from ..output.render import fit, fmt_seconds
+from ..output.results import Result, timing_data
 from .checks import check_name
-from ..render import fit, fmt_seconds
-from typing import NotRequired, TypedDict
 
 
 def context_row(session, c: Context) -> dict:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt
-from ..operations import MEMCPY, MEMSET
-from ..registry import c_writer, command
-from ..results import Result, TIMING_FIELDS, timing_data
-from .checks import check_device_accessible, check_on_this_gpu, check_range, common_size, region
-from ..render import gpu_time, how_text, timing_note
-from ..sizes import format_size_exact
 from typing import TypedDict
+
+from ..errors import ShellError, usage
+from ..language.grammar import Arg, Flag, Opt
+from ..language.registry import c_writer, command
+from ..language.sizes import format_size_exact
+from ..model.operations import MEMCPY, MEMSET
+from ..output.render import gpu_time, how_text, timing_note
+from ..output.results import TIMING_FIELDS, Result, timing_data
+from .checks import (
+    check_device_accessible,
+    check_on_this_gpu,
+    check_range,
+    common_size,
+    region,
+)
 
 DIRECTIONS = ("h2d", "d2h", "d2d", "h2h")
 SIDE_WORD = {"h": "host", "d": "device", "hd": "managed (host or device)"}

@@ -7,15 +7,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # numpy is imported by the commands that use it: not at start (0.3 s on the H100 machine)
     import numpy as np
 
-from ..errors import ShellError, usage
-from ..grammar import Arg, Opt
-from ..cemit import CTYPES, ident
-from ..registry import c_writer, command
-from ..results import Expectation, Result
-from .checks import GRADED, POINTS, check_host_accessible, check_range, check_within, common_size, region
-from ..render import pending_notes
-from ..sizes import format_size_exact
 from typing import NotRequired, TypedDict
+
+from ..errors import ShellError, usage
+from ..export.cemit import CTYPES, ident
+from ..language.grammar import Arg, Opt
+from ..language.registry import c_writer, command
+from ..language.sizes import format_size_exact
+from ..output.render import pending_notes
+from ..output.results import Expectation, Result
+from .checks import (
+    GRADED,
+    POINTS,
+    check_host_accessible,
+    check_range,
+    check_within,
+    common_size,
+    region,
+)
 
 
 def pending(session, backend, *bufs) -> dict:

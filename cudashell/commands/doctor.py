@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from .. import machine
-from ..sizes import format_size
-from ..registry import command
-from ..results import Result
-from ..render import fit
 from typing import TypedDict
+
+from ..language.registry import command
+from ..language.sizes import format_size
+from ..model import machine
+from ..output.render import fit
+from ..output.results import Result
 
 
 def _finding(level: str, topic: str, value, meaning: str) -> dict:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from ..errors import ShellError
-from ..grammar import Arg, Opt
-from ..cemit import cstr, ident
-from ..registry import c_writer, command
-from ..results import Message, Result, Synced, TimingData, timing_data
-from ..session import Event
-from .checks import check_name
 from typing import TypedDict
+
+from ..errors import ShellError
+from ..export.cemit import cstr, ident
+from ..language.grammar import Arg, Opt
+from ..language.registry import c_writer, command
+from ..model.session import Event
+from ..output.results import Message, Result, Synced, TimingData, timing_data
+from .checks import check_name
 
 
 @command("event record", "streams", "record an event on a stream (made on first use)", "event record start stream 1",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cemit import Writer
-from ..grammar import Arg, Flag
-from ..registry import command
-from ..results import Message
+from ..export.cemit import Writer
+from ..language.grammar import Arg, Flag
+from ..language.registry import command
+from ..output.results import Message
 from .checks import check_writable, write_file
 
 

@@ -3,12 +3,13 @@ reach another's memory). Memory on another GPU is `alloc device SIZE on N`; copi
 
 from __future__ import annotations
 
-from ..grammar import Arg
-from ..registry import c_writer, command
-from ..results import Result, TimingData, timing_data
-from ..render import fit
-from ..sizes import format_size
 from typing import TypedDict
+
+from ..language.grammar import Arg
+from ..language.registry import c_writer, command
+from ..language.sizes import format_size
+from ..output.render import fit
+from ..output.results import Result, TimingData, timing_data
 
 
 @command("devices", "session", "every GPU, and how each pair is joined: peer access, NVLink or PCIe, native atomics",

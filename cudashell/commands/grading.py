@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from ..grammar import Arg
-from ..registry import command
-from ..render import fit
-from ..results import Result
+from ..language.grammar import Arg
+from ..language.registry import command
+from ..output.render import fit
+from ..output.results import Result
 from .checks import POINTS
 
 

@@ -3,12 +3,13 @@ experiment times the GPU, not the pace at which a person or a script issues comm
 
 from __future__ import annotations
 
-from ..errors import ShellError
-from ..cemit import RELEASE
-from ..registry import c_writer, command
-from ..results import Result
-from ..render import fmt_seconds
 from typing import TypedDict
+
+from ..errors import ShellError
+from ..export.cemit import RELEASE
+from ..language.registry import c_writer, command
+from ..output.render import fmt_seconds
+from ..output.results import Result
 
 
 def held_streams(session) -> list:

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from ..backends.base import LaunchOptions
 from ..errors import ShellError, usage
-from ..argkinds import parse_part
-from ..grammar import Arg, Flag, Opt
-from ..kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
-from ..launchdims import computed, default_grid
-from ..cemit import CTYPES, refuse
-from ..operations import KERNEL
-from ..registry import c_writer, command
-from ..results import Result, TimingData, timing_data
-from ..sizes import format_size
+from ..export.cemit import CTYPES, refuse
+from ..language.argkinds import parse_part
+from ..language.grammar import Arg, Flag, Opt
+from ..language.registry import c_writer, command
+from ..language.sizes import format_size
+from ..model.kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
+from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
+from ..model.operations import KERNEL
+from ..output.render import (
+    access_lines,
+    counts_lines,
+    fit,
+    gpu_time,
+    how_text,
+    timing_note,
+)
+from ..output.results import Result, TimingData, timing_data
 from .checks import check_device_accessible, check_reach, check_within, region
-from ..launchdims import c_dims, dim3, is_1d, shape_text
-from ..render import access_lines, counts_lines, fit, gpu_time, how_text, timing_note
-from typing import NotRequired, TypedDict
 
 
 def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
@@ -430,7 +436,7 @@ class Launched(Result, kind="launch"):
 
     def figure(self):
         """show-access as GPU-Puzzles draws it, where the simulator traced the accesses."""
-        from ..figures import access_figure
+        from ..output.figures import access_figure
 
         return access_figure(self.data) if self.data.get("access") else None
 

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from .. import lessons as L
 from ..errors import ShellError
-from ..grammar import Arg, Flag, Opt, split_commands
-from ..lessons import checks
-from ..registry import command, watcher
-from ..results import Block, Result
+from ..language.grammar import Arg, Flag, Opt, split_commands
+from ..language.registry import command, watcher
+from ..output.results import Block, Result
+from ..teaching import lessons as L
+from ..teaching.lessons import checks
 
 HINT_EVERY = 3  # commands that miss the goal between two hints (and, after the last hint, the answer)
 PROGRESS_FILE = "lessons.json"
@@ -202,7 +202,7 @@ def _check_names_free(session, found: L.Lesson, resume: int, replay: list[str], 
     """Resuming in a session that was not the lesson's runs the done steps' answers again: refused, before any of
     them runs, when a name they make is taken here (the student's own buffer must not be mistaken for the
     lesson's, nor the replay stop halfway)."""
-    from ..registry import parse_segment
+    from ..language.registry import parse_segment
 
     held = {"buffer": session.buffers, "stream": session.streams, "event": session.events,
             "context": session.contexts}

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from ..errors import held_error, ShellError, usage
-from ..grammar import Arg, Flag, Opt
-from ..sizes import format_size, format_size_exact
-from ..cemit import ident
-from ..operations import ALLOC_ASYNC, FREE_ASYNC, PREFETCH
-from ..registry import c_writer, command
-from ..results import Message, Result, TimingData, hexptr, timing_data
-from ..session import Buffer
-from ..backends.base import host_flag_names
-from ..syncrules import FREE_SYNCS
-from .checks import check_new_name, check_pin_limit
-from ..render import Whole, buffer_line, device_ptr_text, fit, flags_text, fmt_seconds, gpu_time, how_text, timing_note, \
-    wrap
 from typing import NotRequired, TypedDict
+
+from ..backends.base import host_flag_names
+from ..errors import ShellError, held_error, usage
+from ..export.cemit import ident
+from ..language.grammar import Arg, Flag, Opt
+from ..language.registry import c_writer, command
+from ..language.sizes import format_size, format_size_exact
+from ..model.operations import ALLOC_ASYNC, FREE_ASYNC, PREFETCH
+from ..model.session import Buffer
+from ..model.syncrules import FREE_SYNCS
+from ..output.render import (
+    Whole,
+    buffer_line,
+    device_ptr_text,
+    fit,
+    flags_text,
+    fmt_seconds,
+    gpu_time,
+    how_text,
+    timing_note,
+    wrap,
+)
+from ..output.results import Message, Result, TimingData, hexptr, timing_data
+from .checks import check_new_name, check_pin_limit
 
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
              "managed": "cudaMallocManaged"}

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from ..errors import ShellError, usage
-from ..grammar import Arg, Flag, Opt, split_commands
-from ..cemit import comment, cstr, inside
-from ..registry import GROUPS, c_writer, command, lookup, parse_segment, specs
-from ..results import Block, Edit, Expectation, Message, Output, Quit, Repeat, Result, RunScript, Settings
-from ..settings import SETTABLE
-from ..shipped import DEMO_DIR, demos
+from ..export.cemit import comment, cstr, inside
+from ..language.grammar import Arg, Flag, Opt, split_commands
+from ..language.registry import GROUPS, c_writer, command, lookup, parse_segment, specs
+from ..language.sizes import format_size_exact
+from ..model.settings import SETTABLE
+from ..output.render import fmt_seconds
+from ..output.results import (
+    Block,
+    Edit,
+    Expectation,
+    Message,
+    Output,
+    Quit,
+    Repeat,
+    Result,
+    RunScript,
+    Settings,
+)
+from ..teaching.shipped import DEMO_DIR, demos
 from .checks import GRADED, POINTS, check_writable, write_file
-from ..render import fmt_seconds
-from ..sizes import format_size_exact
-from typing import NotRequired, TypedDict
 
 
 def saved(text: str) -> bool:

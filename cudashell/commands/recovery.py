@@ -6,14 +6,14 @@ loaded kernels. Host memory outlives the context, so its contents come back; dev
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TypedDict
 
 from ..errors import ShellError
-from ..cemit import ident, refuse
-from ..registry import c_writer, command
-from ..results import Result, hexptr
-from ..render import fit
-from ..sizes import format_size_exact
-from typing import TypedDict
+from ..export.cemit import ident, refuse
+from ..language.registry import c_writer, command
+from ..language.sizes import format_size_exact
+from ..output.render import fit
+from ..output.results import Result, hexptr
 
 
 def _salvage(backend, bufs) -> tuple[dict, dict]:

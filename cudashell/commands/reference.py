@@ -8,18 +8,25 @@ import statistics
 from dataclasses import replace
 from typing import TypedDict
 
-from .. import machine
 from ..backends.profile import Profile
 from ..errors import ShellError
-from ..grammar import Arg
-from ..operations import MEMCPY
-from ..reference import TOLERANCE, explain, off, ratio, reference_path, references
-from ..registry import command, watcher
-from ..render import fit, wrap
-from ..results import Result
-from ..scratch import Scratch
-from ..session import Session
-from ..sizes import format_size
+from ..language.grammar import Arg
+from ..language.registry import command, watcher
+from ..language.sizes import format_size
+from ..model import machine
+from ..model.operations import MEMCPY
+from ..model.scratch import Scratch
+from ..model.session import Session
+from ..output.render import fit, wrap
+from ..output.results import Result
+from ..teaching.reference import (
+    TOLERANCE,
+    explain,
+    off,
+    ratio,
+    reference_path,
+    references,
+)
 
 COPIES_KEPT = 256  # the newest copies a session keeps for `compare ref`
 SMALL = 256 << 10  # a copy below this is latency-bound: its figure depends on latency, not the link
@@ -281,7 +288,9 @@ def compare_ref(session, backend, args):
         if session.progress:
             session.progress(f"{name}: {label}", done, total)
 
-    from ..backends.sim import SimBackend  # numpy comes with it; the shell starts without
+    from ..backends.sim import (
+        SimBackend,  # numpy comes with it; the shell starts without
+    )
 
     mine = backend.capabilities.profile  # on the simulator, the budget that stopped a bench stops its replay too
     sim = SimBackend(replace(profile, storage_budget=min(profile.storage_budget, mine.storage_budget))

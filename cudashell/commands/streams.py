@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from ..errors import ShellError, usage
-from ..argkinds import parse_int
-from ..grammar import Arg, Flag, Opt
-from ..cemit import ident
-from ..registry import c_writer, command
-from ..results import Message, Result, Synced, timing_data
-from ..session import Stream
-from .checks import RESERVED
-from ..render import fit
 from typing import TypedDict
+
+from ..errors import ShellError, usage
+from ..export.cemit import ident
+from ..language.argkinds import parse_int
+from ..language.grammar import Arg, Flag, Opt
+from ..language.registry import c_writer, command
+from ..model.session import Stream
+from ..output.render import fit
+from ..output.results import Message, Result, Synced, timing_data
+from .checks import RESERVED
 
 
 def stream_row(backend, s: Stream, session=None) -> dict:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from ..errors import usage
-from ..grammar import Arg, Flag, Opt
-from ..operations import ENGINES, OPERATIONS, TraceEntry, of_text
-from ..registry import command
-from ..results import Message, Result, Settings
+from ..language.grammar import Arg, Flag, Opt
+from ..language.registry import command
+from ..model.operations import ENGINES, OPERATIONS, TraceEntry, of_text
+from ..output.render import Whole, fmt_seconds, nvprof_time
+from ..output.results import Message, Result, Settings
 from .checks import check_writable, write_file
-from ..render import Whole, fmt_seconds, nvprof_time
-from typing import NotRequired, TypedDict
 
 LETTERS = ", ".join(dict.fromkeys(f"{op.glyph} {op.legend}" for op in OPERATIONS))  # as the rows name them
 
@@ -270,7 +270,7 @@ class Profile(Result, kind="profile"):
         return out
 
     def figure(self):
-        from ..figures import profile_figure
+        from ..output.figures import profile_figure
 
         return profile_figure(self.data) if self.data.get("gpu") else None
 
@@ -330,7 +330,7 @@ class Timeline(Result, kind="timeline"):
         return ["  " + "  ".join(letters), "  # two at once on one engine  . issued, waiting in its queue"]
 
     def figure(self):
-        from ..figures import timeline_figure
+        from ..output.figures import timeline_figure
 
         return timeline_figure(self.data) if self.data.get("spans") else None
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from ..grammar import Arg
-from ..registry import command
-from ..results import Result
-from ..sizes import format_size, size_word
+from ..language.grammar import Arg
+from ..language.registry import command
+from ..language.sizes import format_size, size_word
+from ..output.results import Result
 
 
 @command("units", "session", "how the shell reads a size: its bytes, its powers of two, and the decimal reading",

@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import OUTSIDE_HINT, ShellError
-from ..kernels import Kernel, Param
+from ..model.kernels import Kernel, Param
 
 
 def compile_source(source: str, path: str | None = None, root: Path | None = None) -> list[Kernel]:
     """The __global__ functions of a source, as Kernels whose handle is (program, function); with `root`
     (grading), a source that names a file outside that folder is OUTSIDE_SUBMISSION."""
-    from .ctype import Pointer, Scalar
     from .compile_error import CompileError
+    from .ctype import Pointer, Scalar
     from .frontend import parse
 
     name = Path(path).name if path else "kernel.cu"

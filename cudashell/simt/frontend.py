@@ -14,7 +14,20 @@ import numpy as np
 
 from . import ir
 from .compile_error import CompileError
-from .ctype import BOOL, DOUBLE, FLOAT, INT, LONG, UINT, ULONG, VOID, Array, Pointer, Scalar, Struct
+from .ctype import (
+    BOOL,
+    DOUBLE,
+    FLOAT,
+    INT,
+    LONG,
+    UINT,
+    ULONG,
+    VOID,
+    Array,
+    Pointer,
+    Scalar,
+    Struct,
+)
 from .prelude import DECL_LINES, DECLS, MACROS
 from .templates import instantiate
 

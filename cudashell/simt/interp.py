@@ -10,8 +10,9 @@ import time
 import numpy as np
 
 from . import ir
-from .builtins import BUILTINS, Printf as PrintfFormat
-from .ctype import BOOL, Array, Pointer, Scalar, Struct, VOID, common, promote
+from .builtins import BUILTINS
+from .builtins import Printf as PrintfFormat
+from .ctype import BOOL, VOID, Array, Pointer, Scalar, Struct, common, promote
 from .memory import SHARED_BASE, WARP, Fault, Memory
 from .values import convert, divide, dtype_of, fma, remainder, shift, truthy
 

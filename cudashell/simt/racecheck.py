@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 NONE = -1
 MANY = -2
 

@@ -15,9 +15,9 @@ import threading
 import time
 
 from ...errors import ShellError
-from ..bindings import call, cu, mismatch, text
 from ..activity import unavailable_reason
 from ..base import Capabilities, DeviceInfo
+from ..bindings import call, cu, mismatch, text
 from .common import Ctx, Pending
 from .contexts import Contexts
 from .measurement import Measurement

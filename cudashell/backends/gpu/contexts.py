@@ -20,7 +20,7 @@ class Contexts:
     def devices(self) -> dict:
         found = topology.devices()
         pairs, source = topology.peers(len(found))
-        from ...machine import memory_nodes
+        from ...model.machine import memory_nodes
 
         return {"devices": found, "peers": pairs, "link_source": source, "memory_nodes": memory_nodes()}
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import math
 import time
 
-
-from ... import syncrules as R
 from ...errors import ShellError, held_error
+from ...model import syncrules as R
 from .. import topology
 from ..activity import Activity
-from ..bindings import OK, call, check, cu, done
 from ..base import WORK_CALLS, Timing, round_stats
-from .common import OBSERVABLE, EVENT_MIN_BYTES, _nvidia_driver, Ctx, Pending
+from ..bindings import OK, call, check, cu, done
+from .common import EVENT_MIN_BYTES, OBSERVABLE, Ctx, Pending, _nvidia_driver
 
 # queued work CUPTI has no engine record of (memcpy, memset or kernel): timed by the events around it instead
 NO_ENGINE_RECORD = frozenset({"cuMemPrefetchAsync", "cuMemAllocAsync", "cuMemFreeAsync"})
@@ -68,7 +67,7 @@ class Measurement:
         time.sleep(seconds)
 
     def memory_paths(self) -> dict:
-        from ...machine import pcie_link
+        from ...model.machine import pcie_link
 
         clock_khz, bus_bits = self._attr("MEMORY_CLOCK_RATE"), self._attr("GLOBAL_MEMORY_BUS_WIDTH")
         return {"pcie": pcie_link(self.info.pci_bus_id),

@@ -7,14 +7,13 @@ import mmap
 import resource
 import time
 
-
-from ... import syncrules as R
 from ...errors import ShellError, held_error
-from ..bindings import answer, call, cu, location
+from ...model import syncrules as R
+from ...model.machine import host_memory_total
 from ..base import Allocation
+from ..bindings import answer, call, cu, location
 from ..refusals import refuse_register
-from ...machine import host_memory_total
-from .common import ADVICE, _host_array, CudaAlloc
+from .common import ADVICE, CudaAlloc, _host_array
 
 
 class Memory:

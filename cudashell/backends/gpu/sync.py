@@ -7,12 +7,11 @@ import ctypes as C
 import threading
 import time
 
-
 from ...errors import held_error
-from ...kernels import BUILTINS
-from ..bindings import OK, call, check, cu, done, launch_args
+from ...model.kernels import BUILTINS
 from ..base import Timing
-from .common import HOLD_WAIT_VALUE, HOLD_KERNEL, STUCK, HOLD_SOURCE, _host_array
+from ..bindings import OK, call, check, cu, done, launch_args
+from .common import HOLD_KERNEL, HOLD_SOURCE, HOLD_WAIT_VALUE, STUCK, _host_array
 
 
 class Sync:

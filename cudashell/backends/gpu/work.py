@@ -13,11 +13,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ... import syncrules as R
 from ...errors import OUTSIDE_HINT, ShellError, held_error
-from ...kernels import BUILTIN_SOURCE, BUILTINS, c_linkage, parse_kernels, with_includes
-from ..bindings import HOST_FN, call, host_fn, launch_args
+from ...model import syncrules as R
+from ...model.kernels import (
+    BUILTIN_SOURCE,
+    BUILTINS,
+    c_linkage,
+    parse_kernels,
+    with_includes,
+)
 from ..base import PLAIN_LAUNCH, Timing
+from ..bindings import HOST_FN, call, host_fn, launch_args
 from .common import CTYPE
 
 
@@ -138,7 +144,9 @@ class Work:
         fns = self.cur.functions.get(source)
         if fns is None:
             from pycuda.compiler import _find_pycuda_include_path
-            from pycuda.compiler import compile as nvcc_compile  # PyCUDA's nvcc driver, with its cubin cache
+            from pycuda.compiler import (
+                compile as nvcc_compile,  # PyCUDA's nvcc driver, with its cubin cache
+            )
             from pycuda.driver import CompileError
 
             dirs = [str(Path(path).resolve().parent)] if path else []

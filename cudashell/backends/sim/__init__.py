@@ -19,7 +19,7 @@ from ..base import Backend, Capabilities, DeviceInfo
 from ..profile import Profile
 from ..sparse import Budget
 from .clock import Clock
-from .common import SimAlloc, SimStream, SimCtx, Op
+from .common import Op, SimAlloc, SimCtx, SimStream
 from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory

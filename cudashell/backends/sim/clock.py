@@ -6,10 +6,10 @@ from __future__ import annotations
 import bisect
 import heapq
 
-from ... import syncrules as R
 from ...errors import RESET_HINT, ShellError, held_error
+from ...model import syncrules as R
 from ..base import Timing
-from .common import SimStream, Op
+from .common import Op, SimStream
 
 
 class Clock:

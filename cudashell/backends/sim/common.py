@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ... import syncrules as R
+from ...model import syncrules as R
 from ..sparse import CHUNK, SparseBytes
 
 MIB = 1 << 20

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import ShellError
 from ..base import HOST_PORTABLE, Reach
 from ..refusals import across_gpus
-from .common import INVALID, INVALID_DEVICE, CONTEXT_CREATE, SimStream, SimCtx
+from .common import CONTEXT_CREATE, INVALID, INVALID_DEVICE, SimCtx, SimStream
 
 
 class Contexts:

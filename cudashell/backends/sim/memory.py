@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import syncrules as R
 from ...errors import ShellError
-from ...sizes import format_size
+from ...language.sizes import format_size
+from ...model import syncrules as R
 from ..addresses import SMALL, AddressSpaceFull
 from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
-from ..sparse import SparseBytes
 from ..refusals import refuse_register
-from .common import MIB, INVALID, STALE_LIMIT, SimAlloc
+from ..sparse import SparseBytes
+from .common import INVALID, MIB, STALE_LIMIT, SimAlloc
 
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
 # The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): served from memory

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ... import syncrules as R
 from ...errors import ShellError
+from ...model import syncrules as R
 from ..base import Timing
-from .common import SimStream, SimEvent
+from .common import SimEvent, SimStream
 
 
 class Sync:

@@ -7,12 +7,20 @@ from dataclasses import replace
 
 import numpy as np
 
-from ... import syncrules as R
 from ...errors import ShellError
-from ...launchdims import check_launch, computed
+from ...model import syncrules as R
+from ...model.launchdims import check_launch, computed
 from ..base import HOST_PORTABLE, HOST_WRITECOMBINED, PLAIN_LAUNCH
 from ..kernel_report import Access, KernelReport, MemoryTraffic
-from .common import STEP, INVALID, ILLEGAL, CALLBACK_COST, REFUSED_AT_LAUNCH, MAX_THREADS, SimAlloc
+from .common import (
+    CALLBACK_COST,
+    ILLEGAL,
+    INVALID,
+    MAX_THREADS,
+    REFUSED_AT_LAUNCH,
+    STEP,
+    SimAlloc,
+)
 
 
 class Work:
@@ -146,7 +154,9 @@ class Work:
 
     def load_kernels(self, source, path=None, root=None):
         self._refuse_held("loading a module, which may wait for the device,")
-        from ...simt import compile_source  # the front end loads clang: only when a kernel is defined
+        from ...simt import (
+            compile_source,  # the front end loads clang: only when a kernel is defined
+        )
 
         return compile_source(source, path, root)
 

@@ -1,0 +1,1 @@
+"""The session as CUDA C: `explain on` and `export c`."""

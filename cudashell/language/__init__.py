@@ -1,0 +1,1 @@
+"""The shell's language: text → commands with columns (grammar), one Spec per command (registry), argument kinds, sizes, completion and what the prompt does to a typed line. Pure: no CUDA, no terminal."""

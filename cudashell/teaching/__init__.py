@@ -1,0 +1,1 @@
+"""What a course uses: advice, lessons, demos, reference figures and grading."""

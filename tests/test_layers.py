@@ -1,0 +1,112 @@
+"""The package's layers, read from its source: no import circle anywhere inside cudashell, and the pure layers —
+the language, the model, the commands — never import the GPU's packages or the terminal's, so the simulator,
+the docs and the tests run where neither is installed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cudashell"
+PURE = ("language", "model", "commands", "output", "export", "teaching")  # nothing of the GPU or the terminal
+FOREIGN = ("pycuda", "cuda", "cupti", "prompt_toolkit")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports(name: str) -> set[str]:
+    """Every module of the package (or foreign top-level package, prefixed '!') that `name` imports, at module
+    level or inside a function — both run — but not under `if TYPE_CHECKING:` (annotations only)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                out.add(alias.name if alias.name in MODULES else "!" + alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "cudashell":
+                out.add("!" + target.split(".")[0])
+                continue
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                out.add(full if full in MODULES else target)
+    out.discard(name)
+    return out
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def cycles() -> list[list[str]]:
+    """The import graph's strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in MODULES:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(MODULES):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_is_read_from_real_imports():
+    """The reader sees relative, absolute and function-level imports (else 'no cycle' would prove nothing)."""
+    assert "cudashell.model.session" in GRAPH["cudashell.frontends.shell"]
+    assert "!numpy" in GRAPH["cudashell.simt.frontend"]
+    assert any(m.startswith("cudashell.backends") for m in GRAPH["cudashell.frontends.cli"])
+
+
+def test_no_import_circle_inside_the_package():
+    assert cycles() == []
+
+
+def test_the_pure_layers_import_neither_the_gpu_nor_the_terminal():
+    found = [f"{name} imports {m[1:]}" for name, deps in GRAPH.items()
+             if name.split(".")[1:2] and name.split(".")[1] in PURE
+             for m in deps if m.startswith("!") and m[1:] in FOREIGN]
+    assert found == []
+
+
+def test_every_module_is_in_a_layer_folder():
+    """The tree reads as the architecture: at the top only the package's entry files and the shared errors."""
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "docs.py", "errors.py"]
