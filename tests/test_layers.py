@@ -5,6 +5,7 @@ the docs and the tests run where neither is installed."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudashell"
@@ -110,3 +111,39 @@ def test_every_module_is_in_a_layer_folder():
     """The tree reads as the architecture: at the top only the package's entry files and the shared errors."""
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert top == ["__init__.py", "__main__.py", "docs.py", "errors.py"]
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _layout_rows() -> dict[str, str]:
+    """The architecture's table of folders: folder → the text of its row."""
+    rows = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 2:
+            rows[cells[0].split("`")[1].rstrip("/")] = cells[1]
+    return rows
+
+
+def test_the_architecture_names_every_layer_and_each_layers_modules():
+    """docs/architecture.md's table is the tree: every folder is a row, every module of the small layers is named in
+    its folder's row (commands/, simt/ and the backends' sim/ and gpu/ are named by group), and every module a row
+    names is there."""
+    rows = _layout_rows()
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    assert sorted(k for k in rows if "." not in k) == folders
+    for folder in ("language", "model", "output", "export", "teaching", "frontends", "backends"):
+        named = set(re.findall(r"`([\w/]+\.py)`", rows[folder]))
+        present = {p.name for p in (PACKAGE / folder).glob("*.py") if p.name != "__init__.py"}
+        assert present <= named, f"{folder}/ has modules its row does not name: {sorted(present - named)}"
+        assert named <= present, f"{folder}/'s row names modules that are not there: {sorted(named - present)}"
+
+
+def test_every_path_the_architecture_names_exists():
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    paths = set(re.findall(r"`((?:[\w]+/)+[\w]+\.(?:py|json|md))`", text))
+    assert len(paths) > 20
+    missing = [p for p in sorted(paths) if "NAME" not in p and not (PACKAGE / p).exists()
+               and not (PACKAGE.parent / p).exists()]
+    assert missing == []
