@@ -223,3 +223,16 @@ def test_a_command_makes_one_round_trip_and_settles_from_its_reply(piped, monkey
     done, result = trips_of("sync")
     assert done == ["device_sync"] and [c["op"] for c in result["completed"]] == ["kernel spin", "memcpy h2d"]
     assert trips_of("ls")[0] == [] and all(b["state"] == "ready" for b in piped.ok("ls")["buffers"])
+
+
+def test_every_call_that_returns_an_allocation_is_declared_so_for_the_workers_handle_table():
+    """The worker numbers the handle of what a "makes" call returns and forgets it at an "ends" call: a contract
+    method returning an Allocation without the declaration would hand the shell the worker's own object."""
+    import inspect
+
+    from cudashell.backends.base import CONTRACT, Backend
+
+    makes = {name for name in CONTRACT if hasattr(Backend, name)
+             and "Allocation" in str(inspect.signature(getattr(Backend, name)).return_annotation)}
+    assert makes == {name for name, call in CONTRACT.items() if call.allocation == "makes"} >= {"alloc", "alloc_async"}
+    assert {name for name, call in CONTRACT.items() if call.allocation == "ends"} == {"free", "free_async"}

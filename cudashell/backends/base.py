@@ -116,7 +116,9 @@ class Call:
     memory, streams, events or contexts; "lifecycle" starts, resets or ends the GPU side. `plan`: runs in a plan's
     rounds (run_plan); `traced`: the GPU runs it, with a trace record each; `worker`: the GPU worker answers it
     (else the shell's process does: its clock, the simulator's storage); `forward`: the cuda backend sends it to
-    the worker as it is (the others it answers or adapts itself)."""
+    the worker as it is (the others it answers or adapts itself); `allocation`: "makes" for a call that returns an
+    Allocation (the worker numbers its handle: the object stays in that process), "ends" for one that takes the
+    allocation's buffer first and ends it (the number is forgotten)."""
 
     concern: str  # memory | work | sync | contexts | measurement | lifecycle
     role: str
@@ -124,6 +126,7 @@ class Call:
     traced: bool = False
     forward: bool = True
     worker: bool = True
+    allocation: str = ""
 
 
 Q, W, C, L = "query", "work", "change", "lifecycle"
@@ -131,8 +134,10 @@ Q, W, C, L = "query", "work", "change", "lifecycle"
 # all come from here.
 CONTRACT: dict[str, Call] = {
     # memory
-    "alloc": Call("memory", C, forward=False), "free": Call("memory", C, forward=False),
-    "alloc_async": Call("memory", C, traced=True), "free_async": Call("memory", C, traced=True),
+    "alloc": Call("memory", C, forward=False, allocation="makes"),
+    "free": Call("memory", C, forward=False, allocation="ends"),
+    "alloc_async": Call("memory", C, traced=True, allocation="makes"),
+    "free_async": Call("memory", C, traced=True, allocation="ends"),
     "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),

@@ -34,8 +34,9 @@ from .wire import BufRef
 # spinning would take the core the shell needs.
 SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 # the contract's calls that make an allocation (its handle is numbered here: the object stays in this process) and
-# those that end one (its number is forgotten)
-ALLOCS, FREES = ("alloc", "alloc_async"), ("free", "free_async")
+# those that end one (its number is forgotten), as the contract declares them
+ALLOCS = {name for name, call in CONTRACT.items() if call.allocation == "makes"}
+FREES = {name for name, call in CONTRACT.items() if call.allocation == "ends"}
 SETTLE_AT_ONCE = 8  # the oldest work in flight looked at after each request (an event query each): not O(queue)
 
 
