@@ -87,6 +87,17 @@ def test_calibrate_on_a_pair_writes_the_peer_figures_back(pair, tmp_path):
         again.shell.close()
 
 
+def test_a_measurement_on_the_second_gpu_makes_its_buffers_there(two):
+    """calibrate and the benches run in the current context, their buffers too: after `device use 1` a bench's
+    device buffer is GPU 1's (it was GPU 0's, so every copy crossed GPUs and calibrate's held copies were refused
+    as STREAMS_HELD), and the figures are that GPU's own."""
+    line = "bench memcpy h2d pinned sizes 16MB reps 3"
+    first = two.ok(line)["rows"][0]["gbps"]
+    two.ok("device use 1")
+    assert two.ok(line)["rows"][0]["gbps"] == pytest.approx(first, rel=0.25)
+    assert two.ok("calibrate")["profile"]["pinned_h2d"] == pytest.approx(first * 1e9, rel=0.25)
+
+
 def test_memory_on_the_other_gpu_round_trips_and_needs_peer_access_for_a_kernel(two):
     two.ok("alloc pinned 4MB as h; alloc pinned 4MB as back; alloc device 4MB as d0; alloc device 4MB on 1 as d1")
     assert {b["name"]: b["device"] for b in two.ok("ls")["buffers"]} == {"h": 0, "back": 0, "d0": 0, "d1": 1}

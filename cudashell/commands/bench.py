@@ -153,7 +153,7 @@ def bench_memcpy(session, backend, args):
             for size in sizes:
                 at = f"{kind} {format_size(size)}"
                 gate = "ungated" not in args.flags and kind not in ("pageable", "managed")
-                rows.append(_memcpy_point(backend, kind, direction, size, reps, gate, peak))
+                rows.append(_memcpy_point(backend, session.context.handle, kind, direction, size, reps, gate, peak))
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
@@ -166,8 +166,8 @@ def bench_memcpy(session, backend, args):
     return _outputs(Bench(data), args)
 
 
-def _memcpy_point(backend, kind, direction, size, reps, gate, peak) -> dict:
-    s = Scratch(backend)
+def _memcpy_point(backend, ctx, kind, direction, size, reps, gate, peak) -> dict:
+    s = Scratch(backend, ctx)
     streams = {"h2d": None, "d2h": None}
     made = []
     try:
@@ -214,7 +214,7 @@ def bench_latency(session, backend, args):
     rounds = args.get("ROUNDS", LATENCY_ROUNDS)
     if not 10 <= rounds <= 1_000_000:
         raise usage("rounds 10..1000000", args.col("ROUNDS"))
-    s = Scratch(backend)
+    s = Scratch(backend, session.context.handle)
     ev = progress = None
     rows = []
     try:
@@ -260,7 +260,7 @@ def bench_alloc(session, backend, args):
         for kind in kinds:
             for size in sizes:
                 at = f"{kind} {format_size(size)}"
-                rows.append(_alloc_point(backend, kind, size))
+                rows.append(_alloc_point(backend, session.context.handle, kind, size))
                 progress.step()
     except KeyboardInterrupt:
         interrupted = True
@@ -272,8 +272,8 @@ def bench_alloc(session, backend, args):
                            "timing": backend.timing_label}), args)
 
 
-def _alloc_point(backend, kind: str, size: int) -> dict:
-    s = Scratch(backend)
+def _alloc_point(backend, ctx, kind: str, size: int) -> dict:
+    s = Scratch(backend, ctx)
     flags = {"portable": {"portable"}, "mapped": {"mapped"}, "writecombined": {"writecombined"}}.get(kind, set())
     base = "pinned" if kind in ("pinned", "portable", "mapped", "writecombined") else \
         "pageable" if kind == "registered" else kind
@@ -311,7 +311,7 @@ def bench_zerocopy(session, backend, args):
     try:
         for n in counts:
             at = f"n = {n:,}"
-            rows.append(_zerocopy_point(backend, n))
+            rows.append(_zerocopy_point(backend, session.context.handle, n))
             progress.step()
     except KeyboardInterrupt:
         interrupted = True
@@ -337,8 +337,8 @@ def _wins_from(rows: list[dict], zero_copy: bool) -> int | None:
     return n
 
 
-def _zerocopy_point(backend, n: int) -> dict:
-    s = Scratch(backend)
+def _zerocopy_point(backend, ctx, n: int) -> dict:
+    s = Scratch(backend, ctx)
     size = n * 4
     try:
         backend.room(8 * size)  # the four inputs written, the kernel's output, and what the copies land in
@@ -380,7 +380,7 @@ def bench_overlap(session, backend, args):
     if not counts or min(counts) < 1 or max(counts) > 32:
         raise usage("streams takes a list such as 1,2,4,8 (1..32)", args.col("LIST"))
     chunks, size = 8, 16 << 20
-    s = Scratch(backend)
+    s = Scratch(backend, session.context.handle)
     handles = []
     rows = []
     progress = Progress(session, len(counts), "bench overlap")

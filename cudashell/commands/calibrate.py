@@ -159,12 +159,12 @@ def sync_latency(backend, launch: float) -> float:
     return max(per_round([spin, ["stream_sync", (None,)]]) - per_round([spin]) - launch, 0.0)
 
 
-def alloc_figures(backend, size: int = SIZE) -> dict:
+def alloc_figures(backend, ctx, size: int = SIZE) -> dict:
     """What allocating and freeing cost the host: cudaMalloc of `size` as `alloc` reports it (timed beside the
     driver); cudaFree (a fixed cost), cudaFreeHost, cudaHostRegister and cudaHostUnregister (per MiB), which report
     no time of their own, as `bench alloc` times them: the host's clock around the call (on a GPU the worker's
     pipe, some 20 µs, is in it)."""
-    s = Scratch(backend)
+    s = Scratch(backend, ctx)
 
     def timed(call) -> float:
         t0 = backend.clock()
@@ -209,8 +209,8 @@ def peer_figures(backend) -> dict:
 STEPS = 14  # the progress line's steps in `measure`: one per figure or curve measured
 
 
-def measure(backend, progress: Progress) -> dict:
-    s = Scratch(backend)
+def measure(backend, ctx, progress: Progress) -> dict:
+    s = Scratch(backend, ctx)
     try:
         pinned, t_pin = s.alloc("pinned", SIZE)
         big = 256 << 20
@@ -258,7 +258,7 @@ def measure(backend, progress: Progress) -> dict:
         progress.step()
     finally:
         s.free_all()
-    figures.update(alloc_figures(backend))
+    figures.update(alloc_figures(backend, ctx))
     progress.step()
     figures.update(peer_figures(backend))
     progress.step()
@@ -280,7 +280,7 @@ def calibrate(session, backend, args):
     info = backend.info
     progress = Progress(session, STEPS, "calibrate")
     try:
-        figures = measure(backend, progress)
+        figures = measure(backend, session.context.handle, progress)
     finally:
         progress.close()
     known = {f.name for f in fields(Profile)}

@@ -165,7 +165,7 @@ def _replay_bench(sim, cmd, progress) -> dict:
 
 def _replay_copy(sim, src, dst, nbytes: int, async_: bool) -> float:
     """A copy between memory like the session's, on the reference: its GPU time."""
-    s = Scratch(sim)
+    s = Scratch(sim, None)  # a fresh simulator: its first GPU's primary context
     try:
         bufs = []
         for kind, flags, registered in (src, dst):

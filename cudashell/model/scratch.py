@@ -9,13 +9,15 @@ PIECE = 64 << 20
 
 
 class Scratch:
-    """Buffers made straight through the backend (not the session) and always freed."""
+    """Buffers made straight through the backend (not the session) and always freed — in the context the
+    measurement runs in (the session's current one: its copies and launches on the default stream run there, and
+    buffers of another GPU would make every copy a peer copy)."""
 
-    def __init__(self, backend):
-        self.backend, self.bufs = backend, []
+    def __init__(self, backend, ctx):
+        self.backend, self.ctx, self.bufs = backend, ctx, []
 
     def alloc(self, kind: str, size: int, flags=frozenset()) -> tuple[Buffer, float]:
-        a, t = self.backend.alloc(kind, size, frozenset(flags))
+        a, t = self.backend.alloc(kind, size, frozenset(flags), self.ctx)
         buf = Buffer(f"calibrate{len(self.bufs)}", kind, size, frozenset(flags), a.host_ptr, a.device_ptr, a.handle)
         self.bufs.append(buf)
         return buf, t.seconds
