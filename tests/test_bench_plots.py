@@ -166,7 +166,7 @@ def test_calibrate_measures_the_sync_round_trip_and_the_frees_the_simulator_mode
     p = backend.profile
     try:
         assert calibrate.sync_latency(backend, p.launch_latency) == pytest.approx(p.sync_latency, rel=0.01)
-        figures = calibrate.alloc_figures(backend)
+        figures = calibrate.alloc_figures(backend, None)
     finally:
         backend.close()
     for key in ("device_alloc", "device_free", "pinned_free_per_mib", "register_per_mib", "unregister_per_mib"):
