@@ -84,6 +84,24 @@ class Cush:
         return next(b for b in self.ok("ls")["buffers"] if b["name"] == name)
 
 
+def text_run(lines: list[str], width: int = 80, profile: str | None = None) -> str:
+    """What a terminal of `width` columns shows for these commands (errors included, in order)."""
+    out = io.StringIO()
+    shell = Shell(SimBackend(Profile.load(profile) if profile else None), out=out, err=out)
+    shell.session.settings["width"] = width
+    try:
+        for line in lines:
+            shell.execute(line)
+    finally:
+        shell.close()
+    return out.getvalue()
+
+
+def first(cush: Cush, name: str, dtype: str = "uint8"):
+    """The first value of buffer `name`, read as `dtype`."""
+    return cush.ok(f"show {name} dtype {dtype} count 1")["values"][0]
+
+
 @pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
 def cush(request):
     c = Cush(make_backend(request.param))
@@ -96,6 +114,14 @@ def sim():
     c = Cush(SimBackend())
     yield c
     c.shell.close()
+
+
+@pytest.fixture
+def piped(request):
+    """The cuda backend's pipe and worker process, with the simulator behind it."""
+    c = Cush(make_backend("sim-worker"))
+    request.addfinalizer(c.shell.close)
+    return c
 
 
 @pytest.fixture(params=["sim", pytest.param("cuda", marks=pytest.mark.gpu)])

@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import cudashell
 from cudashell.backends.base import (
     CONTRACT,
@@ -19,7 +17,6 @@ from cudashell.backends.base import (
 )
 from cudashell.model.kernels import BUILTINS
 from cudashell.model.plan import Recorder
-from tests.conftest import Cush, make_backend
 
 PACKAGE = Path(cudashell.__file__).parent
 TWICE = ("kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + "
@@ -56,13 +53,6 @@ def test_the_scan_finds_what_it_looks_for():
             "getattr(kernel, 'sim')\n")
     assert [_asks_who_not_what(n) for n in ast.walk(ast.parse(code)) if isinstance(n, (ast.Compare, ast.Call))] == \
         [True, True, True, True, True, False]
-
-
-@pytest.fixture
-def piped(request):
-    c = Cush(make_backend("sim-worker"))
-    request.addfinalizer(c.shell.close)
-    return c
 
 
 def test_the_simulator_declares_what_it_is_and_the_worker_passes_the_sides_declaration_on(sim, piped):

@@ -1,7 +1,8 @@
 """Benches on the simulator, as a reader meets them: every kind draws (`--plot`), its figure reads as a person
-would (sizes on a log2 axis, lines named in words, the legend off the lines, the zero-copy crossing marked), the
-modeled costs are there and agree with each other (a sync costs a round trip, a free costs time), the RAM budget
-holds and a bench stops at the size it refuses, and every measured point moves the progress line.
+would (sizes on a log2 axis, lines named in words, the legend off the lines, the zero-copy crossing marked where the
+table says, a flat series on at least a decade of log axis), the modeled costs are there and agree with each other
+(a sync costs a round trip, a free costs time), the RAM budget holds and a bench stops at the size it refuses, and
+every measured point moves the progress line.
 Figures are read from their axes (scales, labels, legend texts), never compared as images."""
 
 from __future__ import annotations
@@ -295,3 +296,51 @@ def test_closing_the_simulator_gives_its_whole_budget_back_shared_chunks_too():
     assert budget.used == 4 * MIB and budget.holders  # h and d hold the same four chunks
     c.shell.close()
     assert budget.used == 0 and budget.holders == {}
+
+
+# ------------------------------------------------------------------ the zero-copy figure says what the table says
+def test_the_zero_copy_figure_marks_the_benchs_own_crossover(plt):
+    rows = [{"n": n, "zc_kernel_us": 1.0, "dev_kernel_us": 1.0, "zc_step_us": zc, "dev_step_us": 10.0}
+            for n, zc in ((1024, 5.0), (2048, 20.0), (4096, 5.0), (8192, 5.0))]
+    data = {"bench": "zerocopy", "rows": rows, "zc_step_wins_from": 4096, "dev_step_wins_from": None,
+            "kernel_2x": None, "interrupted": False, "stopped": None, "timing": "modeled"}
+    fig = Bench(data).figure()
+    assert [t.get_text() for t in fig.axes[0].texts] == ["zero-copy wins from n = 4,096"]
+    data = {**data, "zc_step_wins_from": 1024}  # the field, not the rows, decides
+    assert [t.get_text() for t in Bench(data).figure().axes[0].texts] == ["zero-copy wins at every n measured"]
+    table = "\n".join(Bench({**data, "zc_step_wins_from": None, "dev_step_wins_from": 8192}).lines())
+    fig = Bench({**data, "zc_step_wins_from": None, "dev_step_wins_from": 8192}).figure()
+    assert [t.get_text() for t in fig.axes[0].texts] == ["device memory wins from n = 8,192"]
+    assert "device memory wins from n = 8192 on" in table
+
+
+def test_bench_zerocopy_reports_where_each_strategy_keeps_winning():
+    c = Cush(SimBackend(replace(Profile.load(None), kernel_zero_copy_read=2e9)))
+    try:
+        result = c.ok("bench zerocopy 2^10..2^20")
+    finally:
+        c.shell.close()
+    wins = [r["n"] for r in result["rows"] if r["zc_step_us"] >= r["dev_step_us"]]
+    assert result["zc_step_wins_from"] is None and result["dev_step_wins_from"] == wins[0]
+
+
+# ------------------------------------------------------------------ a constant series on a log axis
+def test_bench_alloc_gives_a_flat_series_at_least_a_decade_of_axis(plt):
+    """The free of pinned memory costs the same per GiB at any size: the clock's float noise made its series span
+    1e-15 of itself, and a log axis zoomed into it drew a steep slope with ticks that all read the same."""
+    import io as _io
+
+    from cudashell.frontends.shell import Shell
+
+    results = []
+    shell = Shell(SimBackend(), out=_io.StringIO(), err=_io.StringIO(),
+                  on_report=lambda result, error: results.append(result))
+    try:
+        shell.execute("bench alloc pinned sizes 4KB,1MB,64MB")
+    finally:
+        shell.close()
+    free = [r["free_s_per_gib"] for r in results[-1].data["rows"]]
+    assert max(free) / min(free) < 1 + 1e-9  # flat in the model, up to the clock's rounding
+    ax = results[-1].figure().axes[1]
+    lo, hi = ax.get_ylim()
+    assert hi / lo >= 10 and lo <= min(free) and max(free) <= hi

@@ -1,5 +1,6 @@
 """The config file ($XDG_CONFIG_HOME/cudashell/config): every line that cannot be used is named as file:line:col with
-what is wrong and what it must be, and the shell starts anyway, with the default for that key (issue 25)."""
+what is wrong and what it must be, and the shell starts anyway, with the default for that key (issue 25). Lines are
+numbered as configparser counts them, and reading the file imports no renderer."""
 
 from __future__ import annotations
 
@@ -195,3 +196,20 @@ def test_the_entry_point_reads_the_backend_alone_before_the_heavier_imports(tmp_
             f"print(entry._wanted([], Environment(config_dir={str(tmp_path)!r})), 'tabulate' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["False", "False"], r.stderr
+
+
+# ------------------------------------------------------------------ lines as configparser counts them
+def test_a_form_feed_in_the_config_file_does_not_shift_later_lines(tmp_path):
+    raw = b"[shell]\n# page two\x0c\ncolor = purple\n# caf\xe9\n"
+    settings, problems = config.read(raw)
+    assert [(n, e.message[:14]) for n, e in problems] == [(3, "color = purple"), (4, "byte 0xe9 is n")]
+    assert settings["color"] == "auto"
+
+
+def test_importing_config_does_not_import_render():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", "import sys, cudashell.frontends.config; print('cudashell.output.render' in sys.modules)"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["False"], r.stderr

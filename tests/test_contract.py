@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from cudashell.model import syncrules as R
+from tests.conftest import first
 
 GATE = "launch spin 30000"  # 30 ms: far longer than anything the shell does between two commands
 MIB = 1 << 20
@@ -19,10 +20,6 @@ MIB = 1 << 20
 
 def ptr(cush, name, which="device_ptr"):
     return int(cush.buffer(name)[which], 16)
-
-
-def first(cush, name, dtype="uint8"):
-    return cush.ok(f"show {name} dtype {dtype} count 1")["values"][0]
 
 
 # ------------------------------------------------------------------ data lands when the work completes

@@ -1,4 +1,4 @@
-"""Issue 21's corpus (tests/kernel_corpus.py) run through the shell, with shell commands only: `alloc` (and
+"""The kernel corpus (tests/kernel_corpus.py) run through the shell, with shell commands only: `alloc` (and
 `register`), `fill` and `memcpy` of parts for the inputs, `kernel load`/`kernel define`, `launch … grid … block
 … shared …`, `sync`, then `memcpy` and `show` to read the outputs' bytes.
 

@@ -10,6 +10,7 @@ import pytest
 
 from cudashell.backends.base import round_stats
 from cudashell.output.render import nvprof_time
+from tests.conftest import first
 
 MIB = 1 << 20
 
@@ -20,22 +21,18 @@ def cush(cush):
     return cush
 
 
-def first(cush, name, dtype="float32"):
-    return cush.ok(f"show {name} dtype {dtype} count 1")["values"][0]
-
-
 # ------------------------------------------------------------------ hold / release
 def test_held_work_waits_for_release_and_then_runs(cush):
     cush.ok("alloc pinned 4KB as z; fill z 0 dtype float32; stream create")
     cush.ok("hold")
     cush.ok("launch increment z; launch increment z stream 1")
     cush.ok("sleep 30")
-    assert first(cush, "z") == 0.0  # 30 ms later, nothing has run: the streams are held
+    assert first(cush, "z", "float32") == 0.0  # 30 ms later, nothing has run: the streams are held
     assert cush.ok("stream query 1")["idle"] is False
     released = cush.ok("release")
     assert released["queued"] == 2
     cush.ok("sync")
-    assert first(cush, "z") == 2.0
+    assert first(cush, "z", "float32") == 2.0
 
 
 def test_calls_that_would_wait_for_held_work_are_refused_and_change_nothing(cush):
@@ -53,9 +50,9 @@ def test_calls_that_would_wait_for_held_work_are_refused_and_change_nothing(cush
 def test_a_stream_made_while_held_is_held_too(cush):
     cush.ok("alloc pinned 4KB as z; fill z 0 dtype float32; hold; stream create nonblocking as s")
     cush.ok("launch increment z stream s; sleep 20")
-    assert first(cush, "z") == 0.0
+    assert first(cush, "z", "float32") == 0.0
     cush.ok("release; sync")
-    assert first(cush, "z") == 1.0
+    assert first(cush, "z", "float32") == 1.0
 
 
 def test_a_wait_while_held_waits_for_the_record_before_it_not_a_later_one(cush):
@@ -92,7 +89,7 @@ def test_repeat_runs_its_rounds_on_the_gpu_side_with_the_same_effect(cush):
     assert plan["rounds"] == 49 and plan["per_round"]["rounds"] == 49
     assert plan["per_round"]["median"] > 0 and plan["gpu_seconds"] > 0
     assert res["through_shell"] is None
-    assert first(cush, "back") == 50.0
+    assert first(cush, "back", "float32") == 50.0
     assert cush.ok("history")["entries"][-2]["text"].startswith("repeat 50")
 
 

@@ -1,4 +1,7 @@
-"""Issue 22's findings, each reproduced as a person met it: what was typed or configured, and what must follow."""
+"""The shell stays whole when what it meets is odd (issue 22's findings, each reproduced as a person met it): a name
+after any white space, a config file with a bad line, a huge unknown word, a refused command while work is in flight,
+a missing script under keep-going, a bench past the simulator's storage, a file that exists, a full disk, Ctrl-C in a
+script, a reader that left, a file name the OS refuses, a history file that cannot be written."""
 
 from __future__ import annotations
 

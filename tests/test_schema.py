@@ -146,11 +146,10 @@ DRIVES = {
 
 def _shell_objs(profile: str | None, commands: list[str]) -> list[dict]:
     out = io.StringIO()
-    shell = Shell(SimBackend(Profile.load(profile)), out=out, err=io.StringIO(), json_mode=True)
+    shell = Shell(SimBackend(Profile.load(profile)), out=out, err=io.StringIO(), json_mode=True, quit_ends_shell=False)
     try:
         for command in commands:
             shell.execute(command)
-            shell.quitting = False
     finally:
         shell.close()
     return _lines(out)

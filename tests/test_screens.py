@@ -1,4 +1,4 @@
-"""Issue 25: the prompt as a pgcli or IPython user meets it, at 80×24 and 120×40, read off a terminal emulator."""
+"""The prompt as a pgcli or IPython user meets it, at 80×24 and 120×40, read off a terminal emulator."""
 
 from __future__ import annotations
 

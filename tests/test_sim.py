@@ -1,9 +1,12 @@
-"""What only the simulator has: profiles (no UVA), lazy storage, modeled timings, determinism."""
+"""What only the simulator has: profiles (no UVA, and the 32-bit one whose addresses and host memory run out as the
+host's would), lazy storage (a copy reserves only the RAM it makes), modeled timings, determinism."""
 
 from __future__ import annotations
 
 import json
+import re
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 
@@ -11,6 +14,8 @@ from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
 from cudashell.errors import ShellError
 from tests.conftest import Cush
+
+MIB = 1 << 20
 
 
 @contextmanager
@@ -93,3 +98,85 @@ def test_profile_from_json_file_and_bad_profiles(tmp_path):
     with pytest.raises(ShellError) as e:
         Profile.load(str(p))
     assert e.value.code == "BAD_PROFILE"
+
+
+# ------------------------------------------------------------------ the 32-bit profile: pointers, addresses, host memory
+def test_the_32_bit_profile_has_32_bit_pointers_and_runs_out_of_addresses():
+    c = Cush(SimBackend(Profile.load("no-uva")))
+    ptrs = []
+    for line in ["alloc pageable 1MB", "alloc pinned 1MB mapped", "alloc pinned 64MB", "alloc device 4KB",
+                 "alloc device 64MB"]:
+        b = c.ok(line)["buffer"]
+        ptrs += [p for p in (b["host_ptr"], b["device_ptr"]) if p]
+    assert ptrs and all(re.fullmatch(r"0x[0-9a-f]{8}", p) for p in ptrs), ptrs
+    assert c.fails("alloc device 3GB")["code"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert c.fails("alloc pinned 1GB mapped")["code"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert len(c.ok("ls")["buffers"]) == 5  # the refused ones left nothing behind
+    assert re.fullmatch(r"0x[0-9a-f]{12}", Cush(SimBackend()).ok("alloc device 1MB")["buffer"]["device_ptr"])
+
+
+def test_a_pageable_allocation_past_the_32_bit_range_is_the_hosts_failure():
+    c = Cush(SimBackend(Profile.load("no-uva")))
+    try:
+        c.ok("alloc pageable 512MB")  # of the 624 MiB of addresses malloc has here
+        error = c.fails("alloc pageable 256MB")
+        assert error["code"] == "HOST_OUT_OF_MEMORY"
+        assert error["message"].startswith("malloc: 256 MiB does not fit in the pageable addresses left in this "
+                                           "32-bit address space")
+        assert len(c.ok("ls")["buffers"]) == 1
+    finally:
+        c.shell.close()
+
+
+def test_pageable_memory_past_the_hosts_memory_is_the_hosts_failure():
+    c = Cush(SimBackend(replace(Profile.load(None), host_memory=1 << 30)))
+    try:
+        error = c.fails("alloc pageable 2GB")
+        assert error["code"] == "HOST_OUT_OF_MEMORY" and "host memory" in error["message"]
+        c.ok("set pinlimit 4GB")
+        assert c.fails("alloc pinned 2GB")["code"] == "CUDA_ERROR_OUT_OF_MEMORY"  # cudaHostAlloc's: the driver's
+    finally:
+        c.shell.close()
+
+
+# ------------------------------------------------------------------ a copy reserves only the RAM it makes
+def on_budget(mib: int) -> Cush:
+    return Cush(SimBackend(replace(Profile.load(None), storage_budget=mib * MIB)))
+
+
+def test_a_chunk_aligned_copy_of_whole_chunks_needs_no_new_ram():
+    c = on_budget(8)
+    try:
+        c.ok("alloc pinned 6MB as p; alloc device 6MB as d; alloc device 6MB as e; fill p 1")
+        c.ok("memcpy p d")
+        c.ok("memcpy p e async; sync")
+        sums = c.ok("checksum p d e")["checksums"]
+        assert sums["p"] == sums["d"] == sums["e"] != 0
+        assert c.backend.budget.used == 6 * MIB
+    finally:
+        c.shell.close()
+
+
+def test_a_copy_reserves_the_partial_chunks_it_makes_and_refuses_what_does_not_fit():
+    c = on_budget(8)
+    try:
+        c.ok("alloc pinned 6MB as p; alloc device 6MB as d; fill p 1")
+        c.ok("memcpy p[512KB:+1MB] d[512KB:]")  # two parts of chunks, each copied into a chunk of d's own
+        assert c.backend.budget.used == 8 * MIB
+        c.ok("alloc device 6MB as e")
+        error = c.fails("memcpy p[512KB:+1MB] e[512KB:]")
+        assert error["code"] == "SIM_BUDGET"
+        assert c.ok("checksum e")["checksums"]["e"] == 0 and c.backend.budget.used == 8 * MIB
+    finally:
+        c.shell.close()
+
+
+def test_an_unaligned_copy_reserves_only_where_its_source_has_bytes():
+    c = on_budget(2)
+    try:
+        c.ok("alloc pinned 6MB as p; alloc device 6MB as d; memset p[0:+1MB] 1")
+        c.ok("memcpy p[1KB:+5MB] d")  # only d's first chunk gets bytes
+        assert c.backend.budget.used == 2 * MIB
+        assert c.ok("compare p[1KB:+5MB] d[0:+5MB]")["equal"]
+    finally:
+        c.shell.close()

@@ -1,10 +1,15 @@
-"""Streams, events, callbacks, kernels and the trace, on both backends (issue 4's scenarios)."""
+"""Streams, events, callbacks, kernels and the trace, on both backends (issue 4's scenarios); on the simulator, what
+`timeline last N` draws and what a launch's byte count counts."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+
+from cudashell.backends.sim import SimBackend
+
+from .conftest import Cush, text_run
 
 
 def test_a_kernel_after_wait_sees_the_data_copied_on_another_stream(cush):
@@ -132,3 +137,32 @@ def test_user_kernels_run_on_both_backends(cush):
     cush.ok("alloc device 4KB as a; alloc pinned 4KB as r; launch fill a 1.5; launch twice a 1024i; sync")
     cush.ok("memcpy a r")
     assert set(cush.ok("show r dtype float32 count 1024")["values"]) == {3.0}
+
+
+# ------------------------------------------------------------------ timeline last N, a launch's bytes (simulator)
+WORK =  ["alloc pinned 64MB as h", "alloc device 64MB as d", "memcpy h d async", "launch increment d", "sync"]
+
+
+def test_timeline_last_0_draws_nothing_and_last_1_the_last_operation():
+    c = Cush(SimBackend())
+    for line in WORK:
+        c.ok(line)
+    none = c.ok("timeline last 0")
+    assert none["ops"] == 0 and none["rows"] == [] and none["last"] == 0
+    one = c.ok("timeline last 1")
+    assert one["ops"] == 1 and [s["op"] for s in one["spans"]] == ["kernel increment"]
+    assert c.ok("timeline last 99")["ops"] == 2
+    assert c.fails("timeline last -1")["code"] == "USAGE"
+    assert "`last 0` asks for no operations" in text_run(WORK + ["timeline last 0"])
+
+
+def test_a_launch_says_what_its_byte_count_counts():
+    text = text_run(["alloc device 32MB as d", "launch increment d", "launch spin 10", "launch touch d", "sync"], 0)
+    assert "64 MiB moved (32 MiB read + 32 MiB written)" in text
+    assert "0 B moved: spin touches no memory" in text
+    assert "32 MiB moved, all read" in text
+    assert "finished: kernel spin on stream 0 in" in text and "finished: kernel increment on stream 0, 64 MiB moved" in text
+    c = Cush(SimBackend())
+    c.ok("alloc device 32MB as d")
+    got = c.ok("launch increment d")
+    assert (got["bytes"], got["bytes_read"], got["bytes_written"], got["counted"]) == (64 << 20, 32 << 20, 32 << 20, True)

@@ -62,13 +62,6 @@ def test_a_buffer_crosses_as_a_reference_and_the_worker_resolves_it():
 
 
 # ------------------------------------------------------------------ the real pipe, the simulator behind it
-@pytest.fixture
-def piped(request):
-    c = Cush(make_backend("sim-worker"))
-    request.addfinalizer(c.shell.close)
-    return c
-
-
 def test_bytes_cross_the_pipe_unchanged(piped):
     piped.ok("alloc pinned 1MB as p; fill p random seed 9; alloc device 1MB as d; memcpy p d; "
              "alloc pageable 1MB as h; memcpy d h")
