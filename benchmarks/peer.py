@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness import bind, run
 
-from cudashell.backends import open_backend
+from cudashell.backends.choice import open_backend
 from cudashell.frontends.shell import Shell
 
 SIZE, REPS = 256 << 20, 10

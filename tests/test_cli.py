@@ -69,7 +69,8 @@ def test_keep_going_exit_1_at_the_end(tmp_path):
 def test_a_gpu_worker_that_cannot_start_falls_back_to_the_simulator_under_auto(monkeypatch):
     """The checks before the worker passed (as where PyCUDA imports), but the worker itself failed to start: auto
     says why and goes on with the simulator; `--backend cuda` is refused with that reason."""
-    from cudashell.backends import cuda, open_backend
+    from cudashell.backends import cuda
+    from cudashell.backends.choice import open_backend
     from cudashell.errors import ShellError
 
     def failing(self):

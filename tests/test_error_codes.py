@@ -142,7 +142,7 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
 
 
 def test_the_codes_no_simulator_command_gives_are_given_where_they_arise(tmp_path):
-    from cudashell.backends import open_backend
+    from cudashell.backends.choice import open_backend
     from cudashell.backends.cuda import CudaBackend
     from cudashell.frontends import config
     from tests.conftest import Cush

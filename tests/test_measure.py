@@ -226,6 +226,17 @@ def test_profile_prints_nvprofs_layout(cush):
     assert any(line.startswith("==cudashell== API calls") for line in text[i:])
 
 
+def test_the_api_table_counts_each_free_call_by_its_name(cush):
+    """cudaFree, cudaFreeHost and cudaFreeAsync are CUDA calls of their own in nvprof's API table; free() of
+    pageable memory and a `free all` of mixed kinds (several calls, one command) are not one row."""
+    cush.ok("alloc device 1MB as a; alloc device 1MB async as b; alloc pinned 1MB as p; alloc pageable 1MB as h")
+    cush.ok("alloc device 1MB as x; alloc pinned 1MB as y")
+    cush.ok("free a; free b async; free p; free h; sync; free all")
+    calls = {row["name"]: row["calls"] for row in cush.ok("profile")["api"]}
+    assert calls["cudaFree"] == calls["cudaFreeHost"] == calls["cudaFreeAsync"] == calls["cudaMallocAsync"] == 1
+    assert "free" not in calls
+
+
 def test_nvprof_times_have_five_significant_digits():
     assert [nvprof_time(x) for x in (291.24e-3, 5.7688e-3, 6.672e-6, 222e-9, 1.2345)] == \
         ["291.24ms", "5.7688ms", "6.6720us", "222ns", "1.2345s"]

@@ -4,7 +4,6 @@ every call either succeeds or raises ShellError with the driver's `CUDA_ERROR_*`
 
 from __future__ import annotations
 
-import inspect
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -181,7 +180,9 @@ QUERIES = frozenset(name for name, c in CONTRACT.items() if c.role == Q)
 
 
 @cache
-def _parameters(name: str) -> inspect.Signature:
+def _parameters(name: str):
+    import inspect  # here: the module is on the GPU worker's start path, which imports nothing it need not
+
     return inspect.signature(getattr(Backend, name))
 
 

@@ -467,6 +467,16 @@ class FreeData(TypedDict):
 
 class Freed(Result, kind="free"):
     Data = FreeData
+    FREE_CALL = {"device": "cudaFree", "managed": "cudaFree", "pinned": "cudaFreeHost"}  # pageable: free(), not CUDA
+
+    @property
+    def api_call(self):
+        """For `profile`'s API table: cudaFreeAsync, or the one free call of the kinds freed (a mixed `free all`
+        made several calls and is not one row)."""
+        d = self.data
+        calls = {"cudaFreeAsync"} if "stream" in d else {self.FREE_CALL.get(f["kind"]) for f in d["freed"]}
+        return (calls.pop(), d["host_seconds"]) if len(calls) == 1 and None not in calls and "host_seconds" in d \
+            else None
 
     def text(self):
         d = self.data

@@ -11,7 +11,7 @@ import shlex
 import sys
 
 from .. import __version__
-from ..backends import open_backend
+from ..backends.choice import open_backend
 from ..backends.profile import BUILTIN
 from ..errors import ShellError
 from ..language import registry

@@ -15,7 +15,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import HTML, Image, display
 
-from ..backends import open_backend
+from ..backends.choice import open_backend
 from ..errors import ShellError
 from ..output import figures, render
 from ..output.results import Result

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from ..backends import open_backend
+from ..backends.choice import open_backend
 from ..backends.profile import BUILTIN, Profile
 from ..errors import STICKY, ShellError
 from ..frontends import config
