@@ -88,3 +88,4 @@ def test_a_cell_takes_a_block_over_several_lines(ip, capsys):
     captured = capsys.readouterr()
     assert captured.err == "" and "repeated 3×" in captured.out and "repeated 2×" in captured.out
     assert ip.user_ns["cush"].session.array("p0")[0] == 5
+    assert "memcpy" not in captured.out and "← 5" not in captured.out  # the rounds' own results are held back

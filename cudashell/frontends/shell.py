@@ -535,8 +535,10 @@ class Shell:
         times, backend, held = block.times, self.backend, io.StringIO()
         recorder = Recorder(backend, self.session) if times > 1 and not block.shell else None
         t0 = time.perf_counter()
-        # the rounds' output is held back, from `output FILE` as from the screen; history keeps the repeat
-        with self._nested(out=held, err=held, redirect=Redirect(), echo=False, recording=False):
+        # the rounds' output is held back, from `output FILE`, the screen and a notebook's display alike; history
+        # keeps the repeat
+        with self._nested(out=held, err=held, redirect=Redirect(), echo=False, recording=False,
+                          options=replace(self.options, display=None)):
             with self._nested(backend=recorder or backend):
                 self._round(segments, 1, block)
             why = recorder.why_not(self.session) if recorder else ("asked" if times > 1 else None)
