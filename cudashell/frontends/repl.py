@@ -34,6 +34,7 @@ from ..language.sizes import format_size, parse_size
 from ..language.suggest import suggest
 from ..language.typed import expand_history, strip_prompts
 from ..output import render
+from .config import DEFAULTS
 from .environment import Environment, ExitStatus
 from .frame import ShellOptions
 from .shell import joined_source_lines
@@ -344,7 +345,7 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
         path = env.history_file
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            trim_history(path, max(0, int(settings.get("history_size", 10000))))
+            trim_history(path, max(0, int(with_defaults(settings)["history_size"])))
             history = KeptHistory(str(path), lambda text: shell.write(text, err=True))
         except (OSError, ValueError) as e:
             shell.write(f"history: cannot keep it in {path}: {getattr(e, 'strerror', None) or e}; "
@@ -353,9 +354,9 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
         validate_while_typing=False, auto_suggest=SessionAutoSuggest(shell), history=history,
         complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell, env=env), key_bindings=key_bindings(shell),
-        style=STYLES.get(settings.get("theme"), STYLES["default"]), enable_history_search=False,
-        color_depth=None if use_color(settings.get("color", "auto"), env) else _mono(),
-        vi_mode=settings.get("editing_mode") == "vi", enable_open_in_editor=True, input=input, output=output)
+        style=STYLES.get(with_defaults(settings)["theme"], STYLES["default"]), enable_history_search=False,
+        color_depth=None if use_color(with_defaults(settings)["color"], env) else _mono(),
+        vi_mode=with_defaults(settings)["editing_mode"] == "vi", enable_open_in_editor=True, input=input, output=output)
 
 
 def continuation(width: int, line_number: int, wrap_count: int) -> str:
@@ -427,6 +428,11 @@ def ask_abandon(what: str, waited: float) -> bool:
         return True
 
 
+def with_defaults(settings: dict | None) -> dict:
+    """The config file's settings, each key it lacks at the one table's default (model/settings.py)."""
+    return {**DEFAULTS, **(settings or {})}
+
+
 def prompt_options(options: ShellOptions, settings: dict, env: Environment) -> tuple[ShellOptions, object]:
     """What a shell at the terminal's prompt is built with: its options, and its error stream (red, unless colour
     is off)."""
@@ -434,13 +440,13 @@ def prompt_options(options: ShellOptions, settings: dict, env: Environment) -> t
     options = replace(options, echo_scripts=True,  # `demo` and `run FILE` show each command as they run it
                       progress_stream=err,  # to the terminal as it is, not into the output held for the pager
                       editor=edit_in_editor)  # `edit` and F2
-    return options, ColorErrors(err) if use_color(settings.get("color", "auto"), env) else err
+    return options, ColorErrors(err) if use_color(with_defaults(settings)["color"], env) else err
 
 
 def repl(shell, banner: str, settings: dict | None = None, input=None, output=None,
          env: Environment | None = None) -> ExitStatus:
     """The prompt, over a shell built for it (`prompt_options`), until `quit` or Ctrl-D."""
-    settings = settings or {}
+    settings = with_defaults(settings)
     env = env or Environment()
     session = make_session(shell, settings, input, output, env)
     info = shell.backend.info
@@ -472,7 +478,7 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
                 run_typed(shell, line)
         finally:
             if held is not None:
-                pager = settings.get("pager", "off") if shell.session.settings["pager"] == "on" else "off"
+                pager = settings["pager"] if shell.session.settings["pager"] == "on" else "off"
                 page(held.getvalue(), pager, screen, env.terminal_size().lines,
                      input is None and getattr(screen, "isatty", lambda: False)())
     left = shell.close()
