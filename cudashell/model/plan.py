@@ -56,7 +56,7 @@ class Recorder:
     def why_not(self, session) -> str | None:
         """None when the rounds can run without the shell; else why not, in a few words."""
         if self.other:
-            return f"the block calls {self.other[0]}, which only the shell does"
+            return f"the block calls {self.other[0]}, which a plan does not run: every round goes through the shell"
         if not self.calls:
             return "the block queues no GPU work"
         if session.held is not None:

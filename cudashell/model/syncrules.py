@@ -81,5 +81,4 @@ QUEUED = Rule("none", "queued on the stream; the call returns at once")
 BETWEEN_GPUS = Rule("complete", "a copy to or from another GPU's memory is timed whole, on the host: the shell waits "
                                 "for both GPUs (one GPU's events would time only its own part)")
 FREE_SYNCS = Rule("device", "cudaFree / cudaFreeHost synchronize the device first")
-UNREGISTER_SYNCS = Rule("device", "cudaHostUnregister synchronizes the device first")
 HOST_ONLY = Rule("none", "host memory only: no GPU work involved")

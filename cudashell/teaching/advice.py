@@ -325,7 +325,6 @@ RULES = (
     Rule("pinned-ram", "Pinning most of RAM", pinned_ram),
     Rule("strided-kernel", "Strided accesses in a kernel", strided_kernel),
 )
-BY_ID = {r.id: r for r in RULES}
 
 
 @dataclass

@@ -13,11 +13,6 @@ from ..model.machine import pcie_peak
 PROFILES = Path(__file__).parent.parent / "profiles"  # every NAME.json here is a reference: `compare ref NAME`
 TOLERANCE = 0.25  # a figure further than this from its reference (as a ratio) gets an explanation
 
-# what each category of figure depends on, for the rules: the PCIe link (pinned copies, zero-copy reads), the host
-# (pageable copies: staged by its memcpy), the copy engines (both directions at once, overlap), latency (small
-# copies, launches, syncs), pinning (page-locking and unlocking), the device itself (HBM, its allocator)
-CATEGORIES = ("link", "pageable", "engines", "latency", "pinning", "device", "host")
-
 
 def references(folder: Path | None = None) -> dict[str, Path]:
     """The shipped references by name: profiles/h100.json is `h100`."""
