@@ -15,8 +15,8 @@ from cudashell.backends.base import (
     LaunchOptions,
     Reach,
 )
+from cudashell.backends.plan import Recorder
 from cudashell.model.kernels import BUILTINS
-from cudashell.model.plan import Recorder
 
 PACKAGE = Path(cudashell.__file__).parent
 TWICE = ("kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + "

@@ -15,8 +15,8 @@ from cudashell.backends.profile import BUILTIN
 from cudashell.backends.sim import SimBackend
 from cudashell.frontends.cli import main
 from cudashell.frontends.environment import Environment, ExitStatus
+from cudashell.frontends.grade import DEFAULT_TIME_LIMIT
 from cudashell.frontends.shell import Shell
-from cudashell.teaching.grade import DEFAULT_TIME_LIMIT
 from tests.conftest import confined_shell, gpu_missing
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "grading"
@@ -259,7 +259,7 @@ def test_junit_xml_stays_valid_whatever_the_submission_prints(tmp_path):
 
 
 def test_a_junit_file_that_cannot_be_written_is_refused_before_any_grading(tmp_path, monkeypatch):
-    import cudashell.teaching.grade as G
+    import cudashell.frontends.grade as G
 
     monkeypatch.setattr(G, "run_section", lambda *a, **k: pytest.fail("graded before the --junit path was checked"))
     code, out, err = grade("--backend", "sim", "--junit", str(tmp_path / "no" / "g.xml"), CHECKS, SUBMISSIONS[0],

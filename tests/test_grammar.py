@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cudashell.errors import ShellError
 from cudashell.language.grammar import split_commands
 from cudashell.language.registry import parse_segment
-from cudashell.language.sizes import format_size, parse_size
+from cudashell.sizes import format_size, parse_size
 
 
 @pytest.mark.parametrize("text,value", [

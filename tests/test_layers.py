@@ -9,8 +9,15 @@ import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudashell"
-PURE = ("language", "model", "commands", "output", "export", "teaching")  # nothing of the GPU or the terminal
+PURE = ("language", "model", "commands", "output", "export", "teaching", "simt")  # nothing of the GPU or terminal
 FOREIGN = ("pycuda", "cuda", "cupti", "prompt_toolkit")
+# the layers from the bottom up (docs/architecture.md's table): each imports only those before it
+ORDER = ("model", "language", "output", "export", "teaching", "simt", "backends", "commands", "frontends")
+TOP = ["__init__.py", "__main__.py", "docs.py", "errors.py", "sizes.py"]  # the package's entry files, and the base
+# the crossings the architecture names, each lazy and for a reason
+CROSSINGS = {("cudashell.language.registry", "cudashell.commands"),  # registering the handlers (registry.load)
+             ("cudashell.language.argkinds", "cudashell.teaching.shipped"),  # completion of the shipped demos' names
+             ("cudashell.commands.calibrate", "cudashell.frontends.shell")}  # timing the shell's own path
 
 
 def module_name(path: Path) -> str:
@@ -108,9 +115,30 @@ def test_the_pure_layers_import_neither_the_gpu_nor_the_terminal():
 
 
 def test_every_module_is_in_a_layer_folder():
-    """The tree reads as the architecture: at the top only the package's entry files and the shared errors."""
-    top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "docs.py", "errors.py"]
+    """The tree reads as the architecture: at the top only the package's entry files and the shared base."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == TOP
+    assert sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()) == sorted(ORDER)
+
+
+def layer(name: str) -> int | None:
+    parts = name.split(".")
+    return ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in ORDER else None
+
+
+def test_a_layer_imports_only_the_layers_below_it():
+    upward = sorted(f"{name} imports {dep}" for name, deps in GRAPH.items() for dep in deps
+                    if layer(name) is not None and layer(dep) is not None and layer(dep) > layer(name)
+                    and (name, dep) not in CROSSINGS)
+    assert upward == []
+
+
+def test_the_named_crossings_are_there_and_lazy():
+    """Each crossing the architecture allows is still made (else the allowance is stale), inside a function."""
+    for name, dep in CROSSINGS:
+        assert dep in GRAPH[name], (name, dep)
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        top = {n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+        assert not any(dep.rpartition(".")[2] in ast.unparse(n) for n in top), f"{name} imports {dep} at load"
 
 
 ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
@@ -131,8 +159,7 @@ def test_the_architecture_names_every_layer_and_each_layers_modules():
     its folder's row (commands/, simt/ and the backends' sim/ and gpu/ are named by group), and every module a row
     names is there."""
     rows = _layout_rows()
-    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
-    assert sorted(k for k in rows if "." not in k) == folders
+    assert [k for k in rows if "." not in k] == list(ORDER)  # the table lists the layers in their order
     for folder in ("language", "model", "output", "export", "teaching", "frontends", "backends"):
         named = set(re.findall(r"`([\w/]+\.py)`", rows[folder]))
         present = {p.name for p in (PACKAGE / folder).glob("*.py") if p.name != "__init__.py"}

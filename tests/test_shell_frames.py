@@ -16,7 +16,7 @@ from cudashell.backends.sim import SimBackend
 from cudashell.frontends.frame import ShellOptions
 from cudashell.frontends.shell import Shell
 
-FRONT_ENDS = ("frontends/cli.py", "frontends/repl.py", "frontends/notebook.py", "teaching/grade.py", "commands/calibrate.py")
+FRONT_ENDS = ("frontends/cli.py", "frontends/repl.py", "frontends/notebook.py", "frontends/grade.py", "commands/calibrate.py")
 
 
 def shell_expressions(tree: ast.AST) -> set[str]:

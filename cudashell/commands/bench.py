@@ -12,7 +12,6 @@ from typing import NotRequired, TypedDict
 from ..errors import ShellError, usage
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import command
-from ..language.sizes import format_size, parse_size
 from ..model.kernels import BUILTINS
 from ..model.launchdims import dim3
 from ..model.machine import pcie_peak
@@ -20,6 +19,7 @@ from ..model.scratch import Progress, Scratch
 from ..output.figures import bench_figure, close
 from ..output.render import csv_records, fit, fmt_seconds, host_table
 from ..output.results import Result
+from ..sizes import format_size, parse_size
 
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed")

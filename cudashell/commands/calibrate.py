@@ -123,9 +123,7 @@ def shell_overhead(backend, src, dst) -> tuple[float, float]:
     commands in a script are as long as on this GPU."""
     import io
 
-    from ..frontends.shell import (
-        Shell,  # a measuring harness: the real command path, as a script runs it
-    )
+    from ..frontends.shell import Shell
 
     shell = Shell(backend, out=io.StringIO(), err=io.StringIO())
     for b in (src, dst):

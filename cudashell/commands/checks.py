@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..errors import ShellError
 from ..language.grammar import Arg, Opt
-from ..language.sizes import format_size, format_size_exact
 from ..model.regions import check_range, check_within, common_size, region  # noqa: F401  (the commands' checks)
+from ..sizes import format_size, format_size_exact
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 RESERVED = {"all", "default", "as", "async", "stream", "device", "host", "size", "dtype", "count",

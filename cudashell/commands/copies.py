@@ -7,10 +7,10 @@ from typing import TypedDict
 from ..errors import ShellError, usage
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
-from ..language.sizes import format_size_exact
 from ..model.operations import MEMCPY, MEMSET
 from ..output.render import gpu_time, how_text, timing_note
 from ..output.results import TIMING_FIELDS, Result, timing_data
+from ..sizes import format_size_exact
 from .checks import (
     check_device_accessible,
     check_on_this_gpu,

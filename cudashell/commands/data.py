@@ -13,9 +13,9 @@ from ..errors import ShellError, usage
 from ..export.cemit import CTYPES, ident
 from ..language.grammar import Arg, Opt
 from ..language.registry import c_writer, command
-from ..language.sizes import format_size_exact
 from ..output.render import pending_notes
 from ..output.results import Expectation, Result
+from ..sizes import format_size_exact
 from .checks import (
     GRADED,
     POINTS,

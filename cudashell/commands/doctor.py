@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TypedDict
 
 from ..language.registry import command
-from ..language.sizes import format_size
 from ..model import machine
 from ..output.render import fit
 from ..output.results import Result
+from ..sizes import format_size
 
 
 def _finding(level: str, topic: str, value, meaning: str) -> dict:

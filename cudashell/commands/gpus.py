@@ -7,9 +7,9 @@ from typing import TypedDict
 
 from ..language.grammar import Arg
 from ..language.registry import c_writer, command
-from ..language.sizes import format_size
 from ..output.render import fit
 from ..output.results import Result, TimingData, timing_data
+from ..sizes import format_size
 
 
 @command("devices", "session", "every GPU, and how each pair is joined: peer access, NVLink or PCIe, native atomics",

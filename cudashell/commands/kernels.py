@@ -12,7 +12,6 @@ from ..export.cemit import CTYPES, refuse
 from ..language.argkinds import parse_part
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
-from ..language.sizes import format_size
 from ..model.kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
 from ..model.operations import KERNEL
@@ -25,6 +24,7 @@ from ..output.render import (
     timing_note,
 )
 from ..output.results import Result, TimingData, timing_data
+from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 
 

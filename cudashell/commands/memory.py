@@ -9,7 +9,6 @@ from ..errors import ShellError, held_error, usage
 from ..export.cemit import ident
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
-from ..language.sizes import format_size, format_size_exact
 from ..model.operations import ALLOC_ASYNC, FREE_ASYNC, PREFETCH
 from ..model.session import Buffer
 from ..model.syncrules import FREE_SYNCS
@@ -26,6 +25,7 @@ from ..output.render import (
     wrap,
 )
 from ..output.results import Message, Result, TimingData, hexptr, timing_data
+from ..sizes import format_size, format_size_exact
 from .checks import check_new_name, check_pin_limit
 
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",

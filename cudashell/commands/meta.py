@@ -10,7 +10,6 @@ from ..errors import ShellError, usage
 from ..export.cemit import comment, cstr, inside
 from ..language.grammar import Arg, Flag, Opt, split_commands
 from ..language.registry import GROUPS, c_writer, command, lookup, parse_segment, specs
-from ..language.sizes import format_size_exact
 from ..model.settings import SETTABLE
 from ..output.render import fmt_seconds
 from ..output.results import (
@@ -25,6 +24,7 @@ from ..output.results import (
     RunScript,
     Settings,
 )
+from ..sizes import format_size_exact
 from ..teaching.shipped import DEMO_DIR, demos
 from .checks import GRADED, POINTS, check_writable, write_file
 

@@ -11,9 +11,9 @@ from typing import TypedDict
 from ..errors import ShellError
 from ..export.cemit import ident, refuse
 from ..language.registry import c_writer, command
-from ..language.sizes import format_size_exact
 from ..output.render import fit
 from ..output.results import Result, hexptr
+from ..sizes import format_size_exact
 
 
 def _salvage(backend, bufs) -> tuple[dict, dict]:

@@ -12,13 +12,13 @@ from ..backends.profile import Profile
 from ..errors import ShellError
 from ..language.grammar import Arg
 from ..language.registry import command, watcher
-from ..language.sizes import format_size
 from ..model import machine
 from ..model.operations import MEMCPY
 from ..model.scratch import Scratch
 from ..model.session import Session
 from ..output.render import fit, wrap
 from ..output.results import Result
+from ..sizes import format_size
 from ..teaching.reference import (
     TOLERANCE,
     explain,
@@ -288,9 +288,7 @@ def compare_ref(session, backend, args):
         if session.progress:
             session.progress(f"{name}: {label}", done, total)
 
-    from ..backends.sim import (
-        SimBackend,  # numpy comes with it; the shell starts without
-    )
+    from ..backends.sim import SimBackend
 
     mine = backend.capabilities.profile  # on the simulator, the budget that stopped a bench stops its replay too
     sim = SimBackend(replace(profile, storage_budget=min(profile.storage_budget, mine.storage_budget))

@@ -7,8 +7,8 @@ from typing import TypedDict
 
 from ..language.grammar import Arg
 from ..language.registry import command
-from ..language.sizes import format_size, size_word
 from ..output.results import Result
+from ..sizes import format_size, size_word
 
 
 @command("units", "session", "how the shell reads a size: its bytes, its powers of two, and the decimal reading",

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
     env = env or Environment()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["grade"]:  # `cudashell grade CHECKS.cush [SUBMISSION…]` (a script named grade: ./grade)
-        from ..teaching.grade import main as grade_main
+        from .grade import main as grade_main
 
         return grade_main(argv[1:], env)
     parser = build_parser(env)

@@ -82,9 +82,7 @@ def load(create: bool = False, warn=None, env: Environment | None = None, only=N
         warn(f"{path}: {ShellError('BAD_CONFIG', f'cannot read it: {e.strerror}; using the defaults')}")
         return Config(DEFAULTS)
     settings, problems = read(raw, only)
-    from ..output import (
-        render,  # here: the entry point reads the file before the GPU worker starts, and seldom warns
-    )
+    from ..output import render
 
     for lineno, error in problems:
         warn(render.error_line(error, str(path), lineno))

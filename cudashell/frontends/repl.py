@@ -30,10 +30,10 @@ from ..errors import ShellError
 from ..language.argkinds import parse_dim3
 from ..language.grammar import split_commands, tokenize
 from ..language.registry import REGISTRY, lookup, parse_segment, specs
-from ..language.sizes import format_size, parse_size
 from ..language.suggest import suggest
 from ..language.typed import expand_history, strip_prompts
 from ..output import render
+from ..sizes import format_size, parse_size
 from .config import DEFAULTS
 from .environment import Environment, ExitStatus
 from .frame import ShellOptions

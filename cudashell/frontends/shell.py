@@ -14,11 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..backends.base import Backend
+from ..backends.plan import Recorder, trace_plan
 from ..errors import OUTSIDE_HINT, ShellError
 from ..export import cemit
 from ..language.grammar import Segment, split_commands
 from ..language.registry import parse_segment, spec_of, watchers
-from ..model.plan import Recorder, trace_plan
 from ..model.session import Session
 from ..output import render
 from ..output.results import (

@@ -14,8 +14,15 @@ from typing import Callable
 from ..errors import ShellError, usage
 from ..model.launchdims import C_UINT_MAX
 from ..model.settings import SETTABLE
-from ..teaching.shipped import demos
-from .sizes import parse_count, parse_size, size_word
+from ..sizes import parse_count, parse_size, size_word
+
+
+def shipped_demos() -> dict[str, str]:
+    """The shipped demos' names and titles, read when completion asks: the catalogue is teaching's, a layer above."""
+    from ..teaching.shipped import demos
+
+    return demos()
+
 
 # ---------------------------------------------------------------- numbers
 
@@ -262,7 +269,7 @@ _KINDS = [
     ArgKind("commands"),  # a block of the shell's commands between <<< >>> (each is confined as it runs)
     ArgKind("lesson", path=lambda value: value.endswith(".toml") or "/" in value),  # else a shipped lesson's name
     ArgKind("command", offer=lambda arg, at: [(w, "command") for w in at.commands()]),
-    ArgKind("demo", offer=lambda arg, at: list(demos().items())),
+    ArgKind("demo", offer=lambda arg, at: list(shipped_demos().items())),
     ArgKind("key", offer=lambda arg, at: [(k, "setting") for k in SETTABLE]),
 ]
 KINDS: dict[str, ArgKind] = {kind.name: kind for kind in _KINDS}

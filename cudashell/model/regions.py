@@ -5,7 +5,7 @@ handlers and the advice rules."""
 from __future__ import annotations
 
 from ..errors import ShellError
-from ..language.sizes import format_size_exact
+from ..sizes import format_size_exact
 from .session import Region
 
 

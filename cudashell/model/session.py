@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import ShellError
-from ..language.sizes import size_word
+from ..sizes import size_word
 from .kernels import BUILTINS
 from .operations import Operation, TraceEntry, plan_entries
 from .settings import SESSION_DEFAULTS

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import ShellError
-from ..language.sizes import format_size, format_size_exact, parse_size
+from ..sizes import format_size, format_size_exact, parse_size
 
 
 def _tabulate_formats() -> list[str]:

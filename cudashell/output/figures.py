@@ -43,7 +43,7 @@ def _size_axis(ax, sizes: list[int], label: str) -> None:
     """Sizes on a log2 axis, ticked at the sizes measured (at most nine of them) and named as sizes (4 KiB, 1 GiB)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    from ..language.sizes import format_size
+    from ..sizes import format_size
 
     ax.set_xscale("log", base=2)
     sizes = sorted(set(sizes))

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .results import Result
 
 from ..errors import ShellError
-from ..language.sizes import format_size, format_size_exact
+from ..sizes import format_size, format_size_exact
 
 
 def fmt_seconds(s: float | None) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, NotRequired, TypedDict
 
-from ..language.sizes import format_size
 from ..model.operations import of_text
 from ..model.settings import SETTINGS
+from ..sizes import format_size
 from .render import fmt_seconds, timing_note, wrap
 
 

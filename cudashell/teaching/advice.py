@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from ..errors import ShellError
-from ..language.sizes import format_size, size_word
 from ..model.machine import host_memory_total
 from ..model.operations import (
     COPY,
@@ -29,6 +28,7 @@ from ..model.operations import (
 )
 from ..model.regions import common_size, region
 from ..model.syncrules import memcpy_rule, memory_class, memset_rule
+from ..sizes import format_size, size_word
 
 GUIDE = "docs/guide.md"
 TINY = 64 << 10  # a copy under this moves fewer bytes than the bus carries during its fixed cost (~2 µs, 25+ GB/s)

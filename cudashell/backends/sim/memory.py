@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...errors import ShellError
-from ...language.sizes import format_size
 from ...model import syncrules as R
+from ...sizes import format_size
 from ..addresses import SMALL, AddressSpaceFull
 from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
 from ..refusals import refuse_register

@@ -154,9 +154,7 @@ class Work:
 
     def load_kernels(self, source, path=None, root=None):
         self._refuse_held("loading a module, which may wait for the device,")
-        from ...simt import (
-            compile_source,  # the front end loads clang: only when a kernel is defined
-        )
+        from ...simt import compile_source
 
         return compile_source(source, path, root)
 

@@ -12,9 +12,9 @@ import typing
 from dataclasses import dataclass
 
 from ...errors import ShellError
-from ...language.sizes import parse_size
 from ...model.operations import TraceEntry
 from ...model.session import KIND_LETTER, Session
+from ...sizes import parse_size
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..errors import usage
+from .errors import usage
 
 _UNITS = {
     "": 1, "b": 1,

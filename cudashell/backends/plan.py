@@ -4,8 +4,8 @@ calls, run by the backend itself as a loop of driver calls (`Backend.run_plan`) 
 
 from __future__ import annotations
 
-from ..backends.base import CONTRACT, PLAN_CALLS, QUERIES, WORK_CALLS, in_contract_order
-from .operations import KERNEL, REPEAT, TraceEntry, plan_entries
+from ..model.operations import KERNEL, REPEAT, TraceEntry, plan_entries
+from .base import CONTRACT, PLAN_CALLS, QUERIES, WORK_CALLS, in_contract_order
 
 
 def _recording(cls):

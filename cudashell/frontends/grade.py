@@ -25,12 +25,12 @@ from xml.etree import ElementTree
 from ..backends.choice import open_backend
 from ..backends.profile import BUILTIN, Profile
 from ..errors import STICKY, ShellError
-from ..frontends import config
-from ..frontends.environment import Environment, ExitStatus
-from ..frontends.shell import BadLine, Shell, script_text, syntax_errors
 from ..language import registry
 from ..language.grammar import Segment
 from ..output import render
+from . import config
+from .environment import Environment, ExitStatus
+from .shell import BadLine, Shell, script_text, syntax_errors
 
 DEFAULT_PASS = "60%"
 DEFAULT_TIME_LIMIT = 60.0  # seconds a check may take, from the check before it (compiling a kernel included)
@@ -324,7 +324,7 @@ def writable(path: Path) -> None:
 
 
 def build_parser(env: Environment):
-    from ..frontends.arguments import Parser
+    from .arguments import Parser
 
     p = Parser(prog="cudashell grade", env=env,
                description="Run a teacher's checks file against submissions (folders of .cush scripts and .cu "
@@ -346,7 +346,7 @@ def build_parser(env: Environment):
 
 
 def main(argv: list[str], env: Environment) -> ExitStatus:
-    from ..frontends.arguments import ParserExit, startup_error
+    from .arguments import ParserExit, startup_error
 
     parser = build_parser(env)
     cmd = shlex.join(["cudashell", "grade", *argv])
