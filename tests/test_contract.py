@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from cudashell.backends.sim.memory import POOL_REUSE
 from cudashell.model import syncrules as R
 from tests.conftest import first
 
@@ -285,6 +286,45 @@ def test_a_block_freed_in_stream_order_comes_back_on_the_same_stream(cush):
     before = ptr(cush, "a")
     cush.ok("free a async stream 1; alloc device 1MB async stream 1 as b")
     assert ptr(cush, "b") == before  # the H100 gave the same address back, in 1.7 µs
+
+
+def test_memory_freed_in_stream_order_is_reused_on_that_stream_before_the_stream_reaches_the_free(cush):
+    # two 70 GiB allocations do not fit in an 80 GB H100 at once: there the second fits only in the first's memory
+    made = cush.ok("alloc device 70GB async as a")
+    before = ptr(cush, "a")
+    cush.ok(f"{GATE}; free a async")
+    again = cush.ok("alloc device 70GB async as b")
+    assert ptr(cush, "b") == before
+    assert again["host_seconds"] < 1e-3 < made["host_seconds"]  # the pool's own memory: nothing mapped again
+    if cush.backend.timing_label == "modeled":
+        assert again["host_seconds"] == pytest.approx(reuse(cush))
+    cush.ok("sync")
+
+
+def reuse(sim) -> float:
+    """The host time of a cudaMallocAsync the pool serves from memory it holds: the call, and the queueing."""
+    return POOL_REUSE + sim.backend.profile.async_call
+
+
+def test_memory_freed_in_stream_order_waits_for_its_stream_before_another_stream_reuses_it(sim):
+    sim.ok("stream create nonblocking as s; alloc device 70GB async as a")
+    before = ptr(sim, "a")
+    sim.ok(f"{GATE}; free a async")
+    refused = sim.fails("alloc device 70GB async stream s as b")
+    assert refused["code"] == "CUDA_ERROR_OUT_OF_MEMORY"  # stream s is not ordered after the free
+    sim.ok("sync")  # the free reached: the pool's idle memory, for any stream
+    assert sim.ok("alloc device 70GB async stream s as b")["host_seconds"] == pytest.approx(reuse(sim))
+    assert ptr(sim, "b") == before
+
+
+def test_a_block_reused_on_its_stream_costs_the_pools_figure_and_keeps_its_addresses_until_freed(sim):
+    sim.ok("alloc device 8MB async as a")
+    sim.ok(f"{GATE}; free a async")
+    assert sim.ok("alloc device 3MB async as b")["host_seconds"] == pytest.approx(reuse(sim))
+    assert sim.ok("alloc device 5MB async as c")["host_seconds"] == pytest.approx(reuse(sim))  # b's rest is idle
+    sim.ok("sync; free b; free c")
+    sim.ok("alloc device 8MB as d")  # cudaMalloc: the lowest free addresses again, b's whole block among them
+    assert ptr(sim, "d") == 0x7F8F_0000_0000
 
 
 def test_a_sync_free_of_a_stream_ordered_allocation_is_cudafree(cush):

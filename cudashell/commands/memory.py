@@ -241,7 +241,8 @@ def c_unregister(w, a, i, text):
          details="A registered buffer is unregistered first. `free all` releases every buffer. cudaFree waits for "
                  "the whole device first; `free NAME… async [stream S]` is cudaFreeAsync, for device memory: queued "
                  "on the stream (0 unless told), the host does not wait, and the memory goes back to its pool when "
-                 "the stream reaches the free — the buffer is gone from the session at once (`free tmp async "
+                 "the stream reaches the free (a later `alloc device … async` on the same stream may reuse it at "
+                 "once: stream order makes it safe) — the buffer is gone from the session at once (`free tmp async "
                  "stream 1`).")
 def free(session, backend, args):
     names = args.get("NAME")

@@ -55,6 +55,7 @@ class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
         self.host_pools: dict[bool, tuple[int, int]] = {}  # write-combined? → (PORTABLE bit, live allocations)
         self.device_used = self.host_used = 0
         self.pools: dict[int, int] = {}  # GPU → bytes its default pool holds unused (cudaMallocAsync serves them)
+        self.freed_on: dict[SimStream, list[SimAlloc]] = {}  # stream → blocks freed on it that it has not reached
         self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a may reach GPU b's memory
         self.ctxs: dict = {None: SimCtx(0, True, SimStream())}  # handle → context; None: GPU 0's primary
         self.cur = None  # the current context's handle

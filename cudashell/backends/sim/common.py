@@ -44,6 +44,7 @@ class SimAlloc:
     ctx: object = None  # that context's handle (None: the session GPU's primary)
     dptr: int | None = None  # the address a kernel uses for it (None: a kernel cannot reach it)
     from_pool: bool = False  # made by cudaMallocAsync: its memory goes back to its GPU's pool
+    span: int = 0  # the addresses it holds when more than its size: a block freed on its stream that it took whole
 
     @property
     def cls(self) -> str:

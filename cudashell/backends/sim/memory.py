@@ -8,7 +8,7 @@ from dataclasses import replace
 from ...errors import ShellError
 from ...model import syncrules as R
 from ...sizes import format_size
-from ..addresses import SMALL, AddressSpaceFull
+from ..addresses import SMALL, AddressSpaceFull, granule
 from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
 from ..refusals import refuse_register
 from ..sparse import SparseBytes
@@ -20,6 +20,12 @@ MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
 # release threshold — memory given back at a synchronize — is issue 35's `pool` step: here the pool keeps it.)
 POOL_REUSE = 1.7e-6
 POOL_MAP_PER_MIB = 11.3e-3 / 64
+
+
+def _rounded(region: str, size: int) -> int:
+    """The bytes of addresses an allocation of `size` takes."""
+    step = granule(region, size)
+    return -(-size // step) * step
 
 
 def _out_of_memory(kind: str) -> tuple[str, str]:
@@ -85,34 +91,73 @@ class Memory:
 
     def alloc_async(self, size, stream):
         """The address is known at once (the driver returns it); the stream reaches the allocation in its order,
-        which takes no engine time. The host pays for what the pool has to map."""
+        which takes no engine time. Memory comes, as from the driver's pool, first from a block freed earlier on
+        the same stream (stream order makes it safe before the stream reaches the free), then from the pool's
+        idle memory; only the rest is mapped, and only that needs room and host time."""
         self._alive()
         if size <= 0:
             raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
         ctx = self._ctx_of(stream)
         device = self._context(ctx).device
-        self._room_for("device", size, device)
         region = "device" if self.profile.unified_addressing else "alias"
         a = SimAlloc("device", size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx,
                      from_pool=True)
-        a.addr = self._addresses(region, size, "device")
-        idle = self.pools.get(device, 0)
-        self.pools[device] = max(0, idle - size)
         before = self.now
-        self._advance(self.now + POOL_REUSE + POOL_MAP_PER_MIB * max(0, size - idle) / MIB)
+        block = self._freed_block(self._queue_of(stream), region, size)
+        if block is not None:
+            a.addr, a.span = block.addr, max(block.span, block.size)
+            self._advance(self.now + POOL_REUSE)
+        else:
+            self._room_for("device", size, device)
+            a.addr = self._addresses(region, size, "device")
+            idle = self.pools.get(device, 0)
+            self.pools[device] = max(0, idle - size)
+            self._advance(self.now + POOL_REUSE + POOL_MAP_PER_MIB * max(0, size - idle) / MIB)
         self.live.add(a)
         self._count(a, +1)
         t = self._submit(stream, 0.0, None, R.QUEUED)
         return Allocation(a, None, a.addr), replace(t, host_seconds=self.now - before)  # queued as the call ends
 
+    def _freed_block(self, stream, region: str, size: int) -> SimAlloc | None:
+        """The smallest block of the pool freed on `stream`, not yet reached, whose addresses hold `size` bytes
+        (in the same small or large space). It is taken whole — the driver would split it; the bytes it holds
+        beyond `size` become the pool's idle memory — and leaves the memory in use now: the free, when the
+        stream reaches it, finds it taken over."""
+        def held(b: SimAlloc) -> int:
+            return b.span or b.size
+        fits = [b for b in self.freed_on.get(stream, ()) if b.from_pool and (held(b) < SMALL) == (size < SMALL)
+                and _rounded(region, size) <= _rounded(region, held(b))]
+        if not fits:
+            return None
+        block = min(fits, key=held)
+        self.freed_on[stream].remove(block)
+        self.pools[block.device] = self.pools.get(block.device, 0) + max(0, block.size - size)
+        block.data.release()
+        block.freed = True
+        self.live.discard(block)
+        self._count(block, -1)
+        return block
+
     def free_async(self, buf, stream):
-        """The memory goes back to its pool when the stream reaches the free; the host does not wait."""
+        """The memory goes back to its pool when the stream reaches the free; the host does not wait. Until then
+        only a later cudaMallocAsync on the same stream may take it (`_freed_block`)."""
         self._alive()
         a: SimAlloc = buf.handle
         if a.kind != "device":
             raise ShellError(INVALID, f"{buf.name} is {a.kind} memory: cudaFreeAsync frees device memory",
                              "free it without `async`")
-        return self._submit(stream, 0.0, None, R.QUEUED, lambda snapshot: lambda: self._release(a))
+        key = self._queue_of(stream)
+        self.freed_on.setdefault(key, []).append(a)
+
+        def reached():
+            if a in self.freed_on.get(key, ()):
+                self.freed_on[key].remove(a)
+                self._release(a)
+        return self._submit(stream, 0.0, None, R.QUEUED, lambda snapshot: reached)
+
+    def _queue_of(self, stream):
+        """The stream a handle names (None: the current context's default stream), to key what was freed on it."""
+        return stream if stream is not None else self._context(self.cur).default
 
     def _portable_bit(self, a: SimAlloc, asked: bool) -> int:
         """Small pinned allocations share a pool (one per write-combining), and cuMemHostGetFlags reports
@@ -169,7 +214,7 @@ class Memory:
 
     def _release(self, a: SimAlloc) -> None:
         """An allocation's addresses and bytes go back (memory of the stream-ordered pool, to its pool)."""
-        self.addresses.give(a.region, a.addr, a.size)
+        self.addresses.give(a.region, a.addr, a.span or a.size)
         self._unmap(a)
         if a.pool is not None:
             bit, live = self.host_pools.pop(a.pool)
