@@ -62,3 +62,12 @@ class Frame:
     echo: bool = False  # each command is shown before its output
     recording: bool = True  # history keeps the command (not each round of a repeat: the repeat is the command)
     expecting: str | None = None  # the code the next `expect error` names, while the command before it runs
+
+    def but(self, **changes) -> "Frame":
+        """This frame with `changes`: what dataclasses.replace does, without its checks (a frame is pushed for
+        nested runs and each command's `expect error`, on the command path)."""
+        if not changes.keys() <= self.__dict__.keys():
+            raise TypeError(f"a frame has no {sorted(changes.keys() - self.__dict__.keys())}")
+        new = object.__new__(Frame)
+        object.__setattr__(new, "__dict__", {**self.__dict__, **changes})
+        return new

@@ -122,7 +122,10 @@ class Shell:
         change of folder is the session's too (a kernel or profile a script names is found beside it); a frame
         with a redirect of its own closes it."""
         outer = self.frame
-        inner = replace(outer, **changes)
+        if all(getattr(outer, k) is v for k, v in changes.items()):  # nothing changes (most commands): no frame
+            yield outer
+            return
+        inner = outer.but(**changes)
         self._frames.append(inner)
         if inner.dirs != outer.dirs:
             inner.session.script_dir = inner.dirs[-1]
@@ -200,10 +203,11 @@ class Shell:
             cmd = parse_segment(seg)
             if self.root is not None:
                 self._confine(cmd)
-            if self.session.settings["explain"] == "on":  # what was alive before: the C refers to it
-                before = cemit.alive(self.session, WORD.findall(seg.text))  # what the command (and a block in it) names
-            self.backend.command_started()
-            result = cmd.spec.handler(self.session, self.backend, cmd.args)
+            session, backend = self.session, self.backend
+            if session.settings["explain"] == "on":  # what was alive before: the C refers to it
+                before = cemit.alive(session, WORD.findall(seg.text))  # what the command (and a block in it) names
+            backend.command_started()
+            result = cmd.spec.handler(session, backend, cmd.args)
             if result.action is not None:
                 self._act(result.action, result)
         except ShellError as e:
@@ -391,16 +395,11 @@ class Shell:
             if self.quitting or self._reader_gone():  # the reader left (`| head`): the rest would write to no one
                 break
             expecting = expected_code(items[i + 1][0] if i + 1 < len(items) else None)
-            with self._nested(expecting=expecting):
-                if isinstance(item, BadLine):  # the line itself did not tokenize
-                    if self.echo and not self.json_mode:
-                        self._write(self.out, f"cush> {item.text}")
-                    self.session.record(item.text, False, item.error.code)
-                    self.last_error = item.error
-                    self.report(item.text, None, item.error, file, lineno)
-                    ok = False
-                else:
-                    ok = self.run_segment(item, file, lineno)
+            if expecting is self.frame.expecting:  # most commands: no frame of their own (the command path)
+                ok = self._run_item(item, file, lineno)
+            else:
+                with self._nested(expecting=expecting):
+                    ok = self._run_item(item, file, lineno)
             if ok or expecting is not None:
                 continue
             ok_all = False
@@ -408,6 +407,16 @@ class Shell:
             if not self.keep_going:
                 break
         return ok_all
+
+    def _run_item(self, item: Segment | BadLine, file: str | None, lineno: int | None) -> bool:
+        if isinstance(item, BadLine):  # the line itself did not tokenize
+            if self.echo and not self.json_mode:
+                self._write(self.out, f"cush> {item.text}")
+            self.session.record(item.text, False, item.error.code)
+            self.last_error = item.error
+            self.report(item.text, None, item.error, file, lineno)
+            return False
+        return self.run_segment(item, file, lineno)
 
     def _reader_gone(self) -> bool:
         """True when output went to a pipe whose reader has left: a write failed so, or (Linux) the pipe says so
