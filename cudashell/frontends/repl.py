@@ -339,13 +339,13 @@ class KeptHistory(FileHistory):
 
 
 def make_session(shell, settings: dict, input=None, output=None, env: Environment | None = None) -> PromptSession:
-    env = env or Environment()
+    env, settings = env or Environment(), with_defaults(settings)
     history = InMemoryHistory()
     if input is None:  # a real terminal keeps its history in the XDG state dir
         path = env.history_file
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            trim_history(path, max(0, int(with_defaults(settings)["history_size"])))
+            trim_history(path, max(0, int(settings["history_size"])))
             history = KeptHistory(str(path), lambda text: shell.write(text, err=True))
         except (OSError, ValueError) as e:
             shell.write(f"history: cannot keep it in {path}: {getattr(e, 'strerror', None) or e}; "
@@ -354,9 +354,9 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
         completer=ShellCompleter(shell), lexer=ShellLexer(shell), validator=ShellValidator(),
         validate_while_typing=False, auto_suggest=SessionAutoSuggest(shell), history=history,
         complete_while_typing=True, bottom_toolbar=lambda: toolbar(shell, env=env), key_bindings=key_bindings(shell),
-        style=STYLES.get(with_defaults(settings)["theme"], STYLES["default"]), enable_history_search=False,
-        color_depth=None if use_color(with_defaults(settings)["color"], env) else _mono(),
-        vi_mode=with_defaults(settings)["editing_mode"] == "vi", enable_open_in_editor=True, input=input, output=output)
+        style=STYLES.get(settings["theme"], STYLES["default"]), enable_history_search=False,
+        color_depth=None if use_color(settings["color"], env) else _mono(),
+        vi_mode=settings["editing_mode"] == "vi", enable_open_in_editor=True, input=input, output=output)
 
 
 def continuation(width: int, line_number: int, wrap_count: int) -> str:
