@@ -12,7 +12,7 @@ from ..export.cemit import CTYPES, refuse
 from ..language.argkinds import parse_part
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
-from ..model.kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
+from ..model.kernels import BUILTINS, Kernel, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
 from ..model.operations import KERNEL
 from ..output.render import (
@@ -24,6 +24,7 @@ from ..output.render import (
     timing_note,
 )
 from ..output.results import Result, TimingData, timing_data
+from ..simt.signatures import read_kernels
 from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 
@@ -234,7 +235,7 @@ def kernel_load(session, backend, args):
         raise ShellError("NO_SUCH_FILE", f"cannot read {path}: {e.strerror}", None, args.col("FILE")) from None
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
-    parse_kernels(with_includes(source, str(path)))  # a bad signature is a usage error before any compiler runs
+    read_kernels(source, str(path), session.root)  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source, str(path), session.root)
     return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
                               "from": str(path)})
@@ -247,8 +248,7 @@ def c_kernel_load(w, a, i, text):
     source, where = _loaded_source(w, path, prefix)
     if source is None:
         raise refuse(text, f"cannot read {path} from here", "export from where the session loaded it")
-    expanded = with_includes(source, where)
-    w.user_source(expanded, {prefix + k.name: k for k in parse_kernels(expanded)})
+    w.user_source(with_includes(source, where), {prefix + k.name: k for k in read_kernels(source, where)})
     w.emit(f"// kernel load {path}: its source is above main", i)
 
 
@@ -277,7 +277,7 @@ def kernel_define(session, backend, args):
     name, source = args.get("NAME"), args.get("SOURCE")
     # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
     where = str(session.script_dir / f"{name} (kernel define)")
-    parse_kernels(with_includes(source, where))  # a bad signature is a usage error before any compiler runs
+    read_kernels(source, where, session.root)  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source, where, session.root)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
@@ -291,8 +291,9 @@ def kernel_define(session, backend, args):
 def c_kernel_define(w, a, i, text):
     name, source = a.get("NAME"), a.get("SOURCE")
     known = w.kernels.get(name)
-    expanded = with_includes(source, known.path) if known is not None and known.path else source
-    found = parse_kernels(expanded)
+    where = known.path if known is not None and known.path else None
+    expanded = with_includes(source, where)
+    found = read_kernels(source, where)
     names = {k.name: k for k in found}
     if name not in names and len(found) == 1:
         names[name] = found[0]

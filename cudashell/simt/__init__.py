@@ -4,47 +4,31 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import OUTSIDE_HINT, ShellError
-from ..model.kernels import Kernel, Param
+from ..model.kernels import Kernel
 
 
 def compile_source(source: str, path: str | None = None, root: Path | None = None) -> list[Kernel]:
     """The __global__ functions of a source, as Kernels whose handle is (program, function); with `root`
     (grading), a source that names a file outside that folder is OUTSIDE_SUBMISSION."""
     from .compile_error import CompileError
-    from .ctype import Pointer, Scalar
     from .frontend import parse
+    from .signatures import SUBSET_HINT, read_kernels
 
     name = Path(path).name if path else "kernel.cu"
     dirs = [Path(path).parent] if path else []
+    signatures = read_kernels(source, path, root)  # the parameters, as the GPU reads them too
     try:
         program = parse(source, name, dirs, root)
     except CompileError as e:
         where = f"{e.where[0]}:{e.where[1]}:{e.where[2]}: " if e.where else ""
         raise ShellError(e.code, f"{where}{e.message}",
-                         "the simulator runs the CUDA C subset in the guide's chapter \"Your own kernels\""
-                         if e.code == "NOT_SUPPORTED_ON_SIM" else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION"
+                         SUBSET_HINT if e.code == "NOT_SUPPORTED_ON_SIM" else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION"
                          else None) from None
-    kernels = []
-    for kname in program.kernel_names:
-        fn = program.functions[kname]
-        params = []
-        for p in fn.params:
-            if isinstance(p.type, Pointer):
-                to = p.type.to
-                dtype = to.dtype.name if isinstance(to, Scalar) and to.name != "bool" else "uint8"
-                const = fn.const_params[len(params)] if len(params) < len(fn.const_params) else False
-                params.append(Param(p.name, "in" if const else "inout", dtype))
-            elif isinstance(p.type, Scalar):
-                params.append(Param(p.name, "scalar", "uint8" if p.type.name == "bool" else p.type.dtype.name))
-            else:
-                raise ShellError("NOT_SUPPORTED_ON_SIM", f"{kname}: parameter {p.name} is a {p.type}, which the "
-                                 "shell cannot pass", "kernels take pointers and scalars")
-        kernels.append(Kernel(kname, tuple(params), "user kernel", builtin=False, symbol=kname,
-                              handle=(program, fn), source=source))
-    return kernels
+    return [replace(k, handle=(program, program.functions[k.name]), source=source) for k in signatures]
 
 
 __all__ = ["compile_source"]

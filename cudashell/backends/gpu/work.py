@@ -19,7 +19,6 @@ from ...model.kernels import (
     BUILTIN_SOURCE,
     BUILTINS,
     c_linkage,
-    parse_kernels,
     with_includes,
 )
 from ..base import PLAIN_LAUNCH, Timing
@@ -183,7 +182,7 @@ class Work:
         if options.show_access:  # its capabilities say so: the command refuses it first
             raise ShellError("USAGE", "show-access needs a backend that watches every access: the simulator")
         fn = self._builtin(kernel) if kernel.builtin else self._functions(
-            kernel.source, [k.symbol for k in parse_kernels(with_includes(kernel.source, kernel.path))], True,
+            kernel.source, [k.symbol for k in self._signatures(kernel.source, kernel.path or None)], True,
             kernel.path)[kernel.symbol]
         values = []
         for param, arg in zip(kernel.params, args):
@@ -204,12 +203,19 @@ class Work:
             call, _keepalive = self._launch_call(kernel, args, count, grid, block, shared, stream, options)
             return self._timed(stream, "cuLaunchKernel", call, R.QUEUED)
 
+    def _signatures(self, source: str, path: str | None):
+        """The kernels' parameters as the simulator reads them (its front end, clang: imported at the first
+        kernel load, and cached by source, so a launch in another context reads them again for free)."""
+        from ...simt.signatures import read_kernels
+
+        return read_kernels(source, path, self.root)
+
     def load_kernels(self, source, path=None, root=None):
         if self.held:
             raise held_error("loading a module, which may wait for the device,")
         if root is not None:  # grading: this worker's every compile from now on, a relaunch's in a new context too
             self.root = Path(root)
-        kernels = parse_kernels(with_includes(source, path))
+        kernels = self._signatures(source, path)
         fns = self._functions(source, [k.symbol for k in kernels], extern_c=True, path=path)
         return [replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels]
 
