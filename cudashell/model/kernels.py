@@ -1,5 +1,6 @@
-"""Kernels: the built-ins (one CUDA C source for the GPU, the same arithmetic in numpy for the simulator)
-and the signatures of user kernels, parsed from their CUDA C. Pure: no CUDA here."""
+"""Kernels: the built-ins (one CUDA C source for the GPU, the same arithmetic in numpy for the simulator),
+what a kernel is to the shell, and the source edits nvcc needs for user kernels. (Their parameters are read by
+the front end, simt/signatures.py, for both backends.) Pure: no CUDA here."""
 
 from __future__ import annotations
 
@@ -117,51 +118,13 @@ BUILTINS = {k.name: k for k in (
 
 # ------------------------------------------------------------------ user kernels
 
-C_TYPES = {"float": "float32", "double": "float64", "int": "int32", "unsigned": "uint32",
-           "unsigned int": "uint32", "long": "int64", "long long": "int64", "unsigned long long": "uint64",
-           "size_t": "uint64", "char": "int8", "unsigned char": "uint8", "short": "int16", "bool": "uint8",
-           "signed char": "int8", "unsigned short": "uint16", "unsigned long": "uint64", "long int": "int64",
-           "unsigned long int": "uint64", "int8_t": "int8", "uint8_t": "uint8", "int16_t": "int16", "uint16_t": "uint16",
-           "int32_t": "int32", "uint32_t": "uint32", "int64_t": "int64", "uint64_t": "uint64"}
-_GLOBAL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(([^)]*)\)", re.S)
-
-
-def parse_kernels(source: str) -> list[Kernel]:
-    """The __global__ functions of a CUDA C source with their parameters: pointers become buffer
-    parameters (written unless const), scalars take the dtype of their C type."""
-    found = []
-    for m in _GLOBAL.finditer(source):
-        name, params = m.groups()
-        if _TEMPLATE_BEFORE.search(source[:m.start()]):
-            continue  # a template: launched only through the kernels that instantiate it
-        out = []
-        for raw in filter(None, (p.strip() for p in params.split(","))):
-            words = raw.replace("*", " * ").replace("__restrict__", "").split()
-            if not words or words[-1] == "*" or len(words) < 2:
-                raise ShellError("USAGE", f"kernel {name}: parameter '{raw}' has no type or no name",
-                                 "parameters look like `float *a` or `int n`")
-            pname = words[-1]
-            if "*" in words:
-                pointee = " ".join(w for w in words[:words.index("*")] if w not in ("const", "volatile"))
-                out.append(Param(pname, "in" if "const" in words else "inout", C_TYPES.get(pointee, "uint8")))
-                continue
-            ctype = " ".join(w for w in words[:-1] if w not in ("const", "volatile"))
-            if ctype not in C_TYPES:
-                raise ShellError("USAGE", f"kernel {name}: cannot pass a '{ctype}' from the shell",
-                                 "parameters may be pointers or " + ", ".join(sorted(C_TYPES)))
-            out.append(Param(pname, "scalar", C_TYPES[ctype]))
-        found.append(Kernel(name, tuple(out), "user kernel", builtin=False, symbol=name))
-    if not found:
-        raise ShellError("USAGE", "no __global__ function found", "e.g. __global__ void k(float *a, int n) {…}")
-    return found
-
-
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
 def with_includes(source: str, path: str | None, seen: frozenset = frozenset()) -> str:
-    """The source with the files it #includes from beside it written in (once each), so the kernels a wrapper
-    `.cu` pulls in from a `.cuh` are found by name. A file that is not there stays an #include."""
+    """The source with the files it #includes from beside it written in (once each), so that c_linkage gives the
+    kernels a wrapper `.cu` pulls in from a `.cuh` C linkage too, and an export is one source. A file that is not
+    there stays an #include."""
     if not path:
         return source
     folder = Path(path).resolve().parent

@@ -368,8 +368,6 @@ class Program:
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
         fn = ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
-        fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
-                           for p in cur.get_children() if p.kind.name == "PARM_DECL"]
         _check(fn.body)
         return fn
 

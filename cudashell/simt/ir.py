@@ -163,4 +163,3 @@ class Function:
     kernel: bool
     loc: tuple
     defaults: list = field(default_factory=list)  # a default Expr (or None) per parameter
-    const_params: list = field(default_factory=list)  # per parameter: a pointer to const (the kernel reads it only)

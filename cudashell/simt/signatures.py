@@ -129,13 +129,13 @@ _SCALARS = {"INT": "int32", "UINT": "uint32", "CHAR_S": "int8", "SCHAR": "int8",
 
 def _pointee(t):
     """What a pointer, reference or array parameter points to (an array parameter is a pointer, as C passes
-    it); None for a value."""
+    it), and whether it is const; None for a value."""
     t = t.get_canonical()
     kind = t.kind.name
     if kind in ("POINTER", "LVALUEREFERENCE", "RVALUEREFERENCE"):
-        return t.get_pointee()
-    if kind.endswith("ARRAY"):
-        return t.element_type
+        return t.get_pointee(), t.get_pointee().is_const_qualified()
+    if kind.endswith("ARRAY"):  # clang keeps an element's const on the array
+        return t.get_array_element_type(), t.is_const_qualified()
     return None
 
 
@@ -151,8 +151,9 @@ def _param(kernel: str, index: int, p, in_head: list, loc) -> Param:
     from .compile_error import CompileError
 
     name = p.spelling or f"arg{index}"  # an unnamed parameter
-    to = _pointee(p.type)
-    if to is not None:
+    pointed = _pointee(p.type)
+    if pointed is not None:
+        to, const = pointed
         if any(d.spelling.startswith("unknown type name") and
                p.extent.start.offset <= d.location.offset < p.extent.end.offset for d in in_head):
             element = "uint8"  # its type is in a header only nvcc reads
@@ -160,7 +161,7 @@ def _param(kernel: str, index: int, p, in_head: list, loc) -> Param:
             element = "uint64"  # a buffer of pointers, 8 bytes each
         else:
             element = _dtype(to) or "uint8"  # void *, a struct: bytes
-        return Param(name, "in" if to.is_const_qualified() else "inout", element)
+        return Param(name, "in" if const else "inout", element)
     dtype = _dtype(p.type)
     if dtype is not None:
         return Param(name, "scalar", dtype)
