@@ -185,3 +185,26 @@ def test_the_gpu_registers_the_same_parameters_as_the_simulator(tmp_path):
         assert gpu.ok("show b dtype float32 count 4")["values"] == [3.0, 3.0, 3.0, 3.0]  # a pointer, not a float
     finally:
         gpu.shell.close()
+
+
+LINKAGE = {**{k: v[0] for k, v in {**SOURCES, **GPU_ONLY}.items()},
+           "bounds_first": "__launch_bounds__(128) __global__ void b1(int *a) { }\n"
+                           "__global__ __launch_bounds__(128, 4) void b2(int *a) { }"}
+
+
+@pytest.mark.parametrize("case", sorted(LINKAGE))
+def test_every_kernel_the_reader_lists_gets_the_c_name_the_gpu_looks_up(case):
+    """The GPU worker gets each listed kernel from nvcc's module by its own name (cuModuleGetFunction): c_linkage
+    must give each one C linkage — clang's mangled name for it is then its name."""
+    from cudashell.model.kernels import c_linkage
+    from cudashell.simt import signatures
+    from cudashell.simt.frontend import _tu, preprocess
+    from cudashell.simt.prelude import DECL_LINES
+
+    source = c_linkage(LINKAGE[case])
+    text, _ = preprocess(source, "k.cu", [], missing_headers_ok=True)
+    tu = _tu(signatures._blank_nvcc_only(text))
+    names = {c.spelling: c.mangled_name for c in signatures._top(tu.cursor, DECL_LINES)
+             if c.kind.name == "FUNCTION_DECL" and c.is_definition()}
+    listed = [k.name for k in read_kernels(LINKAGE[case])]
+    assert listed and all(names[n] == n for n in listed), (source, names)

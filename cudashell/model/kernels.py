@@ -142,7 +142,8 @@ def with_includes(source: str, path: str | None, seen: frozenset = frozenset()) 
 
 
 _TEMPLATE_BEFORE = re.compile(r"template\s*<[^;{}]*>\s*$")  # what precedes a template's head (not `#include <…>`)
-_KERNEL_HEAD = re.compile(r'(?<![\w>"])(\s*)(__global__\s+void\s+\w+\s*\()')
+_BOUNDS = r"(?:__launch_bounds__\s*\([^()]*\)\s*)?"  # it may stand before, after __global__ or after void
+_KERNEL_HEAD = re.compile(rf'(?<![\w>"])(\s*)({_BOUNDS}__global__\s+{_BOUNDS}void\s+{_BOUNDS}\w+\s*\()')
 
 
 def c_linkage(source: str) -> str:

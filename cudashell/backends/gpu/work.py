@@ -71,6 +71,12 @@ def confine_dependencies(text: str, include_dirs: list[str], arch: str, root: Pa
                              "file outside the submission's folder", OUTSIDE_HINT)
 
 
+def _linkage_hint(name: str) -> str:
+    """A kernel nvcc named the C++ way (c_linkage reads kernel heads as written, not through macros)."""
+    return (f"the shell gives C linkage to a kernel written `__global__ void {name}(`; through a macro, write "
+            f"`extern \"C\"` before it yourself")
+
+
 class Work:
     """The GpuSide's work (a mixin: its state is made in GpuSide.__init__)."""
 
@@ -162,7 +168,8 @@ class Work:
                                  "the simulator's `kernel define` shows file:line:col for the same source") from None
             mod = int(call("cuModuleLoadData", cubin))
             self.cur.modules.append(mod)
-            fns = self.cur.functions[source] = {name: int(call("cuModuleGetFunction", mod, name.encode()))
+            fns = self.cur.functions[source] = {name: int(call("cuModuleGetFunction", mod, name.encode(),
+                                                               hint=_linkage_hint(name) if extern_c else None))
                                                 for name in names}
         return fns
 
