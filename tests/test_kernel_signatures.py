@@ -145,6 +145,12 @@ def test_a_signature_clang_cannot_read_is_usage_with_its_place():
     assert e.value.code == "USAGE" and e.value.message.startswith("cut.cu:1:")
 
 
+def test_an_overloaded_kernel_is_usage_at_its_second_definition():
+    with pytest.raises(ShellError) as e:
+        read_kernels("__global__ void ov(int *a) { }\n__global__ void ov(float *a) { }", "/tmp/x/ov.cu")
+    assert e.value.code == "USAGE" and e.value.message.startswith("ov.cu:2:17: kernel ov is defined twice")
+
+
 def test_a_source_of_only_template_kernels_says_how_to_launch_one():
     with pytest.raises(ShellError) as e:
         read_kernels("template <int N> __global__ void t(float *a) { a[0] = N; }\n"

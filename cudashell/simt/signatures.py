@@ -66,11 +66,14 @@ def _kernels(source: str, path: str | None, root: Path | None) -> tuple[Kernel, 
     errors = [d for d in tu.diagnostics if d.severity >= 3 and d.location.line > DECL_LINES]
     found: dict[str, Kernel] = {}
     for cur in _top(tu.cursor, DECL_LINES):
-        if cur.kind.name != "FUNCTION_DECL" or not cur.is_definition() or cur.spelling in found \
+        if cur.kind.name != "FUNCTION_DECL" or not cur.is_definition() \
                 or cur.get_num_template_arguments() > 0:  # a template's specialisation: as the template
             continue
         if not any(c.kind.name == "CUDAGLOBAL_ATTR" for c in cur.get_children()):
             continue
+        if cur.spelling in found:  # an overload: nvcc refuses two C functions of one name, the shell's launch too
+            raise CompileError("USAGE", f"kernel {cur.spelling} is defined twice (overloaded): the shell finds a "
+                               "kernel by its name, so each needs its own", loc(cur.location))
         body = next((c for c in cur.get_children() if c.kind.name == "COMPOUND_STMT"), None)
         head_end = body.extent.start.offset if body is not None else cur.extent.end.offset
         in_head = [d for d in errors if cur.extent.start.offset <= d.location.offset < head_end]
