@@ -158,7 +158,7 @@ def test_a_source_of_only_template_kernels_says_how_to_launch_one():
     assert e.value.message == "no __global__ function found" and "__device__ template" in e.value.hint
 
 
-def test_the_check_and_the_load_read_a_source_once(sim, monkeypatch):
+def test_a_load_reads_a_source_once(sim, monkeypatch):
     from cudashell.simt import signatures
 
     calls = []

@@ -235,7 +235,7 @@ def kernel_load(session, backend, args):
         raise ShellError("NO_SUCH_FILE", f"cannot read {path}: {e.strerror}", None, args.col("FILE")) from None
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
-    read_kernels(source, str(path), session.root)  # a bad signature is a usage error before any compiler runs
+    # both backends read the signatures (simt.signatures) before any compiler runs: a bad one is USAGE there
     kernels = backend.load_kernels(source, str(path), session.root)
     return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
                               "from": str(path)})
@@ -277,7 +277,6 @@ def kernel_define(session, backend, args):
     name, source = args.get("NAME"), args.get("SOURCE")
     # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
     where = str(session.script_dir / f"{name} (kernel define)")
-    read_kernels(source, where, session.root)  # a bad signature is a usage error before any compiler runs
     kernels = backend.load_kernels(source, where, session.root)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:

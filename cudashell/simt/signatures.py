@@ -28,8 +28,8 @@ def read_kernels(source: str, path: str | None = None, root: Path | None = None)
     none outside that folder) with their parameters: a pointer, reference or array parameter is a buffer
     (`in` when what it points to is const, else `inout`), a scalar takes the dtype of its canonical type
     (typedefs resolved, an enum its integer type). A parameter the shell cannot pass (a struct by value)
-    or a signature clang cannot read is a USAGE error naming it at file:line:col. Cached by source: the command
-    checks a source before the backend loads it, and both read the same answer."""
+    or a signature clang cannot read is a USAGE error naming it at file:line:col. Cached by source: a launch in
+    another context, or an export, reads it again for free."""
     return _read(source, path, str(root) if root is not None else None)
 
 
