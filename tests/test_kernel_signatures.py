@@ -87,6 +87,8 @@ def test_launch_bounds_and_nvcc_only_bodies_are_read_though_the_simulator_runs_n
     assert read(GPU_ONLY["launch_bounds"][0]) == GPU_ONLY["launch_bounds"][1]
     assert read("__global__ void tx(float *out) { asm volatile(\"membar.gl;\"); out[0] = fancy(1); }") == \
         {"tx": [("out", "inout", "float32")]}  # clang's errors in a body are the compiler's to report
+    assert read("__global__ void gc(const __grid_constant__ int n, float *a) { }") == \
+        {"gc": [("n", "scalar", "int32"), ("a", "inout", "float32")]}
 
 
 def test_a_pointer_to_a_type_from_a_header_only_nvcc_reads_is_a_buffer_of_bytes():
