@@ -101,5 +101,64 @@ def _decls() -> str:
     return "\n".join(out) + "\n"
 
 
-DECLS = _decls()
+# Cooperative groups (the block-level part): classes and functions declared, never defined, so that clang types
+# the user's code and resolves overloads; a call to any of them becomes a built-in of coop.py (coopfront.py).
+# A group handle is one 64-bit register value (coop.py says what its bits hold), so the classes have no fields.
+_COOP = """
+namespace cooperative_groups {
+struct thread_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+};
+struct thread_block : thread_group {
+  __device__ void sync() const; __device__ unsigned int thread_rank() const; __device__ unsigned int size() const;
+  __device__ unsigned int num_threads() const; __device__ dim3 group_index() const;
+  __device__ dim3 thread_index() const; __device__ dim3 dim_threads() const; __device__ dim3 group_dim() const;
+};
+struct grid_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long block_rank() const; __device__ unsigned long long num_blocks() const;
+};
+struct coalesced_group : thread_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long meta_group_rank() const; __device__ unsigned long long meta_group_size() const;
+  template <class T> __device__ T shfl(T v, unsigned int src) const;
+  template <class T> __device__ T shfl_up(T v, unsigned int delta) const;
+  template <class T> __device__ T shfl_down(T v, unsigned int delta) const;
+  __device__ int any(int p) const; __device__ int all(int p) const; __device__ unsigned int ballot(int p) const;
+  template <class T> __device__ unsigned int match_any(T v) const;
+};
+template <unsigned int N> struct thread_block_tile : thread_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long meta_group_rank() const; __device__ unsigned long long meta_group_size() const;
+  template <class T> __device__ T shfl(T v, int src) const;
+  template <class T> __device__ T shfl_up(T v, unsigned int delta) const;
+  template <class T> __device__ T shfl_down(T v, unsigned int delta) const;
+  template <class T> __device__ T shfl_xor(T v, unsigned int mask) const;
+  __device__ int any(int p) const; __device__ int all(int p) const; __device__ unsigned int ballot(int p) const;
+  template <class T> __device__ unsigned int match_any(T v) const;
+};
+__device__ thread_block this_thread_block(); __device__ grid_group this_grid();
+__device__ coalesced_group coalesced_threads();
+__device__ void sync(const thread_group &g); __device__ void sync(const grid_group &g);
+__device__ thread_group tiled_partition(const thread_group &parent, unsigned int size);
+template <unsigned int N, class P> __device__ thread_block_tile<N> tiled_partition(const P &parent);
+template <class T> struct plus { __device__ T operator()(T a, T b) const; };
+template <class T> struct less { __device__ T operator()(T a, T b) const; };
+template <class T> struct greater { __device__ T operator()(T a, T b) const; };
+template <class T> struct bit_and { __device__ T operator()(T a, T b) const; };
+template <class T> struct bit_or { __device__ T operator()(T a, T b) const; };
+template <class T> struct bit_xor { __device__ T operator()(T a, T b) const; };
+template <class G, class T, class Op> __device__ auto reduce(const G &g, T v, Op op) -> decltype(op(v, v));
+template <class G, class T, class Op> __device__ auto inclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v));
+template <class G, class T, class Op> __device__ auto exclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v));
+template <class G, class T> __device__ T inclusive_scan(const G &g, T v);
+template <class G, class T> __device__ T exclusive_scan(const G &g, T v);
+}
+"""
+
+DECLS = _decls() + _COOP
 DECL_LINES = DECLS.count("\n")

@@ -8,6 +8,7 @@ import numpy as np
 
 NONE = -1
 MANY = -2
+TILED = -3  # at and below: an access ordered by a warp-level barrier for the threads of one tile (see tile_barrier)
 
 
 def _at(loc) -> str:
@@ -58,9 +59,39 @@ class Watch:
                 reader.fill(NONE)
             self.dirty = False
 
+    def tile_barrier(self, lanes, width: int) -> None:
+        """A barrier of the threads of `width`-thread tiles of a warp (a tile's sync, __syncwarp): each access
+        recorded for a thread of `lanes` (the lanes that reached it) becomes its tile's, ordered before the later
+        accesses of that tile's threads and not of any other thread. It is written as TILED - (first thread of the
+        tile · 6 + log2 width), which an int16 holds for the 1024 threads of a block."""
+        if not self.tables:
+            return
+        reached = np.asarray(lanes).reshape(-1, self.tpb)
+        came = np.zeros((self.shape[4][0], self.tpb), bool)  # the last chunk may hold fewer blocks than the tables
+        came[:len(reached)] = reached
+        rows = np.arange(len(came))[:, None]
+        tag_of = lambda t: TILED - ((t & ~(width - 1)) * 6 + width.bit_length() - 1)  # noqa: E731
+        for writer, reader, _, _ in self.tables.values():
+            for table in (writer, reader):
+                own = table >= 0
+                synced = own & came[rows, np.where(own, table, 0)]
+                table[synced] = tag_of(table[synced])
+
+    def _unordered(self, prior, t):
+        """Whether the recorded access `prior` (a thread, or a tile's tag) is unordered with thread `t`'s now."""
+        tagged = prior <= TILED
+        v = TILED - prior
+        base, width = v // 6, 1 << (v % 6)
+        return ((prior >= 0) & (prior != t)) | (tagged & ((t < base) | (t >= base + width)))
+
+    @staticmethod
+    def _thread(prior) -> int:
+        """The thread a message names for a recorded access: its own, or the first of the tile that synced."""
+        return int(prior) if prior >= 0 else int((TILED - prior) // 6)
+
     def _hazard(self, kind, block, off, t_then, loc_then, t_now, loc_now, lane_now):
         blk_lane = int(block) * self.tpb
-        first = self.describe(blk_lane + int(t_then), None, 0, "", None, "")
+        first = self.describe(blk_lane + self._thread(t_then), None, 0, "", None, "")
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
         then_thread = first.split(" by ", 1)[1]
         now_thread = self.describe(int(lane_now), None, 0, "", None, "").split(" by ", 1)[1]
@@ -78,8 +109,8 @@ class Watch:
         prior_w = writer[cell]
         if write:
             prior_r = reader[cell]
-            waw = (prior_w >= 0) & (prior_w != t)
-            war = ((prior_r >= 0) & (prior_r != t)) | (prior_r == MANY)
+            waw = self._unordered(prior_w, t)
+            war = self._unordered(prior_r, t) | (prior_r == MANY)
             writer[cell] = t
             same = writer[cell] != t  # two lanes of this very store on one location: one of them lost
             if waw.any():
@@ -87,7 +118,7 @@ class Watch:
                 self._hazard("write-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             elif war.any():
                 i = int(np.flatnonzero(war)[0])
-                then = prior_r[i] if prior_r[i] >= 0 else (t[i] + 1) % self.tpb
+                then = prior_r[i] if prior_r[i] != MANY else (t[i] + 1) % self.tpb
                 self._hazard("write-after-read", block[i], off[i], then, rloc[cell[i]], t[i], loc, lanes[i])
             elif same.any():
                 i = int(np.flatnonzero(same)[0])
@@ -95,12 +126,13 @@ class Watch:
             wloc[cell] = lid
             reader[cell] = NONE
         else:
-            raw = (prior_w >= 0) & (prior_w != t)
+            raw = self._unordered(prior_w, t)
             if raw.any():
                 i = int(np.flatnonzero(raw)[0])
                 self._hazard("read-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             prior_r = reader[cell]
-            reader[cell] = np.where((prior_r == NONE) | (prior_r == t), t, MANY)
+            ordered = (prior_r == NONE) | (prior_r == t) | ((prior_r <= TILED) & ~self._unordered(prior_r, t))
+            reader[cell] = np.where(ordered, t, MANY)
             rloc[cell] = lid
 
     def global_write(self, region, addr, lanes, size, loc, distinct: bool = False) -> None:
