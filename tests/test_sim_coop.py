@@ -369,3 +369,56 @@ extern "C" __global__ void ranks(unsigned long long *out)
     cush.ok("launch gr.ranks o grid 3,2 block 32")
     i = np.arange(192, dtype=np.uint64)
     assert np.array_equal(outputs(cush, "o", "uint64", 192), i + 1000 * 192 + 1000000 * (i // 32) + 100000000 * 6)
+
+
+# ------------------------------------------------------------------ groups in the user's own functions
+PASSED = """
+using cooperative_groups::thread_block;
+using cooperative_groups::this_thread_block;
+
+__device__ float tileSum(const cooperative_groups::thread_block_tile<32> &t, float v)
+{
+    for (int o = t.size() / 2; o > 0; o /= 2)
+        v += t.shfl_down(v, o);
+    return v;
+}
+
+template <typename Group> __device__ int rankOf(const Group &g)
+{
+    return g.thread_rank();
+}
+
+__device__ int viaGroup(cooperative_groups::thread_group g)
+{
+    g.sync();
+    return g.thread_rank() * 10 + g.size();
+}
+
+extern "C" __global__ void passed(const float *in, float *sums, int *info)
+{
+    using namespace cooperative_groups;
+    thread_block block = this_thread_block();
+    thread_block_tile<32> w = tiled_partition<32>(block);
+    int i = block.thread_rank() + blockIdx.x * block.num_threads();
+    float s = tileSum(w, in[i]);
+    if (w.thread_rank() == 0)
+        sums[i / 32] = s;
+    info[4 * i] = rankOf(w) + 100 * rankOf(block);
+    info[4 * i + 1] = block.dim_threads().x * 1000 + block.group_dim().y;
+    info[4 * i + 2] = viaGroup(tiled_partition(block, 4));
+    info[4 * i + 3] = viaGroup(block);
+}
+"""
+
+
+def test_groups_pass_to_device_functions_by_value_by_reference_and_into_templates(cush, tmp_path):
+    load(cush, tmp_path, "ps", PASSED)
+    cush.ok("alloc managed 512B as a; fill a random dtype float32 seed 31; alloc managed 64B as s; "
+            "alloc managed 2048B as info")
+    cush.ok("launch ps.passed a s info grid 2 block 64")
+    a = raw(cush, "a", "float32", 128)
+    assert outputs(cush, "s", "float32", 4).tobytes() == butterfly(a, 32, np.add).tobytes()  # lane 0 of the tree
+    r = np.arange(128) % 64
+    want = np.stack([r % 32 + 100 * r, np.full(128, 64001), r % 4 * 10 + 4, r * 10 + 64], axis=1)
+    assert np.array_equal(raw(cush, "info", "int32", 512).reshape(128, 4), want)
+

@@ -221,7 +221,9 @@ class Program:
         self.text = DECLS + text
         self.structs: dict = {}
         self.functions: dict[str, ir.Function] = {}
-        toks = list(tu.get_tokens(extent=tu.cursor.extent))
+        user = self.ci.SourceRange.from_locations(  # the prelude's tokens are never looked up: not made
+            tu.get_location("__cush__.cu", len(DECLS.encode())), tu.cursor.extent.end)
+        toks = list(tu.get_tokens(extent=user))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
         errors = [d for d in tu.diagnostics if d.severity >= 3]
