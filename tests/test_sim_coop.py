@@ -422,3 +422,44 @@ def test_groups_pass_to_device_functions_by_value_by_reference_and_into_template
     want = np.stack([r % 32 + 100 * r, np.full(128, 64001), r % 4 * 10 + 4, r * 10 + 64], axis=1)
     assert np.array_equal(raw(cush, "info", "int32", 512).reshape(128, 4), want)
 
+
+
+@pytest.mark.parametrize("body, said", [
+    ("cg::thread_block b = cg::this_thread_block(); a[0] = b.is_valid();", "thread_group::is_valid"),
+    ("a[0] = cg::binary_partition(cg::coalesced_threads(), a[1] > 0).size();", "'binary_partition'"),
+    ("int p; auto t = cg::tiled_partition<32>(cg::this_thread_block()); a[0] = t.match_all(a[1], p);",
+     "thread_block_tile::match_all"),
+    ("a[0] = cg::tiled_partition<4>(cg::coalesced_threads()).size();", "tiled_partition of a coalesced_group"),
+])
+def test_the_rest_of_the_cooperative_groups_api_is_refused_by_name(sim, tmp_path, body, said):
+    path = tmp_path / "rest.cu"
+    path.write_text(HEAD + "namespace cg = cooperative_groups;\n"
+                    "extern \"C\" __global__ void k(int *a)\n{\n    " + body + "\n}\n")
+    err = sim.fails(f'kernel load "{path}"')
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM" and said in err["message"], err
+
+
+def test_a_tile_leaders_writes_read_by_its_tile_between_tile_syncs_are_no_race(sim, tmp_path):
+    load(sim, tmp_path, "lead", """
+namespace cg = cooperative_groups;
+extern "C" __global__ void lead(int *out)
+{
+    __shared__ int slot[8];
+    cg::thread_block_tile<8> t = cg::tiled_partition<8>(cg::this_thread_block());
+    int sum = 0;
+    for (int round = 0; round < 3; ++round) {
+        if (t.thread_rank() == 0)
+            slot[t.meta_group_rank()] = round * 10 + t.meta_group_rank();
+        t.sync();
+        sum += slot[t.meta_group_rank()];
+        if (t.thread_rank() == 1)
+            sum += slot[t.meta_group_rank()];
+        t.sync();
+    }
+    out[threadIdx.x] = sum;
+}
+""")
+    sim.ok("alloc managed 256B as o")
+    assert warnings_of(sim, "launch lead.lead o grid 1 block 64") == []
+    g = np.arange(64) // 8
+    assert np.array_equal(raw(sim, "o", "int32", 64), (30 + 3 * g) * np.where(np.arange(64) % 8 == 1, 2, 1))

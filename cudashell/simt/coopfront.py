@@ -49,8 +49,9 @@ def call(prog, cur, kids, loc) -> ir.Expr:
         return args[0] if args else ir.Const(loc, HANDLE, np.uint64(0))
     if kind == "CXX_METHOD":
         owner = ref.semantic_parent.spelling
-        if owner == "grid_group" and name == "sync":
-            prog.refuse(cur, GRID_SYNC)
+        if owner in ("grid_group", "multi_grid_group", "cluster_group") and name == "sync":
+            prog.refuse(cur, GRID_SYNC if owner == "grid_group" else f"{owner}::sync() (several grids, or a "
+                             "cluster of blocks, synchronised)")
         if name not in METHODS.get(owner, ()):
             prog.refuse(cur, f"the cooperative-groups method {owner}::{name}")
         member = kids[0]
@@ -78,6 +79,8 @@ def call(prog, cur, kids, loc) -> ir.Expr:
         return ir.Call(loc, t, "cg::sync", [prog.expr(args[0])])
     if name == "tiled_partition":
         parent = prog.expr(args[0])
+        if "coalesced_group" in args[0].type.get_canonical().spelling:
+            prog.refuse(cur, "tiled_partition of a coalesced_group")
         if ref.get_num_template_arguments() > 0:
             size = int(ref.get_template_argument_value(0))
             if size < 1 or size > 32 or size & (size - 1):

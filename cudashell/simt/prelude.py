@@ -109,6 +109,7 @@ namespace cooperative_groups {
 struct thread_group {
   __device__ void sync() const; __device__ unsigned long long size() const;
   __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ bool is_valid() const; __device__ unsigned int get_type() const;
 };
 struct thread_block : thread_group {
   __device__ void sync() const; __device__ unsigned int thread_rank() const; __device__ unsigned int size() const;
@@ -119,7 +120,10 @@ struct grid_group {
   __device__ void sync() const; __device__ unsigned long long size() const;
   __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
   __device__ unsigned long long block_rank() const; __device__ unsigned long long num_blocks() const;
+  __device__ bool is_valid() const; __device__ dim3 dim_blocks() const; __device__ dim3 block_index() const;
 };
+struct multi_grid_group { __device__ void sync() const; };
+struct cluster_group { __device__ void sync() const; };
 struct coalesced_group : thread_group {
   __device__ void sync() const; __device__ unsigned long long size() const;
   __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
@@ -129,6 +133,7 @@ struct coalesced_group : thread_group {
   template <class T> __device__ T shfl_down(T v, unsigned int delta) const;
   __device__ int any(int p) const; __device__ int all(int p) const; __device__ unsigned int ballot(int p) const;
   template <class T> __device__ unsigned int match_any(T v) const;
+  template <class T> __device__ unsigned int match_all(T v, int &pred) const;
 };
 template <unsigned int N> struct thread_block_tile : thread_group {
   __device__ void sync() const; __device__ unsigned long long size() const;
@@ -140,9 +145,15 @@ template <unsigned int N> struct thread_block_tile : thread_group {
   template <class T> __device__ T shfl_xor(T v, unsigned int mask) const;
   __device__ int any(int p) const; __device__ int all(int p) const; __device__ unsigned int ballot(int p) const;
   template <class T> __device__ unsigned int match_any(T v) const;
+  template <class T> __device__ unsigned int match_all(T v, int &pred) const;
 };
 __device__ thread_block this_thread_block(); __device__ grid_group this_grid();
 __device__ coalesced_group coalesced_threads();
+__device__ multi_grid_group this_multi_grid(); __device__ cluster_group this_cluster();
+__device__ coalesced_group binary_partition(const thread_group &g, bool pred);
+template <class L> __device__ coalesced_group labeled_partition(const thread_group &g, L label);
+template <class G, class T> __device__ void memcpy_async(const G &g, T *dst, const T *src, unsigned long n);
+template <class G> __device__ void wait(const G &g);
 __device__ void sync(const thread_group &g); __device__ void sync(const grid_group &g);
 __device__ thread_group tiled_partition(const thread_group &parent, unsigned int size);
 template <unsigned int N, class P> __device__ thread_block_tile<N> tiled_partition(const P &parent);

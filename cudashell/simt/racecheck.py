@@ -9,6 +9,7 @@ import numpy as np
 NONE = -1
 MANY = -2
 TILED = -3  # at and below: an access ordered by a warp-level barrier for the threads of one tile (see tile_barrier)
+WARP_READERS = -7000  # down to -7031: read by several threads, all of warp WARP_READERS - value (below the tags)
 
 
 def _at(loc) -> str:
@@ -71,27 +72,37 @@ class Watch:
         came[:len(reached)] = reached
         rows = np.arange(len(came))[:, None]
         tag_of = lambda t: TILED - ((t & ~(width - 1)) * 6 + width.bit_length() - 1)  # noqa: E731
+        warp_came = came.reshape(len(came), -1, 32).any(2)
         for writer, reader, _, _ in self.tables.values():
             for table in (writer, reader):
                 own = table >= 0
                 synced = own & came[rows, np.where(own, table, 0)]
                 table[synced] = tag_of(table[synced])
+            warp = WARP_READERS - reader  # several readers of one warp: ordered for the whole warp's threads
+            many = (reader <= WARP_READERS) & warp_came[rows, np.where(reader <= WARP_READERS, warp, 0)]
+            reader[many] = TILED - (warp[many] * 32 * 6 + 5)
 
     def _unordered(self, prior, t):
         """Whether the recorded access `prior` (a thread, or a tile's tag) is unordered with thread `t`'s now."""
-        tagged = prior <= TILED
+        tagged = (prior <= TILED) & (prior > WARP_READERS)
         v = TILED - prior
         base, width = v // 6, 1 << (v % 6)
         return ((prior >= 0) & (prior != t)) | (tagged & ((t < base) | (t >= base + width)))
 
-    @staticmethod
-    def _thread(prior) -> int:
-        """The thread a message names for a recorded access: its own, or the first of the tile that synced."""
-        return int(prior) if prior >= 0 else int((TILED - prior) // 6)
+    def _thread(self, prior, now) -> int:
+        """The thread a message names for a recorded access: its own, the first of the tile that synced, or
+        (several readers) another than `now` (of its warp where they were all of one)."""
+        if prior >= 0:
+            return int(prior)
+        if prior == MANY:
+            return (int(now) + 1) % self.tpb
+        if prior <= WARP_READERS:
+            return (WARP_READERS - int(prior)) * 32 + (int(now) + 1) % 32
+        return int((TILED - prior) // 6)
 
     def _hazard(self, kind, block, off, t_then, loc_then, t_now, loc_now, lane_now):
         blk_lane = int(block) * self.tpb
-        first = self.describe(blk_lane + self._thread(t_then), None, 0, "", None, "")
+        first = self.describe(blk_lane + self._thread(t_then, t_now), None, 0, "", None, "")
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
         then_thread = first.split(" by ", 1)[1]
         now_thread = self.describe(int(lane_now), None, 0, "", None, "").split(" by ", 1)[1]
@@ -110,7 +121,7 @@ class Watch:
         if write:
             prior_r = reader[cell]
             waw = self._unordered(prior_w, t)
-            war = self._unordered(prior_r, t) | (prior_r == MANY)
+            war = self._unordered(prior_r, t) | (prior_r == MANY) | (prior_r <= WARP_READERS)
             writer[cell] = t
             same = writer[cell] != t  # two lanes of this very store on one location: one of them lost
             if waw.any():
@@ -118,8 +129,7 @@ class Watch:
                 self._hazard("write-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             elif war.any():
                 i = int(np.flatnonzero(war)[0])
-                then = prior_r[i] if prior_r[i] != MANY else (t[i] + 1) % self.tpb
-                self._hazard("write-after-read", block[i], off[i], then, rloc[cell[i]], t[i], loc, lanes[i])
+                self._hazard("write-after-read", block[i], off[i], prior_r[i], rloc[cell[i]], t[i], loc, lanes[i])
             elif same.any():
                 i = int(np.flatnonzero(same)[0])
                 self._hazard("write-after-write", block[i], off[i], writer[cell[i]], lid, t[i], loc, lanes[i])
@@ -132,7 +142,9 @@ class Watch:
                 self._hazard("read-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             prior_r = reader[cell]
             ordered = (prior_r == NONE) | (prior_r == t) | ((prior_r <= TILED) & ~self._unordered(prior_r, t))
-            reader[cell] = np.where(ordered, t, MANY)
+            warp = (t // 32).astype(np.int16)
+            one_warp = ((prior_r >= 0) & (prior_r // 32 == warp)) | (prior_r == WARP_READERS - warp)
+            reader[cell] = np.where(ordered, t, np.where(one_warp, WARP_READERS - warp, MANY))
             rloc[cell] = lid
 
     def global_write(self, region, addr, lanes, size, loc, distinct: bool = False) -> None:
