@@ -463,3 +463,22 @@ extern "C" __global__ void lead(int *out)
     assert warnings_of(sim, "launch lead.lead o grid 1 block 64") == []
     g = np.arange(64) // 8
     assert np.array_equal(raw(sim, "o", "int32", 64), (30 + 3 * g) * np.where(np.arange(64) % 8 == 1, 2, 1))
+
+
+def test_tiles_of_one_thread_and_tiles_of_a_2d_block_follow_the_threads_linear_rank(cush, tmp_path):
+    load(cush, tmp_path, "ones", """
+extern "C" __global__ void ones(int *out)
+{
+    using cooperative_groups::thread_block_tile;
+    namespace cg = cooperative_groups;
+    thread_block_tile<1> one = cg::tiled_partition<1>(cg::this_thread_block());
+    thread_block_tile<32> w = cg::tiled_partition<32>(cg::this_thread_block());
+    int r = cg::this_thread_block().thread_rank();
+    out[r] = one.thread_rank() + 10 * one.size() + 100 * cg::reduce(one, r, cg::plus<int>()) + 100000 * w.meta_group_rank();
+    one.sync();
+}
+""")
+    cush.ok("alloc managed 256B as o")
+    cush.ok("launch ones.ones o grid 1 block 16,4")
+    r = np.arange(64)
+    assert np.array_equal(outputs(cush, "o", "int32", 64), 10 + 100 * r + 100000 * (r // 32))
