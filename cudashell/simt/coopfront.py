@@ -55,22 +55,14 @@ def call(prog, cur, kids, loc) -> ir.Expr:
         if name not in METHODS.get(owner, ()):
             prog.refuse(cur, f"the cooperative-groups method {owner}::{name}")
         member = kids[0]
-        base = [c for c in member.get_children()]
-        if not base:  # pragma: no cover - only inside a class's own methods, which user code cannot add to cg
-            prog.refuse(cur, f"{owner}::{name} without an object")
-        obj = prog.expr(base[0])
+        obj = prog.expr(next(member.get_children()))  # `g.name(…)`: the object, before the dot
         args = [prog.expr(c) for c in kids[1:]]
-        if name.startswith("shfl") or name == "match_any":
-            if not isinstance(args[0].type, Scalar):
-                prog.refuse(cur, f"{owner}::{name} of a value that is not a number")
-        if name in ("group_index", "thread_index", "dim_threads", "group_dim"):
-            return ir.Call(loc, t, f"cg::{name}", [obj])
+        if (name.startswith("shfl") or name == "match_any") and not isinstance(args[0].type, Scalar):
+            prog.refuse(cur, f"{owner}::{name} of a value that is not a number")
         if name == "sync":  # the method, told from the free function cg::sync(g) in what a barrier's error says
             return ir.Call(loc, t, "cg::group.sync", [obj])
         return ir.Call(loc, t, f"cg::{name}", [obj, *args])
-    if name == "this_grid":
-        return ir.Call(loc, t, "cg::this_grid", [])
-    if name in ("this_thread_block", "coalesced_threads"):
+    if name in ("this_thread_block", "coalesced_threads", "this_grid"):
         return ir.Call(loc, t, f"cg::{name}", [])
     args = kids[1:]
     if name == "sync":

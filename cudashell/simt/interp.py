@@ -11,8 +11,8 @@ import numpy as np
 
 from . import ir
 from .builtins import BUILTINS
-from .coop import COOP
 from .builtins import Printf as PrintfFormat
+from .coop import COOP
 from .ctype import BOOL, VOID, Array, Pointer, Scalar, Struct, common, promote
 from .memory import SHARED_BASE, WARP, Fault, Memory
 from .values import convert, divide, dtype_of, fma, remainder, shift, truthy

@@ -71,7 +71,9 @@ class Watch:
         came = np.zeros((self.shape[4][0], self.tpb), bool)  # the last chunk may hold fewer blocks than the tables
         came[:len(reached)] = reached
         rows = np.arange(len(came))[:, None]
-        tag_of = lambda t: TILED - ((t & ~(width - 1)) * 6 + width.bit_length() - 1)  # noqa: E731
+
+        def tag_of(t):
+            return TILED - ((t & ~(width - 1)) * 6 + width.bit_length() - 1)
         warp_came = came.reshape(len(came), -1, 32).any(2)
         for writer, reader, _, _ in self.tables.values():
             for table in (writer, reader):
