@@ -67,29 +67,32 @@ class Watch:
         tile · 6 + log2 width), which an int16 holds for the 1024 threads of a block."""
         if not self.tables:
             return
-        reached = np.asarray(lanes).reshape(-1, self.tpb)
-        came = np.zeros((self.shape[4][0], self.tpb), bool)  # the last chunk may hold fewer blocks than the tables
+        reached = np.asarray(lanes).reshape(-1)
+        came = np.zeros(self.shape[4][0] * self.tpb, bool)  # the last chunk may hold fewer blocks than the tables
         came[:len(reached)] = reached
-        rows = np.arange(len(came))[:, None]
-
-        def tag_of(t):
-            return TILED - ((t & ~(width - 1)) * 6 + width.bit_length() - 1)
-        warp_came = came.reshape(len(came), -1, 32).any(2)
+        warp_came = came.reshape(-1, 32).any(1)
         for writer, reader, _, _ in self.tables.values():
-            for table in (writer, reader):
-                own = table >= 0
-                synced = own & came[rows, np.where(own, table, 0)]
-                table[synced] = tag_of(table[synced])
-            warp = WARP_READERS - reader  # several readers of one warp: ordered for the whole warp's threads
-            many = (reader <= WARP_READERS) & warp_came[rows, np.where(reader <= WARP_READERS, warp, 0)]
-            reader[many] = TILED - (warp[many] * 32 * 6 + 5)
+            cols = writer.shape[1]
+            for table in (writer.reshape(-1), reader.reshape(-1)):
+                cells = np.flatnonzero(table >= 0)  # the few cells a thread touched since the last barrier
+                who = table[cells]
+                synced = came[cells // cols * self.tpb + who]
+                table[cells[synced]] = TILED - ((who[synced] & ~(width - 1)) * 6 + width.bit_length() - 1)
+            flat = reader.reshape(-1)
+            cells = np.flatnonzero(flat <= WARP_READERS)  # several readers of one warp: ordered for its threads
+            warp = WARP_READERS - flat[cells]
+            synced = warp_came[cells // cols * (self.tpb // 32) + warp]
+            flat[cells[synced]] = TILED - (warp[synced] * 32 * 6 + 5)
 
     def _unordered(self, prior, t):
         """Whether the recorded access `prior` (a thread, or a tile's tag) is unordered with thread `t`'s now."""
+        mine = (prior >= 0) & (prior != t)
         tagged = (prior <= TILED) & (prior > WARP_READERS)
+        if not tagged.any():
+            return mine
         v = TILED - prior
         base, width = v // 6, 1 << (v % 6)
-        return ((prior >= 0) & (prior != t)) | (tagged & ((t < base) | (t >= base + width)))
+        return mine | (tagged & ((t < base) | (t >= base + width)))
 
     def _thread(self, prior, now) -> int:
         """The thread a message names for a recorded access: its own, the first of the tile that synced, or
