@@ -180,7 +180,7 @@ extern "C" __global__ void picked(const float *in, float *sums, int *info)
     sums[i] = -1.0f;
     info[2 * i] = -1;
     info[2 * i + 1] = -1;
-    if (i % 3 == 0 || i % 7 == 0 || (i >= 64 && i < 96 && i % 2 == 0)) {
+    if (i < 96 ? i % 3 == 0 || i % 7 == 0 || (i >= 64 && i % 2 == 0) : i % 4 == 0) {  // the last warp: 8 of 32
         cg::coalesced_group g = cg::coalesced_threads();
         sums[i] = cg::reduce(g, v, cg::plus<float>());
         info[2 * i] = g.thread_rank() + 100 * g.size();
@@ -212,7 +212,8 @@ def test_coalesced_threads_in_a_branch_rank_the_lanes_that_came_and_reduce_over_
     sums = outputs(cush, "s", "float32", 128)
     info = raw(cush, "info", "int32", 256).reshape(128, 2)
     for w in range(4):
-        lanes = [i for i in range(32 * w, 32 * w + 32) if i % 3 == 0 or i % 7 == 0 or (64 <= i < 96 and i % 2 == 0)]
+        lanes = [i for i in range(32 * w, 32 * w + 32)
+                 if (i % 3 == 0 or i % 7 == 0 or (i >= 64 and i % 2 == 0) if i < 96 else i % 4 == 0)]
         ballot = sum(1 << r for r, i in enumerate(lanes) if a[i] > 0.5)
         total = coalesced_sum(a[lanes])
         for r, i in enumerate(lanes):
@@ -220,6 +221,7 @@ def test_coalesced_threads_in_a_branch_rank_the_lanes_that_came_and_reduce_over_
             assert info[i, 0] == r + 100 * len(lanes)
             assert info[i, 1] == np.uint32((lanes[1] + 1000 * ballot) % (1 << 32)).view(np.int32), i
     assert sums[1] == -1.0 and info[1, 0] == -1
+    assert len(lanes) == 8  # a power of two: the shfl_down tree, where the other warps take the scan
 
 
 # ------------------------------------------------------------------ barriers: block.sync(), tiles', racecheck
