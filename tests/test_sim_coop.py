@@ -405,7 +405,7 @@ extern "C" __global__ void passed(const float *in, float *sums, int *info)
     float s = tileSum(w, in[i]);
     if (w.thread_rank() == 0)
         sums[i / 32] = s;
-    info[4 * i] = rankOf(w) + 100 * rankOf(block);
+    info[4 * i] = rankOf(w) + 100 * cooperative_groups::thread_rank(block) + 0 * cooperative_groups::group_size(w);
     info[4 * i + 1] = block.dim_threads().x * 1000 + block.group_dim().y;
     info[4 * i + 2] = viaGroup(tiled_partition(block, 4));
     info[4 * i + 3] = viaGroup(block);
@@ -432,6 +432,9 @@ def test_groups_pass_to_device_functions_by_value_by_reference_and_into_template
     ("int p; auto t = cg::tiled_partition<32>(cg::this_thread_block()); a[0] = t.match_all(a[1], p);",
      "thread_block_tile::match_all"),
     ("a[0] = cg::tiled_partition<4>(cg::coalesced_threads()).size();", "tiled_partition of a coalesced_group"),
+    ("cg::invoke_one(cg::coalesced_threads(), [] {});", "'invoke_one'"),
+    ("auto t = cg::tiled_partition<32>(cg::this_thread_block()); a[0] = cg::reduce(t, 1, [](int x, int y) "
+     "{ return x + y; });", "cg::reduce with the operator"),
 ])
 def test_the_rest_of_the_cooperative_groups_api_is_refused_by_name(sim, tmp_path, body, said):
     path = tmp_path / "rest.cu"

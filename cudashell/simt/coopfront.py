@@ -65,6 +65,8 @@ def call(prog, cur, kids, loc) -> ir.Expr:
     if name in ("this_thread_block", "coalesced_threads", "this_grid"):
         return ir.Call(loc, t, f"cg::{name}", [])
     args = kids[1:]
+    if name in ("thread_rank", "group_size"):  # cg::thread_rank(g), cg::group_size(g): the methods, called free
+        return ir.Call(loc, t, "cg::thread_rank" if name == "thread_rank" else "cg::size", [prog.expr(args[0])])
     if name == "sync":
         if "grid_group" in args[0].type.get_canonical().spelling:
             prog.refuse(cur, GRID_SYNC.replace("this_grid().sync()", "cg::sync(grid)"))
@@ -95,7 +97,7 @@ def _collective(prog, cur, name, args, t, loc) -> ir.Expr:
     if len(args) > 2:
         m = re.search(r"cooperative_groups::(\w+)<", args[2].type.get_canonical().spelling)
         if m is None or m.group(1) not in OPERATORS:
-            prog.refuse(cur, f"cg::{name} with the operator '{_short(args[2].type.spelling)}' (cg::plus, less, "
+            prog.refuse(cur, f"cg::{name} with the operator {_short(args[2].type.spelling)} (cg::plus, less, "
                              "greater, bit_and, bit_or and bit_xor are in the subset)")
         op = m.group(1)
     if not isinstance(t, Scalar) or t.name == "bool" or (t.is_float and op.startswith("bit_")):
@@ -105,4 +107,6 @@ def _collective(prog, cur, name, args, t, loc) -> ir.Expr:
 
 
 def _short(spelling: str) -> str:
+    if spelling.startswith("(lambda at "):
+        return "a lambda"  # clang's spelling names the prelude-prefixed text's line, not the user's
     return spelling.replace("const ", "").replace("cooperative_groups::", "cg::")

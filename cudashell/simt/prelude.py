@@ -154,6 +154,13 @@ __device__ coalesced_group binary_partition(const thread_group &g, bool pred);
 template <class L> __device__ coalesced_group labeled_partition(const thread_group &g, L label);
 template <class G, class T> __device__ void memcpy_async(const G &g, T *dst, const T *src, unsigned long n);
 template <class G> __device__ void wait(const G &g);
+template <unsigned int N, class G> __device__ void wait_prior(const G &g);
+template <class... A> __device__ void invoke_one(A... a) {}  // bodies: a lambda argument's type has no linkage
+template <class... A> __device__ int invoke_one_broadcast(A... a) { return 0; }
+template <class... A> __device__ int reduce_update_async(A... a) { return 0; }
+template <class... A> __device__ void reduce_store_async(A... a) {}
+template <class G> __device__ auto thread_rank(const G &g) -> decltype(g.thread_rank());
+template <class G> __device__ auto group_size(const G &g) -> decltype(g.num_threads());
 __device__ void sync(const thread_group &g); __device__ void sync(const grid_group &g);
 __device__ thread_group tiled_partition(const thread_group &parent, unsigned int size);
 template <unsigned int N, class P> __device__ thread_block_tile<N> tiled_partition(const P &parent);
@@ -163,9 +170,12 @@ template <class T> struct greater { __device__ T operator()(T a, T b) const; };
 template <class T> struct bit_and { __device__ T operator()(T a, T b) const; };
 template <class T> struct bit_or { __device__ T operator()(T a, T b) const; };
 template <class T> struct bit_xor { __device__ T operator()(T a, T b) const; };
-template <class G, class T, class Op> __device__ auto reduce(const G &g, T v, Op op) -> decltype(op(v, v));
-template <class G, class T, class Op> __device__ auto inclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v));
-template <class G, class T, class Op> __device__ auto exclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v));
+template <class G, class T, class Op> __device__ auto reduce(const G &g, T v, Op op) -> decltype(op(v, v))
+{ return op(v, v); }  // bodies never run: a lambda operator's type has no linkage, which a declaration refuses
+template <class G, class T, class Op> __device__ auto inclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v))
+{ return op(v, v); }
+template <class G, class T, class Op> __device__ auto exclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v))
+{ return op(v, v); }
 template <class G, class T> __device__ T inclusive_scan(const G &g, T v);
 template <class G, class T> __device__ T exclusive_scan(const G &g, T v);
 }
