@@ -433,6 +433,8 @@ def test_groups_pass_to_device_functions_by_value_by_reference_and_into_template
      "thread_block_tile::match_all"),
     ("a[0] = cg::tiled_partition<4>(cg::coalesced_threads()).size();", "tiled_partition of a coalesced_group"),
     ("cg::invoke_one(cg::coalesced_threads(), [] {});", "'invoke_one'"),
+    ("\n#include <cooperative_groups/memcpy_async.h>\n    cg::memcpy_async(cg::this_thread_block(), a, a + 4, 4);",
+     "'memcpy_async'"),
     ("auto t = cg::tiled_partition<32>(cg::this_thread_block()); a[0] = cg::reduce(t, 1, [](int x, int y) "
      "{ return x + y; });", "cg::reduce with the operator"),
 ])

@@ -49,7 +49,8 @@ CUDA_HEADERS = {"cuda_runtime.h", "cuda.h", "stdio.h", "assert.h", "math.h", "st
                 "device_launch_parameters.h", "cuda_runtime_api.h", "cstdio", "cmath", "cstdint", "cassert",
                 "math_constants.h", "cooperative_groups.h", "cuda_texture_types.h", "texture_fetch_functions.h",
                 "device_functions.h", "sm_20_atomic_functions.h", "helper_cuda.h", "helper_math.h"}
-CUDA_HEADER_PATHS = {"cooperative_groups/reduce.h", "cooperative_groups/scan.h"}  # named with their folder
+CUDA_HEADER_PATHS = {"cooperative_groups/reduce.h", "cooperative_groups/scan.h",  # named with their folder
+                     "cooperative_groups/memcpy_async.h"}
 
 
 def built_in_header(name: str) -> bool:
