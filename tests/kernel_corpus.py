@@ -301,6 +301,40 @@ def ref_matmul(d):
     return {"mc": acc}
 
 
+def ref_cg_reduce(d):
+    """Each thread's grid-stride sum in order, then per warp a butterfly (tree_sum's order), then warp 0's."""
+    x = np.concatenate([d["cgx"], np.zeros(4 * 6 * 256 - 5000, np.float32)]).reshape(4, 6 * 256)
+    per_thread = x[0]
+    for row in x[1:]:
+        per_thread = per_thread + row
+    warps = tree_sum(per_thread.reshape(6, 8, 32))
+    return {"cgpart": tree_sum(np.concatenate([warps, np.zeros((6, 24), np.float32)], axis=1))}
+
+
+def hillis_steele(x: np.ndarray) -> np.ndarray:
+    """An inclusive sum along the last axis as cg's scans make it: at step i, element r ≥ i adds element r − i."""
+    i = 1
+    while i < x.shape[-1]:
+        x = np.concatenate([x[..., :i], x[..., i:] + x[..., :-i]], axis=-1)
+        i <<= 1
+    return x
+
+
+def ref_cg_scans(d):
+    u = np.concatenate([d["cgu"], np.zeros(24, np.uint32)]).reshape(-1, 16)
+    incl = hillis_steele(u).reshape(-1)[:1000]
+    f = np.concatenate([d["cgf"], np.zeros(24, np.float32)]).reshape(-1, 16)
+    return {"cgincl": incl, "cgexcl": incl - d["cgu"], "cgfincl": hillis_steele(f).reshape(-1)[:1000]}
+
+
+def ref_sample_matmul_cg(d):
+    a, b = d["mma"].reshape(32, 48), d["mmb"].reshape(48, 32)
+    acc = np.zeros((32, 32), np.float32)
+    for k in range(48):
+        acc = fma32(a[:, k, None], b[None, k, :], acc)
+    return {"mmc": acc}
+
+
 def ref_warp_xor(d):
     x = d["wf"].reshape(-1, 32)
     return {"wtotal": np.repeat(tree_sum(x), 32), "wfirst": np.repeat(x[:, 0], 32)}
@@ -896,18 +930,37 @@ CASES: list[Case] = [
     Case("refuse_class_methods", "a class with member functions", file=K / "refuse_class_methods.cu",
          refused=("class", "method", "member")),
     Case("refuse_texture", "a texture fetch", file=K / "refuse_texture.cu", refused=("texture", "tex1Dfetch")),
-    Case("refuse_cooperative_groups", "cooperative groups", file=K / "refuse_cooperative_groups.cu",
-         refused=("cooperative",)),
+    Case("refuse_cooperative_groups", "cooperative groups' grid-wide sync (it needs a cooperative launch)",
+         file=K / "refuse_cooperative_groups.cu", refused=("cooperative launch",)),
     Case("refuse_dynamic_parallelism", "a kernel launching a kernel", file=K / "refuse_dynamic_parallelism.cu",
          refused=("dynamic parallelism", "<<<")),
     Case("refuse_inline_ptx", "inline PTX (asm)", file=K / "refuse_inline_ptx.cu", refused=("asm", "ptx")),
-    Case("sample_matrixMul_refused", "cuda-samples matrixMul_nvrtc: cooperative_groups::sync",
-         file=SAMPLES / "matrixMul_kernel.cu", sample="matrixMul_kernel.cu", refused=("cooperative",)),
     Case("sample_inlinePTX_refused", "cuda-samples inlinePTX_nvrtc: asm(\"mov.u32 %0, %%laneid;\")",
          file=SAMPLES / "inlinePTX_kernel.cu", sample="inlinePTX_kernel.cu", refused=("asm", "ptx")),
     Case("sample_simpleTemplates_refused", "cuda-samples simpleTemplates_nvrtc: SharedMemory<T>, a class template "
          "with methods", file=SAMPLES / "simpleTemplates_kernel.cu", sample="simpleTemplates_kernel.cu",
          refused=("template", "class", "method", "member")),
+    # -------------------------------------------------- cooperative groups (issue 34, item 4)
+    Case("cg_reduce_tiles", "cg::reduce over tiles of 32, warp sums through shared memory, block.sync()",
+         "cgReduceSum", "cgx cgpart 5000", 6, 256, file=K / "cg_reduce.cu",
+         buffers=(B("cgx", "device", "float32", 5000, rand(63)), O("cgpart", "device", "float32", 6)),
+         reference=ref_cg_reduce),
+    Case("cg_tile_scans", "cg::inclusive_scan / exclusive_scan over tiles of 16 (unsigned and float)",
+         "cgTileScans", "cgu cgincl cgexcl cgf cgfincl 1000", 4, 256, file=K / "cg_reduce.cu",
+         buffers=(B("cgu", "device", "uint32", 1000, rand(64)), O("cgincl", "device", "uint32", 1000),
+                  O("cgexcl", "device", "uint32", 1000), B("cgf", "device", "float32", 1000, rand(65)),
+                  O("cgfincl", "device", "float32", 1000)),
+         reference=ref_cg_scans),
+    Case("cg_transpose_tiled", "tiled transpose synchronised by cg::this_thread_block()'s sync(), 100 x 70",
+         "cgTranspose", "cgtout cgtin 100 70", (4, 3), (32, 8), file=K / "cg_transpose.cu",
+         buffers=(O("cgtout", "device", "float32", 7000), B("cgtin", "device", "float32", 7000, rand(66))),
+         reference=lambda d: {"cgtout": d["cgtin"].reshape(70, 100).T.copy()}),
+    Case("sample_matrixMul_cg", "cuda-samples matrixMul_nvrtc: cooperative_groups::sync(cta) between tiles",
+         "matrixMulCUDA_block16", "mmc mma mmb 48 32", (2, 2), (16, 16), file=SAMPLES / "matrixMul_kernel.cu",
+         sample="matrixMul_kernel.cu",
+         buffers=(O("mmc", "device", "float32", 32 * 32), B("mma", "device", "float32", 32 * 48, rand(67)),
+                  B("mmb", "device", "float32", 48 * 32, rand(68))),
+         reference=ref_sample_matmul_cg),
 ]
 
 RUNNABLE = [c for c in CASES if not c.refused]

@@ -131,27 +131,32 @@ def _lane_in_warp(mach):
     return (mach.lane % WARP).astype(np.int64)
 
 
+def shuffle(mach, v, which, width, kind: str):
+    """Each lane's read of `v` from another lane of its `width`-lane segment of the warp, as shfl.sync does it."""
+    v = np.broadcast_to(np.asarray(v), (mach.n,))
+    lane = _lane_in_warp(mach)
+    width = np.asarray(width).astype(np.int64)
+    seg = lane & ~(width - 1)
+    which = np.asarray(which).astype(np.int64)
+    if kind == "idx":
+        src = seg + (which & (width - 1))
+    elif kind == "up":
+        src = lane - which
+        src = np.where(src < seg, lane, src)
+    elif kind == "down":
+        src = lane + which
+        src = np.where(src >= seg + width, lane, src)
+    else:  # PTX's shfl.bfly: a lane past the last of its segment reads its own value
+        src = lane ^ which
+        src = np.where(src >= seg + width, lane, src)
+    base = mach.lane - lane
+    return v[base + src]
+
+
 def _shfl(kind):
     def run(mach, e, m):
         _mask, v, which, width = _args(mach, e, m)
-        v = np.broadcast_to(np.asarray(v), (mach.n,))
-        lane = _lane_in_warp(mach)
-        width = np.asarray(width).astype(np.int64)
-        seg = lane & ~(width - 1)
-        which = np.asarray(which).astype(np.int64)
-        if kind == "idx":
-            src = seg + (which & (width - 1))
-        elif kind == "up":
-            src = lane - which
-            src = np.where(src < seg, lane, src)
-        elif kind == "down":
-            src = lane + which
-            src = np.where(src >= seg + width, lane, src)
-        else:  # PTX's shfl.bfly: a lane past the last of its segment reads its own value
-            src = lane ^ which
-            src = np.where(src >= seg + width, lane, src)
-        base = mach.lane - lane
-        return v[base + src]
+        return shuffle(mach, v, which, width, kind)
     return run
 
 
@@ -181,20 +186,29 @@ def _activemask(mach, e, m):
 
 
 # ------------------------------------------------------------------ barriers and checks
-def _syncthreads(mach, e, m):
-    """All threads of a block must arrive (threads that have exited count as arrived)."""
+def barrier(mach, m, loc, what: str, width: int) -> None:
+    """All threads of each `width`-thread group (a block, or a tile of a warp) that any of them reached must
+    arrive (threads that have exited count as arrived); racecheck then orders what they did before it."""
     arrived = m | mach.kernel_frame.ret | ~mach.valid
-    per_block = arrived.reshape(-1, mach.tpb)
-    came = m.reshape(-1, mach.tpb).any(1)
-    short = came & ~per_block.all(1)
+    per_group = arrived.reshape(-1, width)
+    came = m.reshape(-1, width).any(1)
+    short = came & ~per_group.all(1)
     if short.any():
-        b = int(np.flatnonzero(short)[0])
-        missing = int(np.flatnonzero(~per_block[b])[0]) + b * mach.tpb
+        g = int(np.flatnonzero(short)[0])
+        missing = int(np.flatnonzero(~per_group[g])[0]) + g * width
+        group = "a block" if width == mach.tpb else f"a tile of {width} threads"
         raise Fault("DIVERGENT_BARRIER", mach.mem.describe(
-            missing, None, 0, "__syncthreads() reached by only some threads of a block", e.loc,
+            missing, None, 0, f"{what} reached by only some threads of {group}", loc,
             "this thread did not reach it (a barrier inside a branch some threads skip)"))
     if mach.mem.watch is not None:
-        mach.mem.watch.barrier()
+        if width == mach.tpb:
+            mach.mem.watch.barrier()
+        else:
+            mach.mem.watch.tile_barrier(m, width)
+
+
+def _syncthreads(mach, e, m):
+    barrier(mach, m, e.loc, "__syncthreads()", mach.tpb)
     if e.name != "__syncthreads":  # __syncthreads_count / _and / _or: a block-wide reduction of the predicate
         (pred,) = _args(mach, e, m)
         p = (np.broadcast_to(np.asarray(pred), (mach.n,)) != 0) & m
@@ -204,6 +218,13 @@ def _syncthreads(mach, e, m):
                  "__syncthreads_or": (counts > 0).astype(np.int64)}[e.name]
         return np.repeat(value, mach.tpb).astype(np.int32)
     return None
+
+
+def _syncwarp(mach, e, m):
+    """Orders, for racecheck, what the warp's lanes did before it (a mask's lanes must all call it: not checked)."""
+    _args(mach, e, m)
+    if mach.mem.watch is not None:
+        mach.mem.watch.tile_barrier(m, WARP)
 
 
 def _ldg(mach, e, m):
@@ -255,7 +276,7 @@ def _atomic(op):
 BUILTINS = {
     "__syncthreads": _syncthreads, "__syncthreads_count": _syncthreads, "__syncthreads_and": _syncthreads,
     "__syncthreads_or": _syncthreads,
-    "__syncwarp": _nothing, "__threadfence": _nothing, "__threadfence_block": _nothing,
+    "__syncwarp": _syncwarp, "__threadfence": _nothing, "__threadfence_block": _nothing,
     "__cush_assert": _assert, "__ldg": _ldg,
     "__popc": _popc, "__popcll": _popc, "__clz": _clz(32), "__clzll": _clz(64), "__ffs": _ffs(32),
     "__ffsll": _ffs(64), "__brev": _brev,

@@ -14,6 +14,8 @@ import numpy as np
 
 from . import ir
 from .compile_error import CompileError
+from .coopfront import HANDLE, declared_by_cg
+from .coopfront import call as cg_call
 from .ctype import (
     BOOL,
     DOUBLE,
@@ -47,6 +49,12 @@ CUDA_HEADERS = {"cuda_runtime.h", "cuda.h", "stdio.h", "assert.h", "math.h", "st
                 "device_launch_parameters.h", "cuda_runtime_api.h", "cstdio", "cmath", "cstdint", "cassert",
                 "math_constants.h", "cooperative_groups.h", "cuda_texture_types.h", "texture_fetch_functions.h",
                 "device_functions.h", "sm_20_atomic_functions.h", "helper_cuda.h", "helper_math.h"}
+CUDA_HEADER_PATHS = {"cooperative_groups/reduce.h", "cooperative_groups/scan.h",  # named with their folder
+                     "cooperative_groups/memcpy_async.h"}
+
+
+def built_in_header(name: str) -> bool:
+    return Path(name).name in CUDA_HEADERS or name.replace("\\", "/") in CUDA_HEADER_PATHS
 
 
 PASSED = {"pragma", "line", "ident"}  # directives pcpp leaves to clang: none of them opens a file
@@ -95,12 +103,12 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
                 except CompileError as e:
                     self.refused = e
                     raise
-                return int(Path(name).name in CUDA_HEADERS or any(p.is_file() for p in places))
+                return int(built_in_header(name) or any(p.is_file() for p in places))
             return has
 
         def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
-            if Path(includepath).name in CUDA_HEADERS or (missing_headers_ok and is_system_include):
-                raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)  # what they declare is built in
+            if built_in_header(includepath) or (missing_headers_ok and is_system_include):  # built in
+                raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
             raise CompileError("USAGE", f"cannot open include file '{includepath}' (only files beside the source "
                                "are found; CUDA's own headers are built in)")
 
@@ -170,8 +178,8 @@ REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
 }
 
 
+NAMESPACE_NAMES = ("NAMESPACE_ALIAS", "USING_DIRECTIVE", "USING_DECLARATION")  # `namespace cg = …;`, `using …;`
 OUTSIDE = [
-    (r"\bcooperative_groups\b", "cooperative groups"),
     (r"\b(cudaTextureObject_t|cudaSurfaceObject_t|tex[123]D\w*|texture\s*<|surf[123]D\w*)", "textures and surfaces"),
     (r"<<<", "dynamic parallelism (a launch from a kernel)"),
     (r"__launch_bounds__", "__launch_bounds__ (the limits it sets on a launch are not modeled)"),
@@ -217,7 +225,9 @@ class Program:
         self.text = DECLS + text
         self.structs: dict = {}
         self.functions: dict[str, ir.Function] = {}
-        toks = list(tu.get_tokens(extent=tu.cursor.extent))
+        user = self.ci.SourceRange.from_locations(  # the prelude's tokens are never looked up: not made
+            tu.get_location("__cush__.cu", len(DECLS.encode())), tu.cursor.extent.end)
+        toks = list(tu.get_tokens(extent=user))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
         errors = [d for d in tu.diagnostics if d.severity >= 3]
@@ -295,6 +305,8 @@ class Program:
             return Pointer(VOID)
         if k == K.ENUM:
             return self.ctype(t.get_declaration().enum_type)
+        if k == K.RECORD and declared_by_cg(t.get_declaration()):
+            return HANDLE  # a cooperative group's handle: a register value (coop.py)
         if k == K.RECORD:
             decl = t.get_declaration()
             name = decl.spelling or f"anon{decl.hash}"
@@ -337,7 +349,7 @@ class Program:
         elif kind == "FUNCTION_TEMPLATE":
             return  # instantiated copies (templates.py) are what runs
         elif kind in ("STRUCT_DECL", "TYPEDEF_DECL", "ENUM_DECL", "UNION_DECL", "TYPE_ALIAS_DECL",
-                      "STATIC_ASSERT", "UNEXPOSED_DECL"):
+                      "STATIC_ASSERT", "UNEXPOSED_DECL", *NAMESPACE_NAMES):
             if kind == "STRUCT_DECL":
                 self.type_of(cur)
             return
@@ -393,7 +405,7 @@ class Program:
         def walk(c):
             if c.kind.name == "UNARY_OPERATOR" and self._tok_after(c.extent.start.offset) == "&":
                 mark(list(c.get_children())[0])
-            if c.kind.name == "CALL_EXPR" and c.referenced is not None:
+            if c.kind.name == "CALL_EXPR" and c.referenced is not None and not declared_by_cg(c.referenced):
                 params = [p for p in c.referenced.get_children() if p.kind.name == "PARM_DECL"]
                 for p, a in zip(params, list(c.get_children())[1:]):
                     if p.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
@@ -460,7 +472,8 @@ class Program:
 
     def _decl(self, cur) -> ir.Node:
         if cur.kind.name != "VAR_DECL":
-            if cur.kind.name in ("TYPEDEF_DECL", "STRUCT_DECL", "TYPE_ALIAS_DECL", "ENUM_DECL", "STATIC_ASSERT"):
+            if cur.kind.name in ("TYPEDEF_DECL", "STRUCT_DECL", "TYPE_ALIAS_DECL", "ENUM_DECL", "STATIC_ASSERT",
+                                 *NAMESPACE_NAMES):
                 return ir.Block(self.loc(cur), [])
             self.refuse(cur, cur.kind.name.lower().replace("_", " "))
         kids = list(cur.get_children())
@@ -729,12 +742,18 @@ class Program:
             return inner.expr
         return ir.Unary(loc, t, op, inner)
 
+    def _cooperative(self, ref) -> bool:
+        """A call to cooperative groups: declared by the prelude, not by the user (coopfront.py translates it)."""
+        return not self._user(ref) and declared_by_cg(ref)
+
     def _call(self, cur, kids, loc) -> ir.Expr:
         ref = cur.referenced
         t = self.type_of(cur)
         name = cur.spelling
         if ref is None:
             self.refuse(cur, f"the call '{name}'")
+        if self._cooperative(ref):
+            return cg_call(self, cur, kids, loc)
         if ref.kind.name == "CXX_METHOD" and name == "operator=" and len(kids) == 3:  # a struct's implicit copy
             return ir.Assign(loc, t, "=", self.expr(kids[0]), self.expr(kids[2]))
         if ref.kind.name == "CONSTRUCTOR":  # a struct's implicit copy (or default) constructor

@@ -12,6 +12,7 @@ import numpy as np
 from . import ir
 from .builtins import BUILTINS
 from .builtins import Printf as PrintfFormat
+from .coop import COOP
 from .ctype import BOOL, VOID, Array, Pointer, Scalar, Struct, common, promote
 from .memory import SHARED_BASE, WARP, Fault, Memory
 from .values import convert, divide, dtype_of, fma, remainder, shift, truthy
@@ -505,7 +506,7 @@ class Machine:
     def call(self, e: ir.Call, m):
         fn = self.program.functions.get(e.name)
         if fn is None:
-            return BUILTINS[e.name](self, e, m)
+            return (BUILTINS.get(e.name) or COOP[e.name])(self, e, m)
         if len(self.frames) > 64:
             raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: recursion deeper than 64 calls")
         args = [self.ev(a, m) for a in e.args]

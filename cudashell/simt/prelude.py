@@ -101,5 +101,85 @@ def _decls() -> str:
     return "\n".join(out) + "\n"
 
 
-DECLS = _decls()
+# Cooperative groups (the block-level part): classes and functions declared, never defined, so that clang types
+# the user's code and resolves overloads; a call to any of them becomes a built-in of coop.py (coopfront.py).
+# A group handle is one 64-bit register value (coop.py says what its bits hold), so the classes have no fields.
+_COOP = """
+namespace cooperative_groups {
+struct thread_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ bool is_valid() const; __device__ unsigned int get_type() const;
+};
+struct thread_block : thread_group {
+  __device__ void sync() const; __device__ unsigned int thread_rank() const; __device__ unsigned int size() const;
+  __device__ unsigned int num_threads() const; __device__ dim3 group_index() const;
+  __device__ dim3 thread_index() const; __device__ dim3 dim_threads() const; __device__ dim3 group_dim() const;
+};
+struct grid_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long block_rank() const; __device__ unsigned long long num_blocks() const;
+  __device__ bool is_valid() const; __device__ dim3 dim_blocks() const; __device__ dim3 block_index() const;
+};
+struct multi_grid_group { __device__ void sync() const; };
+struct cluster_group { __device__ void sync() const; };
+struct coalesced_group : thread_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long meta_group_rank() const; __device__ unsigned long long meta_group_size() const;
+  template <class T> __device__ T shfl(T v, unsigned int src) const;
+  template <class T> __device__ T shfl_up(T v, unsigned int delta) const;
+  template <class T> __device__ T shfl_down(T v, unsigned int delta) const;
+  __device__ int any(int p) const; __device__ int all(int p) const; __device__ unsigned int ballot(int p) const;
+  template <class T> __device__ unsigned int match_any(T v) const;
+  template <class T> __device__ unsigned int match_all(T v, int &pred) const;
+};
+template <unsigned int N> struct thread_block_tile : thread_group {
+  __device__ void sync() const; __device__ unsigned long long size() const;
+  __device__ unsigned long long num_threads() const; __device__ unsigned long long thread_rank() const;
+  __device__ unsigned long long meta_group_rank() const; __device__ unsigned long long meta_group_size() const;
+  template <class T> __device__ T shfl(T v, int src) const;
+  template <class T> __device__ T shfl_up(T v, unsigned int delta) const;
+  template <class T> __device__ T shfl_down(T v, unsigned int delta) const;
+  template <class T> __device__ T shfl_xor(T v, unsigned int mask) const;
+  __device__ int any(int p) const; __device__ int all(int p) const; __device__ unsigned int ballot(int p) const;
+  template <class T> __device__ unsigned int match_any(T v) const;
+  template <class T> __device__ unsigned int match_all(T v, int &pred) const;
+};
+__device__ thread_block this_thread_block(); __device__ grid_group this_grid();
+__device__ coalesced_group coalesced_threads();
+__device__ multi_grid_group this_multi_grid(); __device__ cluster_group this_cluster();
+__device__ coalesced_group binary_partition(const thread_group &g, bool pred);
+template <class L> __device__ coalesced_group labeled_partition(const thread_group &g, L label);
+template <class G, class T> __device__ void memcpy_async(const G &g, T *dst, const T *src, unsigned long n);
+template <class G> __device__ void wait(const G &g);
+template <unsigned int N, class G> __device__ void wait_prior(const G &g);
+template <class... A> __device__ void invoke_one(A... a) {}  // bodies: a lambda argument's type has no linkage
+template <class... A> __device__ int invoke_one_broadcast(A... a) { return 0; }
+template <class... A> __device__ int reduce_update_async(A... a) { return 0; }
+template <class... A> __device__ void reduce_store_async(A... a) {}
+template <class G> __device__ auto thread_rank(const G &g) -> decltype(g.thread_rank());
+template <class G> __device__ auto group_size(const G &g) -> decltype(g.num_threads());
+__device__ void sync(const thread_group &g); __device__ void sync(const grid_group &g);
+__device__ thread_group tiled_partition(const thread_group &parent, unsigned int size);
+template <unsigned int N, class P> __device__ thread_block_tile<N> tiled_partition(const P &parent);
+template <class T> struct plus { __device__ T operator()(T a, T b) const; };
+template <class T> struct less { __device__ T operator()(T a, T b) const; };
+template <class T> struct greater { __device__ T operator()(T a, T b) const; };
+template <class T> struct bit_and { __device__ T operator()(T a, T b) const; };
+template <class T> struct bit_or { __device__ T operator()(T a, T b) const; };
+template <class T> struct bit_xor { __device__ T operator()(T a, T b) const; };
+template <class G, class T, class Op> __device__ auto reduce(const G &g, T v, Op op) -> decltype(op(v, v))
+{ return op(v, v); }  // bodies never run: a lambda operator's type has no linkage, which a declaration refuses
+template <class G, class T, class Op> __device__ auto inclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v))
+{ return op(v, v); }
+template <class G, class T, class Op> __device__ auto exclusive_scan(const G &g, T v, Op op) -> decltype(op(v, v))
+{ return op(v, v); }
+template <class G, class T> __device__ T inclusive_scan(const G &g, T v);
+template <class G, class T> __device__ T exclusive_scan(const G &g, T v);
+}
+"""
+
+DECLS = _decls() + _COOP
 DECL_LINES = DECLS.count("\n")

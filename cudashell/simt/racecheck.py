@@ -8,6 +8,8 @@ import numpy as np
 
 NONE = -1
 MANY = -2
+TILED = -3  # at and below: an access ordered by a warp-level barrier for the threads of one tile (see tile_barrier)
+WARP_READERS = -7000  # down to -7031: read by several threads, all of warp WARP_READERS - value (below the tags)
 
 
 def _at(loc) -> str:
@@ -58,9 +60,54 @@ class Watch:
                 reader.fill(NONE)
             self.dirty = False
 
+    def tile_barrier(self, lanes, width: int) -> None:
+        """A barrier of the threads of `width`-thread tiles of a warp (a tile's sync, __syncwarp): each access
+        recorded for a thread of `lanes` (the lanes that reached it) becomes its tile's, ordered before the later
+        accesses of that tile's threads and not of any other thread. It is written as TILED - (first thread of the
+        tile · 6 + log2 width), which an int16 holds for the 1024 threads of a block."""
+        if not self.tables:
+            return
+        reached = np.asarray(lanes).reshape(-1)
+        came = np.zeros(self.shape[4][0] * self.tpb, bool)  # the last chunk may hold fewer blocks than the tables
+        came[:len(reached)] = reached
+        warp_came = came.reshape(-1, 32).any(1)
+        for writer, reader, _, _ in self.tables.values():
+            cols = writer.shape[1]
+            for table in (writer.reshape(-1), reader.reshape(-1)):
+                cells = np.flatnonzero(table >= 0)  # the few cells a thread touched since the last barrier
+                who = table[cells]
+                synced = came[cells // cols * self.tpb + who]
+                table[cells[synced]] = TILED - ((who[synced] & ~(width - 1)) * 6 + width.bit_length() - 1)
+            flat = reader.reshape(-1)
+            cells = np.flatnonzero(flat <= WARP_READERS)  # several readers of one warp: ordered for its threads
+            warp = WARP_READERS - flat[cells]
+            synced = warp_came[cells // cols * (self.tpb // 32) + warp]
+            flat[cells[synced]] = TILED - (warp[synced] * 32 * 6 + 5)
+
+    def _unordered(self, prior, t):
+        """Whether the recorded access `prior` (a thread, or a tile's tag) is unordered with thread `t`'s now."""
+        mine = (prior >= 0) & (prior != t)
+        tagged = (prior <= TILED) & (prior > WARP_READERS)
+        if not tagged.any():
+            return mine
+        v = TILED - prior
+        base, width = v // 6, 1 << (v % 6)
+        return mine | (tagged & ((t < base) | (t >= base + width)))
+
+    def _thread(self, prior, now) -> int:
+        """The thread a message names for a recorded access: its own, the first of the tile that synced, or
+        (several readers) another than `now` (of its warp where they were all of one)."""
+        if prior >= 0:
+            return int(prior)
+        if prior == MANY:
+            return (int(now) + 1) % self.tpb
+        if prior <= WARP_READERS:
+            return (WARP_READERS - int(prior)) * 32 + (int(now) + 1) % 32
+        return int((TILED - prior) // 6)
+
     def _hazard(self, kind, block, off, t_then, loc_then, t_now, loc_now, lane_now):
         blk_lane = int(block) * self.tpb
-        first = self.describe(blk_lane + int(t_then), None, 0, "", None, "")
+        first = self.describe(blk_lane + self._thread(t_then, t_now), None, 0, "", None, "")
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
         then_thread = first.split(" by ", 1)[1]
         now_thread = self.describe(int(lane_now), None, 0, "", None, "").split(" by ", 1)[1]
@@ -78,8 +125,8 @@ class Watch:
         prior_w = writer[cell]
         if write:
             prior_r = reader[cell]
-            waw = (prior_w >= 0) & (prior_w != t)
-            war = ((prior_r >= 0) & (prior_r != t)) | (prior_r == MANY)
+            waw = self._unordered(prior_w, t)
+            war = self._unordered(prior_r, t) | (prior_r == MANY) | (prior_r <= WARP_READERS)
             writer[cell] = t
             same = writer[cell] != t  # two lanes of this very store on one location: one of them lost
             if waw.any():
@@ -87,20 +134,22 @@ class Watch:
                 self._hazard("write-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             elif war.any():
                 i = int(np.flatnonzero(war)[0])
-                then = prior_r[i] if prior_r[i] >= 0 else (t[i] + 1) % self.tpb
-                self._hazard("write-after-read", block[i], off[i], then, rloc[cell[i]], t[i], loc, lanes[i])
+                self._hazard("write-after-read", block[i], off[i], prior_r[i], rloc[cell[i]], t[i], loc, lanes[i])
             elif same.any():
                 i = int(np.flatnonzero(same)[0])
                 self._hazard("write-after-write", block[i], off[i], writer[cell[i]], lid, t[i], loc, lanes[i])
             wloc[cell] = lid
             reader[cell] = NONE
         else:
-            raw = (prior_w >= 0) & (prior_w != t)
+            raw = self._unordered(prior_w, t)
             if raw.any():
                 i = int(np.flatnonzero(raw)[0])
                 self._hazard("read-after-write", block[i], off[i], prior_w[i], wloc[cell[i]], t[i], loc, lanes[i])
             prior_r = reader[cell]
-            reader[cell] = np.where((prior_r == NONE) | (prior_r == t), t, MANY)
+            ordered = (prior_r == NONE) | (prior_r == t) | ((prior_r <= TILED) & ~self._unordered(prior_r, t))
+            warp = (t // 32).astype(np.int16)
+            one_warp = ((prior_r >= 0) & (prior_r // 32 == warp)) | (prior_r == WARP_READERS - warp)
+            reader[cell] = np.where(ordered, t, np.where(one_warp, WARP_READERS - warp, MANY))
             rloc[cell] = lid
 
     def global_write(self, region, addr, lanes, size, loc, distinct: bool = False) -> None:

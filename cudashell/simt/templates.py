@@ -50,7 +50,10 @@ def _edits(tu, text: str) -> list:
     walk(tu.cursor, False)
     if not calls:
         return []
-    toks = list(tu.get_tokens(extent=tu.cursor.extent))
+    from clang.cindex import SourceRange
+
+    user = SourceRange.from_locations(tu.get_location("__cush__.cu", base), tu.cursor.extent.end)
+    toks = list(tu.get_tokens(extent=user))  # the user's: the prelude's are never copied
     edits, made = [], {}
     for callee, spec in calls:
         name = spec.spelling

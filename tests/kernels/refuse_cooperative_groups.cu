@@ -1,13 +1,13 @@
-/* Out of the simulator's subset: cooperative groups. `kernel load` must refuse it on the simulator.
- * (nvcc compiles it.) */
+/* Out of the simulator's subset: a grid-wide sync of cooperative groups, which needs a cooperative launch
+ * (cudaLaunchCooperativeKernel). `kernel load` must refuse it on the simulator, naming it. (nvcc compiles it.) */
 
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
 
-extern "C" __global__ void groupSync(int *out)
+extern "C" __global__ void gridSync(int *out)
 {
-    cg::thread_block block = cg::this_thread_block();
-    out[block.thread_rank()] = 1;
-    block.sync();
+    cg::grid_group grid = cg::this_grid();
+    out[grid.thread_rank()] = 1;
+    grid.sync();
 }
