@@ -229,6 +229,7 @@ class Program:
         self.kernel_names: list[str] = []
         self.shared_globals: list[ir.Decl] = []  # file-scope __shared__ variables
         self.global_shared: dict = {}  # their cursors' hashes → Var
+        self.host_values: dict = {}  # file-scope variables of no memory space: hash → (const, value or None)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
         if not self.kernel_names:
@@ -339,6 +340,8 @@ class Program:
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
+            if self._host_variable(cur):
+                return
             if "CUDASHARED_ATTR" not in {c.kind.name for c in cur.get_children()}:
                 self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
             t = self.type_of(cur)
@@ -348,6 +351,38 @@ class Program:
             self.shared_globals.append(ir.Decl(self.loc(cur), v, None, True, extern))
         else:
             self.refuse(cur, kind.lower().replace("_", " "))
+
+    def _host_variable(self, cur) -> bool:
+        """A file-scope variable in no CUDA memory space (no attribute) is host memory; device code may still use
+        it when it is a const (or constexpr) scalar with a constant initializer (`const int N = 256;`), as nvcc
+        allows: its value, as clang evaluates it, stands in each use (`host_values`). Any other is refused where
+        device code uses it (`_host_value`), as nvcc refuses it there; host code may use it freely."""
+        if any(c.kind.name.endswith("_ATTR") for c in cur.get_children()):
+            return False
+        value = None
+        elem = cur.type
+        while elem.kind in (self.ci.TypeKind.CONSTANTARRAY, self.ci.TypeKind.INCOMPLETEARRAY):
+            elem = elem.element_type
+        if cur.type.is_const_qualified():
+            try:
+                t = self.ctype(cur.type)
+            except CompileError:
+                t = None
+            if isinstance(t, Scalar):
+                value = self._evaluate(cur)
+        self.host_values[cur.hash] = (elem.is_const_qualified(), value)
+        return True
+
+    def _host_value(self, cur, ref, loc) -> ir.Const:
+        const, value = self.host_values[ref.hash]
+        if value is not None:
+            return _scalar_const(loc, self.type_of(cur), value)
+        if const:
+            self.refuse(cur, f"the file-scope const '{ref.spelling}' in device code: nvcc lets device code use a "
+                        "file-scope const only when it is a scalar with a constant initializer (put it in "
+                        "__constant__ memory)")
+        self.refuse(cur, f"the host variable '{ref.spelling}' in device code: a file-scope variable without "
+                    "__device__ or __constant__ is host memory, and nvcc refuses it in device code too")
 
     def _function(self, cur, body, kernel: bool) -> ir.Function:
         self.fn = cur.spelling
@@ -564,9 +599,7 @@ class Program:
             value = self._evaluate(cur)
             if value is None:
                 self.refuse(cur, f"the literal {self._tok_after(cur.extent.start.offset)}")
-            if t.is_float:
-                return ir.Const(loc, t, t.dtype.type(value))
-            return ir.Const(loc, t, np.array(value).astype(t.dtype)[()] if value >= 0 else t.dtype.type(value))
+            return _scalar_const(loc, t, value)
         if k == "CXX_BOOL_LITERAL_EXPR":
             return ir.Const(loc, BOOL, np.bool_(self._tok_after(cur.extent.start.offset) == "true"))
         if k == "CXX_NULL_PTR_LITERAL_EXPR":
@@ -604,9 +637,9 @@ class Program:
                 return self._cast(items[0], t, loc) if items else ir.Const(loc, t, np.zeros((), t.dtype)[()]
                                                                               if isinstance(t, Scalar) else 0)
             return ir.InitList(loc, t, items)
-        if k == "CXX_UNARY_EXPR":  # sizeof / alignof
+        if k == "CXX_UNARY_EXPR":  # sizeof / alignof: clang's value
             toks = self._tokens(cur)
-            if toks and toks[0] == "sizeof":
+            if toks and toks[0] in ("sizeof", "alignof", "__alignof__", "_Alignof"):
                 size = self._sizeof(cur, kids)
                 return ir.Const(loc, self.type_of(cur), np.uint64(size))
             self.refuse(cur, f"'{toks[0] if toks else '?'}'")
@@ -686,6 +719,8 @@ class Program:
             if ref.hash in self.global_shared:
                 v = self.global_shared[ref.hash]
                 return ir.Var(loc, v.type, v.name, True)
+            if ref.hash in self.host_values:
+                return self._host_value(cur, ref, loc)
             if ref.spelling == "warpSize":
                 return ir.Special(loc, INT, "warpSize")
             if ref.spelling in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
@@ -783,6 +818,13 @@ class Program:
         if not known(name):
             self.refuse(cur, f"the function '{name}'")
         return ir.Call(loc, t, name, args)
+
+
+def _scalar_const(loc, t: Scalar, value) -> ir.Const:
+    """A constant of a scalar type from clang's value of it (an int of any sign, or a float)."""
+    if t.is_float:
+        return ir.Const(loc, t, t.dtype.type(value))
+    return ir.Const(loc, t, np.array(value).astype(t.dtype)[()] if value >= 0 else t.dtype.type(value))
 
 
 def _check(node, inside_printf: bool = False) -> None:

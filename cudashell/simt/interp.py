@@ -22,6 +22,25 @@ COMPARE = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_
            "!=": np.not_equal}
 
 
+COPY_UNITS = {16: Scalar("V16"), 8: Scalar("uint64"), 4: Scalar("uint32"), 1: Scalar("uint8")}
+
+
+def alignment(t) -> int:
+    if isinstance(t, Struct):
+        return t.align
+    if isinstance(t, Array):
+        return alignment(t.elem)
+    return t.size
+
+
+def copy_unit(t) -> int:
+    """The bytes of one access when an aggregate is copied whole."""
+    unit = min(alignment(t), 16)
+    if unit >= 8 and t.size % unit == 0:
+        return unit
+    return 4 if t.size % 4 == 0 else 1
+
+
 RUNAWAY_ROUNDS, RUNAWAY_SECONDS = 100_000, 10.0  # a loop past both is taken for one that never ends
 
 
@@ -81,7 +100,7 @@ class Machine:
             addr = self.mem.push(size)
             f.addr[p.name] = addr
             if isinstance(p.type, (Struct, Array)):
-                self._copy_struct(addr, value, size, self.valid)
+                self._copy_struct(addr, value, p.type, self.valid, p.loc)
             else:
                 self.store(addr, p.type, value, self.valid)
         else:
@@ -191,7 +210,7 @@ class Machine:
                     self.zero(addr + k * t.elem.size, t.elem, m)
             return
         if isinstance(t, (Struct, Array)):
-            self._copy_struct(addr, self.ev(init, m), t.size, m)
+            self._copy_struct(addr, self.ev(init, m), t, m, init.loc)
             return
         self.store(addr, t, self.ev(init, m), m)
 
@@ -312,18 +331,22 @@ class Machine:
         a = addr if np.ndim(addr) == 0 else np.asarray(addr)[lanes]
         self.mem.access(a, lanes, dt, loc, True, v[lanes] if v.ndim else v)
 
-    def _copy_struct(self, dst, src, size, m) -> None:
-        """Aggregates are copied in 4-byte words where they can be (their size and alignment allow)."""
-        step = 4 if size % 4 == 0 else 1
-        dt = Scalar("uint32") if step == 4 else Scalar("uint8")
+    def _copy_struct(self, dst, src, t, m, loc) -> None:
+        """Aggregates are copied in the widest accesses their alignment allows, as nvcc's vector loads and stores
+        do: a float4 (16-aligned) is one 16-byte access a lane, a double2 one, a float2 one 8-byte access; other
+        aggregates in 4-byte words where their size allows."""
+        size = t.size
+        step = copy_unit(t)
+        dt = COPY_UNITS[step]
         for k in range(0, size, step):
-            self.store(np.asarray(dst, np.int64) + k, dt, self.load_mem(np.asarray(src, np.int64) + k, dt, m), m)
+            self.store(np.asarray(dst, np.int64) + k, dt, self.load_mem(np.asarray(src, np.int64) + k, dt, m, loc), m,
+                       loc)
 
     def assign(self, p, value, m, loc) -> None:
         if p[0] == "reg":
             self.set_reg(p[1], value, m)
         elif isinstance(p[2], (Struct, Array)):
-            self._copy_struct(p[1], value, p[2].size, m)
+            self._copy_struct(p[1], value, p[2], m, loc)
         else:
             self.store(p[1], p[2], value, m, loc)
 
@@ -509,13 +532,7 @@ class Machine:
         if len(self.frames) > 64:
             raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: recursion deeper than 64 calls")
         args = [self.ev(a, m) for a in e.args]
-        caller = self.frame
-        ret_slot = None
-        if isinstance(fn.ret, Struct):  # the result is copied out of the callee's frame into a slot of the call
-            key = ("ret", id(e))
-            if key not in caller.addr:
-                caller.addr[key] = self.mem.push(fn.ret.size)
-            ret_slot = caller.addr[key]
+        ret_slot = self.result_slot(e) if isinstance(fn.ret, Struct) else None
         sp = self.mem.sp
         f = Frame(self.n)
         f.ret = ~m  # lanes not calling are as if returned already
@@ -526,7 +543,7 @@ class Machine:
                     addr = self.mem.push(p.type.size)
                     f.addr[p.name] = addr
                     if isinstance(p.type, (Struct, Array)):
-                        self._copy_struct(addr, a, p.type.size, m)
+                        self._copy_struct(addr, a, p.type, m, e.loc)
                     else:
                         self.store(addr, p.type, a, m)
                 else:
@@ -534,12 +551,21 @@ class Machine:
             self.block(fn.body.stmts, m.copy())
             result = f.retval
             if ret_slot is not None and result is not None:
-                self._copy_struct(ret_slot, result, fn.ret.size, m)
+                self._copy_struct(ret_slot, result, fn.ret, m, e.loc)
                 result = np.int64(ret_slot)
         finally:
             self.frames.pop()
             self.mem.sp = sp
         return result
+
+    def result_slot(self, e: ir.Call) -> int:
+        """Where a call's aggregate result lives: a slot of the calling frame, one per call site (the result is
+        copied out of the callee's frame into it)."""
+        key = ("ret", id(e))
+        caller = self.frame
+        if key not in caller.addr:
+            caller.addr[key] = self.mem.push(e.type.size)
+        return caller.addr[key]
 
     def printf(self, e: ir.Printf, m) -> None:
         args = []

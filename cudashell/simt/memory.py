@@ -40,7 +40,8 @@ class Region:
     def bytes(self) -> np.ndarray:
         if self.data is None:
             raw = self.read()
-            pad = (-len(raw)) % 8  # typed views need whole elements; the pad is never written back
+            pad = (-len(raw)) % 16  # typed views (up to a float4's 16 bytes) need whole elements; the pad is
+            # never written back
             if pad:
                 raw = np.resize(raw, len(raw) + pad)
                 raw[-pad:] = 0
@@ -96,6 +97,18 @@ def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
         return int(warp[-1] - warp[0] + 1), sectors
     requests = 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0
     return requests, sectors
+
+
+def _distinct_bytes(addr: np.ndarray, lanes: np.ndarray, size: int) -> int:
+    """The bytes a warp's request asked for, each address once: 32 lanes reading one element ask for its bytes,
+    not 32 times them (so the share of moved bytes that was used is at most 100%). Aligned accesses of one size
+    are either the same or disjoint."""
+    keys = ((lanes >> 5) << 40) | (addr - addr.min())  # offsets within one allocation: below 2^40
+    step = keys[1:] - keys[:-1]
+    if (step < 0).any():
+        keys = np.sort(keys)
+        step = keys[1:] - keys[:-1]
+    return (1 + int(np.count_nonzero(step))) * size
 
 
 def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
@@ -259,9 +272,11 @@ class Memory:
                 why = "read-only memory" if region.reachable else "memory this context cannot reach"
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
             if count:
-                req, sec = _sectors(a, ln, size) if stride is None or sel is not None else \
-                    _strided_sectors(a, stride, size)
-                self.traffic.add(region.kind, req, sec, len(a) * size)
+                if stride is None or sel is not None:
+                    (req, sec), useful = _sectors(a, ln, size), _distinct_bytes(a, ln, size)
+                else:  # a stride that is a multiple of the size: 0 is a broadcast, else no two lanes share bytes
+                    (req, sec), useful = _strided_sectors(a, stride, size), len(a) // (WARP if stride == 0 else 1) * size
+                self.traffic.add(region.kind, req, sec, useful)
                 if write:
                     self.traffic.stores += req
                 else:
