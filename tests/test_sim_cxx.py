@@ -144,3 +144,62 @@ def test_file_scope_variables_device_code_cannot_read_are_refused_by_name(sim, d
     err = sim.fails(f"kernel define k <<< {decl}\n__global__ void k(float *o) {{ o[0] = {use}; }} >>>")
     assert err["code"] in ("NOT_SUPPORTED_ON_SIM", "USAGE") and ":2:" in err["message"]
     assert said in err["message"] or "host" in err["message"]
+
+
+DECLARATIONS = """kernel define decls <<<
+namespace geo {
+  const int SIDE = 4;
+  enum class Axis { X = 1, Y = 10 };
+  __device__ __noinline__ int area(int a) { return a * SIDE; }
+  namespace inner { __device__ int area(int a) { return a + 100; } }
+}
+namespace { __device__ int less(int a) { return a - 1; } }
+enum Mode { OFF, ON = 7 };
+__host__ __device__ constexpr int cube(int x) { return x * x * x; }
+constexpr int sq(int x) { return x * x; }
+static_assert(sizeof(float4) == 16, "float4");
+__global__ void __launch_bounds__(256, 2) decls(int *out) {
+  static_assert(geo::SIDE == 4, "side");
+  int local[sq(3)];
+  local[8] = 1;
+  int i = threadIdx.x;
+  out[i] = geo::area(i) + geo::inner::area(i) + less(i) + (int)geo::Axis::Y + ON + cube(2) + local[8];
+}
+>>>"""
+
+
+def test_namespaces_enums_constexpr_static_assert_and_launch_bounds(sim):
+    sim.ok(DECLARATIONS)
+    sim.ok("alloc managed 256B as o; launch decls o grid 1 block 64; sync")
+    i = np.arange(64)
+    assert sim.ok("show o dtype int32 count 64")["values"] == (4 * i + i + 100 + i - 1 + 10 + 7 + 8 + 1).tolist()
+
+
+def test_a_constexpr_host_function_called_in_device_code_is_refused_as_nvcc_refuses_it(sim):
+    err = sim.fails("kernel define k <<< constexpr int sq(int x) { return x * x; }\n"
+                    "__global__ void k(int *o) { o[0] = sq(threadIdx.x); } >>>")
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM" and ":2:" in err["message"]
+    assert "constexpr host function 'sq'" in err["message"] and "--expt-relaxed-constexpr" in err["message"]
+
+
+def test_a_trivial_device_function_is_inlined_into_the_callers_fma_but_a_noinline_one_is_not(sim):
+    from tests.kernel_corpus import fma32
+
+    sim.ok("""kernel define inl <<<
+__device__ float sq2(float x, float y) { return x * x + y * y; }
+__device__ __noinline__ float sq2n(float x, float y) { return x * x + y * y; }
+__global__ void inl(const float *a, float *out) {
+  int i = threadIdx.x;
+  float x = a[4 * i], y = a[4 * i + 1], u = a[4 * i + 2], v = a[4 * i + 3];
+  out[2 * i] = sq2(x, y) - sq2(u, v);
+  out[2 * i + 1] = sq2n(x, y) - sq2n(u, v);
+}
+>>>""")
+    sim.ok("alloc managed 4KB as a; alloc managed 2KB as o; fill a random dtype float32 seed 7")
+    sim.ok("launch inl a o grid 1 block 256; sync")
+    a = floats(sim, "a", 1024).reshape(256, 4)
+    x, y, u, v = a.T
+    first = fma32(x, x, y * y), fma32(u, u, v * v)
+    got = floats(sim, "o", 512).reshape(256, 2)
+    assert (got[:, 0] == fma32(x, x, fma32(y, y, -first[1]))).all()
+    assert (got[:, 1] == first[0] - first[1]).all() and (got[:, 0] != got[:, 1]).any()

@@ -163,15 +163,15 @@ REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
     "CONSTRUCTOR": "classes with constructors", "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
     "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
     "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "LAMBDA_EXPR": "lambdas", "CXX_TRY_STMT": "exceptions",
-    "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete", "NAMESPACE": "namespaces",
+    "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete",
 }
 
 
+DEVICE_ATTRS = {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}
 OUTSIDE = [
     (r"\bcooperative_groups\b", "cooperative groups"),
     (r"\b(cudaTextureObject_t|cudaSurfaceObject_t|tex[123]D\w*|texture\s*<|surf[123]D\w*)", "textures and surfaces"),
     (r"<<<", "dynamic parallelism (a launch from a kernel)"),
-    (r"__launch_bounds__", "__launch_bounds__ (the limits it sets on a launch are not modeled)"),
 ]
 
 
@@ -265,7 +265,7 @@ class Program:
         for cur in cursor.get_children():
             if not self._user(cur):
                 continue
-            if cur.kind.name == "LINKAGE_SPEC":  # extern "C" { … }
+            if cur.kind.name in ("LINKAGE_SPEC", "NAMESPACE"):  # extern "C" { … }, namespace X { … }
                 yield from self._top(cur)
             else:
                 yield cur
@@ -329,8 +329,10 @@ class Program:
                 return  # a declaration; its definition comes elsewhere
             if "CUDAGLOBAL_ATTR" not in attrs and "CUDADEVICE_ATTR" not in attrs:
                 return  # host code: not the simulator's to run
-            self.functions[cur.spelling] = self._function(cur, body[0], "CUDAGLOBAL_ATTR" in attrs)
-            if "CUDAGLOBAL_ATTR" in attrs:
+            kernel = "CUDAGLOBAL_ATTR" in attrs
+            key = cur.spelling if kernel else self._qualified(cur)  # a kernel is launched by its own name
+            self.functions[key] = self._function(cur, body[0], kernel, key)
+            if kernel:
                 self.kernel_names.append(cur.spelling)
         elif kind == "FUNCTION_TEMPLATE":
             return  # instantiated copies (templates.py) are what runs
@@ -384,8 +386,18 @@ class Program:
         self.refuse(cur, f"the host variable '{ref.spelling}' in device code: a file-scope variable without "
                     "__device__ or __constant__ is host memory, and nvcc refuses it in device code too")
 
-    def _function(self, cur, body, kernel: bool) -> ir.Function:
-        self.fn = cur.spelling
+    def _qualified(self, cur) -> str:
+        """A device function's name in the program: `X::f` inside namespace X, so that two namespaces' f are two
+        functions (and calls name the one clang resolved)."""
+        parts = [cur.spelling]
+        parent = cur.semantic_parent
+        while parent is not None and parent.kind.name == "NAMESPACE":
+            parts.append(parent.spelling or "(anonymous)")
+            parent = parent.semantic_parent
+        return "::".join(reversed(parts))
+
+    def _function(self, cur, body, kernel: bool, key: str) -> ir.Function:
+        self.fn = key
         self.scope: dict[str, ir.Var] = {}
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
@@ -399,7 +411,11 @@ class Program:
             init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF")]
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
-        fn = ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        fn = ir.Function(key, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        only = fn.body.stmts
+        if len(only) == 1 and isinstance(only[0], ir.Return) and not kernel \
+                and "noinline" not in self._tokens(cur)[:self._tokens(cur).index(cur.spelling)]:
+            fn.returns = only[0].value
         fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
                            for p in cur.get_children() if p.kind.name == "PARM_DECL"]
         _check(fn.body)
@@ -779,8 +795,12 @@ class Program:
         args = [self.expr(c) for c in kids[1:]]
         params = [p for p in ref.get_children() if p.kind.name == "PARM_DECL"]
         definition = ref.get_definition()
-        if name in self.functions or (definition is not None and self._user(definition)):
-            fn = self.functions.get(name)
+        key = self._qualified(ref)
+        if key in self.functions or (definition is not None and self._user(definition)):
+            fn = self.functions.get(key)
+            if fn is None and not {c.kind.name for c in definition.get_children()} & DEVICE_ATTRS:
+                self.refuse(cur, f"a call to the constexpr host function '{name}' from device code: nvcc refuses "
+                            "it unless it compiles with --expt-relaxed-constexpr (declare it __host__ __device__)")
             if fn is None:
                 self.refuse(cur, f"recursion, or a call to '{name}' before its definition")
             filled = []
@@ -794,7 +814,7 @@ class Program:
                 elif i < len(decls) and decls[i].type.kind == self.ci.TypeKind.LVALUEREFERENCE:
                     a = ir.Unary(loc, p.type, "&", a)  # a reference parameter gets the argument's address
                 filled.append(a)
-            return ir.Call(loc, t, name, filled)
+            return ir.Call(loc, t, key, filled)
         if name == "printf":
             fmt = args[0]
             while isinstance(fmt, (ir.Cast, ir.Decay)):

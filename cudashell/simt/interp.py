@@ -6,15 +6,16 @@ so a barrier only has to check that all of a block came."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
-from . import ir
+from . import contract, ir
 from .builtins import BUILTINS
 from .builtins import Printf as PrintfFormat
 from .ctype import BOOL, VOID, Array, Pointer, Scalar, Struct, common, promote
 from .memory import SHARED_BASE, WARP, Fault, Memory
-from .values import convert, divide, dtype_of, fma, remainder, shift, truthy
+from .values import convert, divide, dtype_of, remainder, shift, truthy
 
 ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
          "^": np.bitwise_xor}
@@ -41,6 +42,7 @@ def copy_unit(t) -> int:
     return 4 if t.size % 4 == 0 else 1
 
 
+FUSED_CALLS = {"fmaf", "fma"}  # llvm.fma: an fma node the back end fuses through (__fmaf_rn is an intrinsic it keeps)
 RUNAWAY_ROUNDS, RUNAWAY_SECONDS = 100_000, 10.0  # a loop past both is taken for one that never ends
 
 
@@ -415,25 +417,33 @@ class Machine:
             return self.ev(e.b, m)
         ta, tb = e.a.type, e.b.type
         if op in ("+", "-") and isinstance(e.type, Scalar) and e.type.is_float:
-            fused = self._fused(e, m)
-            if fused is not None:
-                return fused
+            return contract.value(self._node(e, m, e.type), e.type.dtype)
         a, b = self.ev(e.a, m), self.ev(e.b, m)
         return self.arith(op, a, b, ta, tb, e.type)
 
-    def _fused(self, e, m):
-        """nvcc's default -fmad=true: a*b + c (and a*b - c, c - a*b) as one fused multiply-add."""
-        def is_mul(x):
-            return type(x) is ir.Binary and x.op == "*" and x.type == e.type
-        if is_mul(e.a):
-            x, y = self.ev(e.a.a, m), self.ev(e.a.b, m)
-            c = self.ev(e.b, m)
-            return fma(x, y, c if e.op == "+" else -np.asarray(c), e.type.dtype)
-        if is_mul(e.b):
-            c = self.ev(e.a, m)
-            x, y = self.ev(e.b.a, m), self.ev(e.b.b, m)
-            return fma(x if e.op == "+" else -np.asarray(x), y, c, e.type.dtype)
-        return None
+    def _node(self, e, m, t) -> tuple:
+        """A float expression of type t as contraction nodes (contract.py), combined operands first as nvcc's
+        back end does; what is not a sum, difference, product or negation of t (nor an inlined call, nor fmaf)
+        is computed now, in source order, as a leaf."""
+        k = type(e)
+        if e.type == t:
+            if k is ir.Binary and (e.op == "+" or e.op == "-" or e.op == "*"):
+                a, b = self._node(e.a, m, t), self._node(e.b, m, t)
+                if e.op == "*":
+                    return ("mul", a, b)
+                return contract.add(a, b) if e.op == "+" else contract.sub(a, b)
+            if k is ir.Unary and e.op == "-":
+                return contract.neg(self._node(e.expr, m, t))
+            if k is ir.Call:
+                fn = self.program.functions.get(e.name)
+                if fn is not None and fn.returns is not None:
+                    with self._called(fn, e, m):  # nvcc inlines it: its expression joins the caller's
+                        self.statements += int(np.count_nonzero(m.reshape(-1, WARP).any(1)))
+                        return self._node(fn.returns, m, t)
+                if fn is None and e.name in FUSED_CALLS:
+                    x, y, z = (self._node(a, m, t) for a in e.args)
+                    return ("fma", x, y, z)
+        return contract.leaf(self.ev(e, m))
 
     def arith(self, op, a, b, ta, tb, rt):
         if isinstance(ta, Pointer) or isinstance(tb, Pointer):
@@ -476,11 +486,10 @@ class Machine:
         else:
             vt = e.value.type
             ct = common(tt, vt) if op not in ("<<", ">>") else promote(tt)
-            if op in ("+", "-") and ct.is_float and type(e.value) is ir.Binary and e.value.op == "*" \
-                    and e.value.type == ct and tt == ct:
-                x, y = self.ev(e.value.a, m), self.ev(e.value.b, m)
-                cur = self.load(p, m, e.loc)
-                v = fma(x if op == "+" else -np.asarray(x), y, cur, ct.dtype)
+            if op in ("+", "-") and ct.is_float and tt == ct and e.value.type == ct:  # x += a*b: contracted too
+                rhs = self._node(e.value, m, ct)
+                cur = contract.leaf(self.load(p, m, e.loc))
+                v = contract.value(contract.add(cur, rhs) if op == "+" else contract.sub(cur, rhs), ct.dtype)
             else:
                 rhs = self.ev(e.value, m)
                 cur = self.load(p, m, e.loc)
@@ -531,8 +540,20 @@ class Machine:
             return BUILTINS[e.name](self, e, m)
         if len(self.frames) > 64:
             raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: recursion deeper than 64 calls")
-        args = [self.ev(a, m) for a in e.args]
         ret_slot = self.result_slot(e) if isinstance(fn.ret, Struct) else None
+        with self._called(fn, e, m) as f:
+            self.block(fn.body.stmts, m.copy())
+            result = f.retval
+            if ret_slot is not None and result is not None:
+                self._copy_struct(ret_slot, result, fn.ret, m, e.loc)
+                result = np.int64(ret_slot)
+        return result
+
+    @contextmanager
+    def _called(self, fn: ir.Function, e: ir.Call, m):
+        """The callee's frame while its body runs: the arguments computed in the caller's, then bound to its
+        parameters (those in memory copied to its part of the stack, given back when it returns)."""
+        args = [self.ev(a, m) for a in e.args]
         sp = self.mem.sp
         f = Frame(self.n)
         f.ret = ~m  # lanes not calling are as if returned already
@@ -548,15 +569,10 @@ class Machine:
                         self.store(addr, p.type, a, m)
                 else:
                     f.env[p.name] = a
-            self.block(fn.body.stmts, m.copy())
-            result = f.retval
-            if ret_slot is not None and result is not None:
-                self._copy_struct(ret_slot, result, fn.ret, m, e.loc)
-                result = np.int64(ret_slot)
+            yield f
         finally:
             self.frames.pop()
             self.mem.sp = sp
-        return result
 
     def result_slot(self, e: ir.Call) -> int:
         """Where a call's aggregate result lives: a slot of the calling frame, one per call site (the result is

@@ -10,7 +10,7 @@ MACROS = {
     "NULL": "0",
     "assert(e)": "__cush_assert((e), #e)",
     "__restrict__": "",
-    "__noinline__": "",
+    "__noinline__": "__attribute__((noinline))",
     "__inline__": "inline",
 }
 
@@ -55,6 +55,7 @@ def _decls() -> str:
         "#define __shared__ __attribute__((shared))",
         "#define __constant__ __attribute__((constant))",
         "#define __forceinline__ __attribute__((always_inline))",
+        "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))",
         "#define __align__(n) __attribute__((aligned(n)))",
         "typedef unsigned long size_t;",
         "typedef long ptrdiff_t;",
