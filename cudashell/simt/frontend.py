@@ -396,7 +396,8 @@ class Program:
             parent = parent.semantic_parent
         return "::".join(reversed(parts))
 
-    def _function(self, cur, body, kernel: bool, key: str) -> ir.Function:
+    def _function(self, cur, body, kernel: bool, key: str | None = None) -> ir.Function:
+        key = key or cur.spelling
         self.fn = key
         self.scope: dict[str, ir.Var] = {}
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
