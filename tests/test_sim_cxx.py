@@ -203,3 +203,34 @@ __global__ void inl(const float *a, float *out) {
     got = floats(sim, "o", 512).reshape(256, 2)
     assert (got[:, 0] == fma32(x, x, fma32(y, y, -first[1]))).all()
     assert (got[:, 1] == first[0] - first[1]).all() and (got[:, 0] != got[:, 1]).any()
+
+
+def test_racecheck_sees_each_word_of_a_vectors_shared_store_and_no_race_in_distinct_global_ones(sim):
+    sim.ok("""kernel define vrace <<<
+__global__ void vrace(float4 *out, float *seen) {
+  __shared__ float4 tile[64];
+  int t = threadIdx.x;
+  tile[t] = make_float4(t, t + 1, t + 2, t + 3);
+  seen[t] = tile[(t + 1) % 64].z;
+  out[t] = tile[t];
+}
+>>>""")
+    sim.ok("alloc managed 1KB as o; alloc managed 256B as s; launch vrace o s grid 1 block 64")
+    warnings = [w for o in sim.run("sync") if o["cmd"] == "(kernel output)" for w in o["result"]["warnings"]]
+    assert len(warnings) == 1 and "read-after-write" in warnings[0]
+    assert "byte 24 of the block's shared memory" in warnings[0]  # tile[1].z: the word thread 1 wrote
+
+
+def test_the_contraction_rules_fuse_as_nvccs_back_end_does():
+    from cudashell.simt import contract
+
+    a, b, c, d, e = (contract.leaf(np.float32(k)) for k in (1, 2, 3, 4, 5))
+    ab, cd = ("mul", a, b), ("mul", c, d)
+    assert contract.add(ab, cd) == ("fma", a, b, cd)  # the left product first
+    assert contract.sub(c, ab) == ("fma", contract.leaf(np.float32(-1)), b, c)  # c - a*b: fma(-a, b, c)
+    assert contract.add(contract.add(ab, cd), e) == ("fma", a, b, ("fma", c, d, e))  # (a*b + c*d) + e
+    diff = contract.sub(contract.add(ab, cd), contract.add(ab, cd))  # norm2(r) - norm2(p)
+    assert diff == ("fma", a, b, ("fma", c, d, ("neg", ("fma", a, b, cd))))
+    assert contract.add(e, ("neg", ab)) == contract.sub(e, ab)  # e + -(a*b) is e - a*b
+    assert contract.add(a, b) == ("add", a, b)  # nothing to fuse: one rounded add
+    assert contract.value(contract.sub(contract.add(ab, cd), e), np.dtype(np.float32)) == np.float32(9)
