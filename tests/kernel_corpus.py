@@ -629,6 +629,9 @@ def ref_fma_inlined(d):
     out = {"diff": fma32(ax, ax, fma32(ay, ay, -first[1])), "chain": fma32(ax, bx, fma32(ay, by, c)),
            "rsub": fma32(-ax, ax, fma32(-ay, ay, c)), "acc": fma32(-ax, by, fma32(ax, ax, fma32(ay, ay, c))),
            "apart": first[0] - first[1]}
+    dx, dy = ax - bx, ay - by
+    out["dist"] = fma32(dx, dx, fma32(dy, dy, c))
+    assert (out["dist"] != fma32(dx, dx, dy * dy) + c).any()
     assert (out["diff"] != out["apart"]).any(), "the inputs should tell one fused chain from two"
     assert (out["chain"] != fma32(ax, bx, ay * by) + c).any()
     return out
@@ -933,12 +936,13 @@ CASES: list[Case] = [
     # -------------------------------------------------- issue 34 (i34-vec): vector types, file-scope constants, and
     # contraction across inlined device functions
     Case("fma_inlined_chain", "nvcc contracts across inlined device functions and chains an fma into the next sum "
-         "(norm2(a) - norm2(b) on float2), but not across a __noinline__ call", "fmaInlined",
-         "vr vp vc diff chain rsub acc apart 2000", 8, 256, file=K / "fma_inlined.cu",
+         "(norm2(a) - norm2(b) on float2, c + dist2(a, b)), but not across a __noinline__ call", "fmaInlined",
+         "vr vp vc diff chain rsub acc apart dist 2000", 8, 256, file=K / "fma_inlined.cu",
          buffers=(B("vr", "device", "float32", 4000, rand(61)), B("vp", "device", "float32", 4000, rand(62)),
                   B("vc", "device", "float32", 2000, rand(63)), O("diff", "device", "float32", 2000),
                   O("chain", "device", "float32", 2000), O("rsub", "device", "float32", 2000),
-                  O("acc", "device", "float32", 2000), O("apart", "device", "float32", 2000)),
+                  O("acc", "device", "float32", 2000), O("apart", "device", "float32", 2000),
+                  O("dist", "device", "float32", 2000)),
          reference=ref_fma_inlined),
     Case("float4_copy", "float4 copy, 16 bytes a thread in one access, made by make_float4 in a device function, "
          "scaled by a file-scope constexpr", "copyFloat4", "f4in f4out 1000", 4, 256, file=K / "vector_types.cu",

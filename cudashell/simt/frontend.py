@@ -413,10 +413,10 @@ class Program:
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
         fn = ir.Function(key, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
-        only = fn.body.stmts
-        if len(only) == 1 and isinstance(only[0], ir.Return) and not kernel \
+        stmts = fn.body.stmts
+        if stmts and isinstance(stmts[-1], ir.Return) and _straight(stmts[:-1]) and not kernel \
                 and "noinline" not in self._tokens(cur)[:self._tokens(cur).index(cur.spelling)]:
-            fn.returns = only[0].value
+            fn.returns, fn.prologue = stmts[-1].value, stmts[:-1]
         fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
                            for p in cur.get_children() if p.kind.name == "PARM_DECL"]
         _check(fn.body)
@@ -839,6 +839,12 @@ class Program:
         if not known(name):
             self.refuse(cur, f"the function '{name}'")
         return ir.Call(loc, t, name, args)
+
+
+def _straight(stmts: list) -> bool:
+    """Declarations and expressions only: no branch, loop or early return."""
+    return all(isinstance(s, (ir.Decl, ir.ExprStmt)) or (isinstance(s, ir.Block) and _straight(s.stmts))
+               for s in stmts)
 
 
 def _scalar_const(loc, t: Scalar, value) -> ir.Const:

@@ -437,7 +437,8 @@ class Machine:
             if k is ir.Call:
                 fn = self.program.functions.get(e.name)
                 if fn is not None and fn.returns is not None:
-                    with self._called(fn, e, m):  # nvcc inlines it: its expression joins the caller's
+                    with self._called(fn, e, m):  # nvcc inlines it: its returned expression joins the caller's
+                        self.block(fn.prologue, m)
                         self.statements += int(np.count_nonzero(m.reshape(-1, WARP).any(1)))
                         return self._node(fn.returns, m, t)
                 if fn is None and e.name in FUSED_CALLS:

@@ -164,4 +164,5 @@ class Function:
     loc: tuple
     defaults: list = field(default_factory=list)  # a default Expr (or None) per parameter
     const_params: list = field(default_factory=list)  # per parameter: a pointer to const (the kernel reads it only)
-    returns: Expr | None = None  # the body is one `return EXPR;` and nvcc inlines it: EXPR (contractions reach in)
+    returns: Expr | None = None  # the body is straight-line code ending in `return EXPR;`, and nvcc inlines it:
+    prologue: list = field(default_factory=list)  # EXPR (contractions reach into it) and the statements before it
