@@ -160,8 +160,9 @@ constexpr int sq(int x) { return x * x; }
 static_assert(sizeof(float4) == 16, "float4");
 __global__ void __launch_bounds__(256, 2) decls(int *out) {
   static_assert(geo::SIDE == 4, "side");
+  static const int ONE = 1;
   int local[sq(3)];
-  local[8] = 1;
+  local[8] = ONE;
   int i = threadIdx.x;
   out[i] = geo::area(i) + geo::inner::area(i) + less(i) + (int)geo::Axis::Y + ON + cube(2) + local[8];
 }

@@ -375,6 +375,11 @@ class Program:
         self.host_values[cur.hash] = (elem.is_const_qualified(), value)
         return True
 
+    def _constant_scalar(self, cur) -> bool:
+        """A const scalar whose initializer clang evaluates: the same value wherever it is stored."""
+        return cur.type.is_const_qualified() and isinstance(self.type_of(cur), Scalar) \
+            and self._evaluate(cur) is not None
+
     def _host_value(self, cur, ref, loc) -> ir.Const:
         const, value = self.host_values[ref.hash]
         if value is not None:
@@ -518,7 +523,7 @@ class Program:
         if "CUDACONSTANT_ATTR" in attrs:
             self.refuse(cur, "__constant__ memory")
         storage = cur.storage_class.name if hasattr(cur, "storage_class") else ""
-        if storage == "STATIC" and not shared:
+        if storage == "STATIC" and not shared and not self._constant_scalar(cur):  # a static const is its value
             self.refuse(cur, "a static local variable")
         if cur.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
             self.refuse(cur, "a reference variable (references are passed as parameters only)")
