@@ -235,3 +235,14 @@ def test_the_contraction_rules_fuse_as_nvccs_back_end_does():
     assert contract.add(e, ("neg", ab)) == contract.sub(e, ab)  # e + -(a*b) is e - a*b
     assert contract.add(a, b) == ("add", a, b)  # nothing to fuse: one rounded add
     assert contract.value(contract.sub(contract.add(ab, cd), e), np.dtype(np.float32)) == np.float32(9)
+
+
+def test_a_float4_stored_from_braces_is_one_16_byte_store_a_lane(sim):
+    sim.ok("kernel define braces <<< __global__ void braces(float4 *o) { int i = threadIdx.x;\n"
+           "o[i] = {1.0f, 2.0f, (float)i, 4.0f}; float4 v = {5.0f, 6.0f, 7.0f, 8.0f}; if (i == 0) o[32] = v; } >>>")
+    sim.ok("alloc managed 1KB as o")
+    got = sim.ok("launch braces o grid 1 block 32")["counts"]["global"]["managed"]
+    assert (got["requests"], got["sectors"]) == (2, 16 + 1)
+    sim.ok("sync")
+    want = np.array([[1, 2, i, 4] for i in range(32)] + [[5, 6, 7, 8]], np.float32).ravel()
+    assert (floats(sim, "o", 4 * 33) == want).all()

@@ -477,6 +477,11 @@ class Machine:
         p = self.place(e.target, m)
         tt = e.target.type
         if e.op == "=":
+            if type(e.value) is ir.InitList and p[0] == "mem":  # `v[i] = {1, 2, 3, 4}`: built in the frame,
+                slot = self.result_slot(e.value)  # then copied whole (one st.global.v4 for a float4)
+                self.init_memory(slot, tt, e.value, m)
+                self.assign(p, np.int64(slot), m, e.loc)
+                return np.int64(slot)
             v = self.ev(e.value, m)
             self.assign(p, v, m, e.loc)
             return v
@@ -575,9 +580,9 @@ class Machine:
             self.frames.pop()
             self.mem.sp = sp
 
-    def result_slot(self, e: ir.Call) -> int:
-        """Where a call's aggregate result lives: a slot of the calling frame, one per call site (the result is
-        copied out of the callee's frame into it)."""
+    def result_slot(self, e: ir.Expr) -> int:
+        """Where a call's aggregate result (or an initializer list's) lives: a slot of the calling frame, one per
+        call site (the result is copied out of the callee's frame into it)."""
         key = ("ret", id(e))
         caller = self.frame
         if key not in caller.addr:
