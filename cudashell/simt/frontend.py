@@ -381,6 +381,7 @@ class Program:
             and self._evaluate(cur) is not None
 
     def _host_value(self, cur, ref, loc) -> ir.Const:
+        """A use of a host variable in device code: the const's value, or the refusal nvcc would give."""
         const, value = self.host_values[ref.hash]
         if value is not None:
             return _scalar_const(loc, self.type_of(cur), value)
@@ -418,9 +419,10 @@ class Program:
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
         fn = ir.Function(key, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
-        stmts = fn.body.stmts
+        stmts, toks = fn.body.stmts, self._tokens(cur)
+        head = toks[:toks.index("{")] if "{" in toks else toks  # the declaration before the body
         if stmts and isinstance(stmts[-1], ir.Return) and _straight(stmts[:-1]) and not kernel \
-                and "noinline" not in self._tokens(cur)[:self._tokens(cur).index(cur.spelling)]:
+                and "noinline" not in head:
             fn.returns, fn.prologue = stmts[-1].value, stmts[:-1]
         fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
                            for p in cur.get_children() if p.kind.name == "PARM_DECL"]

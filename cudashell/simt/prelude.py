@@ -19,7 +19,8 @@ _MATH1 = ["sqrt", "rsqrt", "fabs", "floor", "ceil", "exp", "exp2", "log", "log2"
 _MATH2 = ["fmin", "fmax", "pow", "fmod", "atan2", "hypot"]
 _ATOMIC_TYPES = ["int", "unsigned int", "unsigned long long", "float", "double"]
 _INT_TYPES = ["int", "unsigned int", "unsigned long long"]
-# CUDA's vector types (vector_types.h): name → (element type, the alignment of the 1-, 2-, 3- and 4-vector); a 16-byte float4 is 16-aligned so that one ld.global.v4 moves it, a float3 only 4-aligned
+# CUDA's vector types (vector_types.h): name → (element type, the alignment of the 1-, 2-, 3- and 4-vector); a
+# float4 is 16-aligned so that one ld.global.v4 moves it, a float3 only 4-aligned
 _VECTORS = {
     "char": ("signed char", (1, 2, 1, 4)), "uchar": ("unsigned char", (1, 2, 1, 4)),
     "short": ("short", (2, 4, 2, 8)), "ushort": ("unsigned short", (2, 4, 2, 8)),
@@ -28,7 +29,7 @@ _VECTORS = {
     "longlong": ("long long", (8, 16, 8, 16)), "ulonglong": ("unsigned long long", (8, 16, 8, 16)),
     "float": ("float", (4, 8, 4, 16)), "double": ("double", (8, 16, 8, 16)),
 }
-FIELDS = ("x", "y", "z", "w")
+_FIELDS = ("x", "y", "z", "w")
 
 
 def _vector_types() -> list[str]:
@@ -38,7 +39,7 @@ def _vector_types() -> list[str]:
         for n, align in zip((1, 2, 3, 4), aligns):
             name = f"{short}{n}"
             if name != "uint3":  # declared with the thread indices
-                out.append(f"struct __attribute__((aligned({align}))) {name} {{ {elem} {', '.join(FIELDS[:n])}; }};")
+                out.append(f"struct __attribute__((aligned({align}))) {name} {{ {elem} {', '.join(_FIELDS[:n])}; }};")
             params = ", ".join([elem] * n)
             out.append(f"__device__ {name} make_{name}({params});")
     return out
