@@ -656,6 +656,31 @@ def ref_vote3(d):
     return {"vinfo": np.stack([warp_any, high, warp_all], axis=1).astype(np.uint8)}
 
 
+# ------------------------------------------------------------------ issue 34: vector types, constants, contraction
+def ref_fma_inlined(d):
+    ax, ay, bx, by, c = d["vr"][0::2], d["vr"][1::2], d["vp"][0::2], d["vp"][1::2], d["vc"]
+    first = fma32(ax, ax, ay * ay), fma32(bx, bx, by * by)  # each norm2 on its own: one fma
+    out = {"diff": fma32(ax, ax, fma32(ay, ay, -first[1])), "chain": fma32(ax, bx, fma32(ay, by, c)),
+           "rsub": fma32(-ax, ax, fma32(-ay, ay, c)), "acc": fma32(-ax, by, fma32(ax, ax, fma32(ay, ay, c))),
+           "apart": first[0] - first[1]}
+    dx, dy = ax - bx, ay - by
+    out["dist"] = fma32(dx, dx, fma32(dy, dy, c))
+    assert (out["dist"] != fma32(dx, dx, dy * dy) + c).any()
+    assert (out["diff"] != out["apart"]).any(), "the inputs should tell one fused chain from two"
+    assert (out["chain"] != fma32(ax, bx, ay * by) + c).any()
+    return out
+
+
+def ref_pack_vectors(d, tile=64):
+    x = d["pin"].reshape(-1, tile).astype(np.int64)
+    t = np.arange(tile)
+    sums = sum(x[:, (t + k) % tile] for k in range(tile // 16))
+    pairs = np.stack([sums, x[:, ::-1]], axis=2).astype(np.int32)
+    full = np.broadcast_to(t, sums.shape)
+    packed = np.stack([(full + 3) % 256, sums % 256, (sums >> 8) % 256, np.full(sums.shape, 255)], axis=2)
+    return {"pairs": pairs, "packed": packed.astype(np.uint8)}
+
+
 # ------------------------------------------------------------------ the corpus
 def B(name, kind, dtype, count, init=Fill(), output=False) -> Buf:
     return Buf(name, kind, dtype, count, init, output)
@@ -961,6 +986,26 @@ CASES: list[Case] = [
          buffers=(O("mmc", "device", "float32", 32 * 32), B("mma", "device", "float32", 32 * 48, rand(67)),
                   B("mmb", "device", "float32", 48 * 32, rand(68))),
          reference=ref_sample_matmul_cg),
+    # -------------------------------------------------- issue 34 (i34-vec): vector types, file-scope constants, and
+    # contraction across inlined device functions
+    Case("fma_inlined_chain", "nvcc contracts across inlined device functions and chains an fma into the next sum "
+         "(norm2(a) - norm2(b) on float2, c + dist2(a, b)), but not across a __noinline__ call", "fmaInlined",
+         "vr vp vc diff chain rsub acc apart dist 2000", 8, 256, file=K / "fma_inlined.cu",
+         buffers=(B("vr", "device", "float32", 4000, rand(61)), B("vp", "device", "float32", 4000, rand(62)),
+                  B("vc", "device", "float32", 2000, rand(63)), O("diff", "device", "float32", 2000),
+                  O("chain", "device", "float32", 2000), O("rsub", "device", "float32", 2000),
+                  O("acc", "device", "float32", 2000), O("apart", "device", "float32", 2000),
+                  O("dist", "device", "float32", 2000)),
+         reference=ref_fma_inlined),
+    Case("float4_copy", "float4 copy, 16 bytes a thread in one access, made by make_float4 in a device function, "
+         "scaled by a file-scope constexpr", "copyFloat4", "f4in f4out 1000", 4, 256, file=K / "vector_types.cu",
+         buffers=(B("f4in", "device", "float32", 4000, rand(64)), O("f4out", "device", "float32", 4000)),
+         reference=lambda d: {"f4out": d["f4in"] * np.float32(0.5)}),
+    Case("int2_uchar4_file_consts", "int2 and uchar4 written whole, a file-scope const as a shared array's size "
+         "and a loop bound", "packVectors", "pin pairs packed", 3, 64, file=K / "vector_types.cu",
+         buffers=(B("pin", "device", "int32", 192, rand(65)), O("pairs", "device", "int32", 384),
+                  O("packed", "device", "uint8", 768)),
+         reference=ref_pack_vectors),
 ]
 
 RUNNABLE = [c for c in CASES if not c.refused]

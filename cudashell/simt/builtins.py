@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 from .memory import WARP, Fault
+from .prelude import VECTOR_MAKERS
 from .values import dtype_of, fma
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -273,6 +274,16 @@ def _atomic(op):
     return run
 
 
+def _make_vector(mach, e, m):
+    """make_float4(x, y, z, w) and the like: the vector built field by field in a slot of the calling frame (an
+    aggregate's value is where it is)."""
+    args = _args(mach, e, m)
+    slot = mach.result_slot(e)
+    for (_, ft, off), v in zip(e.type.fields, args):
+        mach.store(slot + off, ft, v, m)
+    return np.int64(slot)
+
+
 BUILTINS = {
     "__syncthreads": _syncthreads, "__syncthreads_count": _syncthreads, "__syncthreads_and": _syncthreads,
     "__syncthreads_or": _syncthreads,
@@ -297,6 +308,8 @@ for _name in ("exp", "log", "sin", "cos", "pow", "log2", "tan"):  # the GPU's fa
     BUILTINS[f"__{_name}f"] = BUILTINS[_name + "f"]
 BUILTINS["__exp10f"] = _exact(lambda x: np.power(10.0, x))
 BUILTINS["sqrt"] = BUILTINS["sqrtf"] = _sqrt
+for _name in VECTOR_MAKERS:
+    BUILTINS[_name] = _make_vector
 for _op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "And", "Or", "Xor", "CAS"):
     BUILTINS["atomic" + _op] = _atomic(_op.lower())
 

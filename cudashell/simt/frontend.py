@@ -174,15 +174,15 @@ REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
     "CONSTRUCTOR": "classes with constructors", "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
     "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
     "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "LAMBDA_EXPR": "lambdas", "CXX_TRY_STMT": "exceptions",
-    "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete", "NAMESPACE": "namespaces",
+    "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete",
 }
 
 
 NAMESPACE_NAMES = ("NAMESPACE_ALIAS", "USING_DIRECTIVE", "USING_DECLARATION")  # `namespace cg = …;`, `using …;`
+DEVICE_ATTRS = {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}
 OUTSIDE = [
     (r"\b(cudaTextureObject_t|cudaSurfaceObject_t|tex[123]D\w*|texture\s*<|surf[123]D\w*)", "textures and surfaces"),
     (r"<<<", "dynamic parallelism (a launch from a kernel)"),
-    (r"__launch_bounds__", "__launch_bounds__ (the limits it sets on a launch are not modeled)"),
 ]
 
 
@@ -242,6 +242,7 @@ class Program:
         self.kernel_names: list[str] = []
         self.shared_globals: list[ir.Decl] = []  # file-scope __shared__ variables
         self.global_shared: dict = {}  # their cursors' hashes → Var
+        self.host_values: dict = {}  # file-scope variables of no memory space: hash → (const, value or None)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
         if not self.kernel_names:
@@ -277,7 +278,7 @@ class Program:
         for cur in cursor.get_children():
             if not self._user(cur):
                 continue
-            if cur.kind.name == "LINKAGE_SPEC":  # extern "C" { … }
+            if cur.kind.name in ("LINKAGE_SPEC", "NAMESPACE"):  # extern "C" { … }, namespace X { … }
                 yield from self._top(cur)
             else:
                 yield cur
@@ -343,8 +344,10 @@ class Program:
                 return  # a declaration; its definition comes elsewhere
             if "CUDAGLOBAL_ATTR" not in attrs and "CUDADEVICE_ATTR" not in attrs:
                 return  # host code: not the simulator's to run
-            self.functions[cur.spelling] = self._function(cur, body[0], "CUDAGLOBAL_ATTR" in attrs)
-            if "CUDAGLOBAL_ATTR" in attrs:
+            kernel = "CUDAGLOBAL_ATTR" in attrs
+            key = cur.spelling if kernel else self._qualified(cur)  # a kernel is launched by its own name
+            self.functions[key] = self._function(cur, body[0], kernel, key)
+            if kernel:
                 self.kernel_names.append(cur.spelling)
         elif kind == "FUNCTION_TEMPLATE":
             return  # instantiated copies (templates.py) are what runs
@@ -354,6 +357,8 @@ class Program:
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
+            if self._host_variable(cur):
+                return
             if "CUDASHARED_ATTR" not in {c.kind.name for c in cur.get_children()}:
                 self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
             t = self.type_of(cur)
@@ -364,8 +369,57 @@ class Program:
         else:
             self.refuse(cur, kind.lower().replace("_", " "))
 
-    def _function(self, cur, body, kernel: bool) -> ir.Function:
-        self.fn = cur.spelling
+    def _host_variable(self, cur) -> bool:
+        """A file-scope variable in no CUDA memory space (no attribute) is host memory; device code may still use
+        it when it is a const (or constexpr) scalar with a constant initializer (`const int N = 256;`), as nvcc
+        allows: its value, as clang evaluates it, stands in each use (`host_values`). Any other is refused where
+        device code uses it (`_host_value`), as nvcc refuses it there; host code may use it freely."""
+        if any(c.kind.name.endswith("_ATTR") for c in cur.get_children()):
+            return False
+        value = None
+        elem = cur.type
+        while elem.kind in (self.ci.TypeKind.CONSTANTARRAY, self.ci.TypeKind.INCOMPLETEARRAY):
+            elem = elem.element_type
+        if cur.type.is_const_qualified():
+            try:
+                t = self.ctype(cur.type)
+            except CompileError:
+                t = None
+            if isinstance(t, Scalar):
+                value = self._evaluate(cur)
+        self.host_values[cur.hash] = (elem.is_const_qualified(), value)
+        return True
+
+    def _constant_scalar(self, cur) -> bool:
+        """A const scalar whose initializer clang evaluates: the same value wherever it is stored."""
+        return cur.type.is_const_qualified() and isinstance(self.type_of(cur), Scalar) \
+            and self._evaluate(cur) is not None
+
+    def _host_value(self, cur, ref, loc) -> ir.Const:
+        """A use of a host variable in device code: the const's value, or the refusal nvcc would give."""
+        const, value = self.host_values[ref.hash]
+        if value is not None:
+            return _scalar_const(loc, self.type_of(cur), value)
+        if const:
+            self.refuse(cur, f"the file-scope const '{ref.spelling}' in device code: nvcc lets device code use a "
+                        "file-scope const only when it is a scalar with a constant initializer (put it in "
+                        "__constant__ memory)")
+        self.refuse(cur, f"the host variable '{ref.spelling}' in device code: a file-scope variable without "
+                    "__device__ or __constant__ is host memory, and nvcc refuses it in device code too")
+
+    def _qualified(self, cur) -> str:
+        """A device function's name in the program: `X::f` inside namespace X, so that two namespaces' f are two
+        functions (and calls name the one clang resolved)."""
+        parts = [cur.spelling]
+        parent = cur.semantic_parent
+        while parent is not None and parent.kind.name == "NAMESPACE":
+            parts.append(parent.spelling or "(anonymous)")
+            parent = parent.semantic_parent
+        return "::".join(reversed(parts))
+
+    def _function(self, cur, body, kernel: bool, key: str | None = None) -> ir.Function:
+        key = key or cur.spelling
+        self.fn = key
         self.scope: dict[str, ir.Var] = {}
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
@@ -379,7 +433,12 @@ class Program:
             init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF")]
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
-        fn = ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        fn = ir.Function(key, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        stmts, toks = fn.body.stmts, self._tokens(cur)
+        head = toks[:toks.index("{")] if "{" in toks else toks  # the declaration before the body
+        if stmts and isinstance(stmts[-1], ir.Return) and _straight(stmts[:-1]) and not kernel \
+                and "noinline" not in head:
+            fn.returns, fn.prologue = stmts[-1].value, stmts[:-1]
         _check(fn.body)
         return fn
 
@@ -482,7 +541,7 @@ class Program:
         if "CUDACONSTANT_ATTR" in attrs:
             self.refuse(cur, "__constant__ memory")
         storage = cur.storage_class.name if hasattr(cur, "storage_class") else ""
-        if storage == "STATIC" and not shared:
+        if storage == "STATIC" and not shared and not self._constant_scalar(cur):  # a static const is its value
             self.refuse(cur, "a static local variable")
         if cur.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
             self.refuse(cur, "a reference variable (references are passed as parameters only)")
@@ -580,9 +639,7 @@ class Program:
             value = self._evaluate(cur)
             if value is None:
                 self.refuse(cur, f"the literal {self._tok_after(cur.extent.start.offset)}")
-            if t.is_float:
-                return ir.Const(loc, t, t.dtype.type(value))
-            return ir.Const(loc, t, np.array(value).astype(t.dtype)[()] if value >= 0 else t.dtype.type(value))
+            return _scalar_const(loc, t, value)
         if k == "CXX_BOOL_LITERAL_EXPR":
             return ir.Const(loc, BOOL, np.bool_(self._tok_after(cur.extent.start.offset) == "true"))
         if k == "CXX_NULL_PTR_LITERAL_EXPR":
@@ -620,9 +677,9 @@ class Program:
                 return self._cast(items[0], t, loc) if items else ir.Const(loc, t, np.zeros((), t.dtype)[()]
                                                                               if isinstance(t, Scalar) else 0)
             return ir.InitList(loc, t, items)
-        if k == "CXX_UNARY_EXPR":  # sizeof / alignof
+        if k == "CXX_UNARY_EXPR":  # sizeof / alignof: clang's value
             toks = self._tokens(cur)
-            if toks and toks[0] == "sizeof":
+            if toks and toks[0] in ("sizeof", "alignof", "__alignof__", "_Alignof"):
                 size = self._sizeof(cur, kids)
                 return ir.Const(loc, self.type_of(cur), np.uint64(size))
             self.refuse(cur, f"'{toks[0] if toks else '?'}'")
@@ -702,6 +759,8 @@ class Program:
             if ref.hash in self.global_shared:
                 v = self.global_shared[ref.hash]
                 return ir.Var(loc, v.type, v.name, True)
+            if ref.hash in self.host_values:
+                return self._host_value(cur, ref, loc)
             if ref.spelling == "warpSize":
                 return ir.Special(loc, INT, "warpSize")
             if ref.spelling in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
@@ -766,8 +825,12 @@ class Program:
         args = [self.expr(c) for c in kids[1:]]
         params = [p for p in ref.get_children() if p.kind.name == "PARM_DECL"]
         definition = ref.get_definition()
-        if name in self.functions or (definition is not None and self._user(definition)):
-            fn = self.functions.get(name)
+        key = self._qualified(ref)
+        if key in self.functions or (definition is not None and self._user(definition)):
+            fn = self.functions.get(key)
+            if fn is None and not {c.kind.name for c in definition.get_children()} & DEVICE_ATTRS:
+                self.refuse(cur, f"a call to the constexpr host function '{name}' from device code: nvcc refuses "
+                            "it unless it compiles with --expt-relaxed-constexpr (declare it __host__ __device__)")
             if fn is None:
                 self.refuse(cur, f"recursion, or a call to '{name}' before its definition")
             filled = []
@@ -781,7 +844,7 @@ class Program:
                 elif i < len(decls) and decls[i].type.kind == self.ci.TypeKind.LVALUEREFERENCE:
                     a = ir.Unary(loc, p.type, "&", a)  # a reference parameter gets the argument's address
                 filled.append(a)
-            return ir.Call(loc, t, name, filled)
+            return ir.Call(loc, t, key, filled)
         if name == "printf":
             fmt = args[0]
             while isinstance(fmt, (ir.Cast, ir.Decay)):
@@ -805,6 +868,19 @@ class Program:
         if not known(name):
             self.refuse(cur, f"the function '{name}'")
         return ir.Call(loc, t, name, args)
+
+
+def _straight(stmts: list) -> bool:
+    """Declarations and expressions only: no branch, loop or early return."""
+    return all(isinstance(s, (ir.Decl, ir.ExprStmt)) or (isinstance(s, ir.Block) and _straight(s.stmts))
+               for s in stmts)
+
+
+def _scalar_const(loc, t: Scalar, value) -> ir.Const:
+    """A constant of a scalar type from clang's value of it (an int of any sign, or a float)."""
+    if t.is_float:
+        return ir.Const(loc, t, t.dtype.type(value))
+    return ir.Const(loc, t, np.array(value).astype(t.dtype)[()] if value >= 0 else t.dtype.type(value))
 
 
 def _check(node, inside_printf: bool = False) -> None:

@@ -6,16 +6,17 @@ so a barrier only has to check that all of a block came."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
-from . import ir
+from . import contract, ir
 from .builtins import BUILTINS
 from .builtins import Printf as PrintfFormat
 from .coop import COOP
 from .ctype import BOOL, VOID, Array, Pointer, Scalar, Struct, common, promote
 from .memory import SHARED_BASE, WARP, Fault, Memory
-from .values import convert, divide, dtype_of, fma, remainder, shift, truthy
+from .values import convert, divide, dtype_of, remainder, shift, truthy
 
 ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
          "^": np.bitwise_xor}
@@ -23,6 +24,26 @@ COMPARE = {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_
            "!=": np.not_equal}
 
 
+COPY_UNITS = {16: Scalar("V16"), 8: Scalar("uint64"), 4: Scalar("uint32"), 1: Scalar("uint8")}
+
+
+def alignment(t) -> int:
+    if isinstance(t, Struct):
+        return t.align
+    if isinstance(t, Array):
+        return alignment(t.elem)
+    return t.size
+
+
+def copy_unit(t) -> int:
+    """The bytes of one access when an aggregate is copied whole."""
+    unit = min(alignment(t), 16)
+    if unit >= 8 and t.size % unit == 0:
+        return unit
+    return 4 if t.size % 4 == 0 else 1
+
+
+FUSED_CALLS = {"fmaf", "fma"}  # llvm.fma: an fma node the back end fuses through (__fmaf_rn is an intrinsic it keeps)
 RUNAWAY_ROUNDS, RUNAWAY_SECONDS = 100_000, 10.0  # a loop past both is taken for one that never ends
 
 
@@ -82,7 +103,7 @@ class Machine:
             addr = self.mem.push(size)
             f.addr[p.name] = addr
             if isinstance(p.type, (Struct, Array)):
-                self._copy_struct(addr, value, size, self.valid)
+                self._copy_struct(addr, value, p.type, self.valid, p.loc)
             else:
                 self.store(addr, p.type, value, self.valid)
         else:
@@ -192,7 +213,7 @@ class Machine:
                     self.zero(addr + k * t.elem.size, t.elem, m)
             return
         if isinstance(t, (Struct, Array)):
-            self._copy_struct(addr, self.ev(init, m), t.size, m)
+            self._copy_struct(addr, self.ev(init, m), t, m, init.loc)
             return
         self.store(addr, t, self.ev(init, m), m)
 
@@ -313,18 +334,22 @@ class Machine:
         a = addr if np.ndim(addr) == 0 else np.asarray(addr)[lanes]
         self.mem.access(a, lanes, dt, loc, True, v[lanes] if v.ndim else v)
 
-    def _copy_struct(self, dst, src, size, m) -> None:
-        """Aggregates are copied in 4-byte words where they can be (their size and alignment allow)."""
-        step = 4 if size % 4 == 0 else 1
-        dt = Scalar("uint32") if step == 4 else Scalar("uint8")
+    def _copy_struct(self, dst, src, t, m, loc) -> None:
+        """Aggregates are copied in the widest accesses their alignment allows, as nvcc's vector loads and stores
+        do: a float4 (16-aligned) is one 16-byte access a lane, a double2 one, a float2 one 8-byte access; other
+        aggregates in 4-byte words where their size allows."""
+        size = t.size
+        step = copy_unit(t)
+        dt = COPY_UNITS[step]
         for k in range(0, size, step):
-            self.store(np.asarray(dst, np.int64) + k, dt, self.load_mem(np.asarray(src, np.int64) + k, dt, m), m)
+            self.store(np.asarray(dst, np.int64) + k, dt, self.load_mem(np.asarray(src, np.int64) + k, dt, m, loc), m,
+                       loc)
 
     def assign(self, p, value, m, loc) -> None:
         if p[0] == "reg":
             self.set_reg(p[1], value, m)
         elif isinstance(p[2], (Struct, Array)):
-            self._copy_struct(p[1], value, p[2].size, m)
+            self._copy_struct(p[1], value, p[2], m, loc)
         else:
             self.store(p[1], p[2], value, m, loc)
 
@@ -393,25 +418,34 @@ class Machine:
             return self.ev(e.b, m)
         ta, tb = e.a.type, e.b.type
         if op in ("+", "-") and isinstance(e.type, Scalar) and e.type.is_float:
-            fused = self._fused(e, m)
-            if fused is not None:
-                return fused
+            return contract.value(self._node(e, m, e.type), e.type.dtype)
         a, b = self.ev(e.a, m), self.ev(e.b, m)
         return self.arith(op, a, b, ta, tb, e.type)
 
-    def _fused(self, e, m):
-        """nvcc's default -fmad=true: a*b + c (and a*b - c, c - a*b) as one fused multiply-add."""
-        def is_mul(x):
-            return type(x) is ir.Binary and x.op == "*" and x.type == e.type
-        if is_mul(e.a):
-            x, y = self.ev(e.a.a, m), self.ev(e.a.b, m)
-            c = self.ev(e.b, m)
-            return fma(x, y, c if e.op == "+" else -np.asarray(c), e.type.dtype)
-        if is_mul(e.b):
-            c = self.ev(e.a, m)
-            x, y = self.ev(e.b.a, m), self.ev(e.b.b, m)
-            return fma(x if e.op == "+" else -np.asarray(x), y, c, e.type.dtype)
-        return None
+    def _node(self, e, m, t) -> tuple:
+        """A float expression of type t as contraction nodes (contract.py), combined operands first as nvcc's
+        back end does; what is not a sum, difference, product or negation of t (nor an inlined call, nor fmaf)
+        is computed now, in source order, as a leaf."""
+        k = type(e)
+        if e.type == t:
+            if k is ir.Binary and (e.op == "+" or e.op == "-" or e.op == "*"):
+                a, b = self._node(e.a, m, t), self._node(e.b, m, t)
+                if e.op == "*":
+                    return ("mul", a, b)
+                return contract.add(a, b) if e.op == "+" else contract.sub(a, b)
+            if k is ir.Unary and e.op == "-":
+                return contract.neg(self._node(e.expr, m, t))
+            if k is ir.Call:
+                fn = self.program.functions.get(e.name)
+                if fn is not None and fn.returns is not None:
+                    with self._called(fn, e, m):  # nvcc inlines it: its returned expression joins the caller's
+                        self.block(fn.prologue, m)
+                        self.statements += int(np.count_nonzero(m.reshape(-1, WARP).any(1)))
+                        return self._node(fn.returns, m, t)
+                if fn is None and e.name in FUSED_CALLS:
+                    x, y, z = (self._node(a, m, t) for a in e.args)
+                    return ("fma", x, y, z)
+        return contract.leaf(self.ev(e, m))
 
     def arith(self, op, a, b, ta, tb, rt):
         if isinstance(ta, Pointer) or isinstance(tb, Pointer):
@@ -444,6 +478,11 @@ class Machine:
         p = self.place(e.target, m)
         tt = e.target.type
         if e.op == "=":
+            if type(e.value) is ir.InitList and p[0] == "mem":  # `v[i] = {1, 2, 3, 4}`: built in the frame,
+                slot = self.result_slot(e.value)  # then copied whole (one st.global.v4 for a float4)
+                self.init_memory(slot, tt, e.value, m)
+                self.assign(p, np.int64(slot), m, e.loc)
+                return np.int64(slot)
             v = self.ev(e.value, m)
             self.assign(p, v, m, e.loc)
             return v
@@ -454,11 +493,10 @@ class Machine:
         else:
             vt = e.value.type
             ct = common(tt, vt) if op not in ("<<", ">>") else promote(tt)
-            if op in ("+", "-") and ct.is_float and type(e.value) is ir.Binary and e.value.op == "*" \
-                    and e.value.type == ct and tt == ct:
-                x, y = self.ev(e.value.a, m), self.ev(e.value.b, m)
-                cur = self.load(p, m, e.loc)
-                v = fma(x if op == "+" else -np.asarray(x), y, cur, ct.dtype)
+            if op in ("+", "-") and ct.is_float and tt == ct and e.value.type == ct:  # x += a*b: contracted too
+                rhs = self._node(e.value, m, ct)
+                cur = contract.leaf(self.load(p, m, e.loc))
+                v = contract.value(contract.add(cur, rhs) if op == "+" else contract.sub(cur, rhs), ct.dtype)
             else:
                 rhs = self.ev(e.value, m)
                 cur = self.load(p, m, e.loc)
@@ -509,14 +547,20 @@ class Machine:
             return (BUILTINS.get(e.name) or COOP[e.name])(self, e, m)
         if len(self.frames) > 64:
             raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: recursion deeper than 64 calls")
+        ret_slot = self.result_slot(e) if isinstance(fn.ret, Struct) else None
+        with self._called(fn, e, m) as f:
+            self.block(fn.body.stmts, m.copy())
+            result = f.retval
+            if ret_slot is not None and result is not None:
+                self._copy_struct(ret_slot, result, fn.ret, m, e.loc)
+                result = np.int64(ret_slot)
+        return result
+
+    @contextmanager
+    def _called(self, fn: ir.Function, e: ir.Call, m):
+        """The callee's frame while its body runs: the arguments computed in the caller's, then bound to its
+        parameters (those in memory copied to its part of the stack, given back when it returns)."""
         args = [self.ev(a, m) for a in e.args]
-        caller = self.frame
-        ret_slot = None
-        if isinstance(fn.ret, Struct):  # the result is copied out of the callee's frame into a slot of the call
-            key = ("ret", id(e))
-            if key not in caller.addr:
-                caller.addr[key] = self.mem.push(fn.ret.size)
-            ret_slot = caller.addr[key]
         sp = self.mem.sp
         f = Frame(self.n)
         f.ret = ~m  # lanes not calling are as if returned already
@@ -527,20 +571,24 @@ class Machine:
                     addr = self.mem.push(p.type.size)
                     f.addr[p.name] = addr
                     if isinstance(p.type, (Struct, Array)):
-                        self._copy_struct(addr, a, p.type.size, m)
+                        self._copy_struct(addr, a, p.type, m, e.loc)
                     else:
                         self.store(addr, p.type, a, m)
                 else:
                     f.env[p.name] = a
-            self.block(fn.body.stmts, m.copy())
-            result = f.retval
-            if ret_slot is not None and result is not None:
-                self._copy_struct(ret_slot, result, fn.ret.size, m)
-                result = np.int64(ret_slot)
+            yield f
         finally:
             self.frames.pop()
             self.mem.sp = sp
-        return result
+
+    def result_slot(self, e: ir.Expr) -> int:
+        """Where a call's aggregate result (or an initializer list's) lives: a slot of the calling frame, one per
+        call site (the result is copied out of the callee's frame into it)."""
+        key = ("ret", id(e))
+        caller = self.frame
+        if key not in caller.addr:
+            caller.addr[key] = self.mem.push(e.type.size)
+        return caller.addr[key]
 
     def printf(self, e: ir.Printf, m) -> None:
         args = []

@@ -163,3 +163,5 @@ class Function:
     kernel: bool
     loc: tuple
     defaults: list = field(default_factory=list)  # a default Expr (or None) per parameter
+    returns: Expr | None = None  # the body is straight-line code ending in `return EXPR;`, and nvcc inlines it:
+    prologue: list = field(default_factory=list)  # EXPR (contractions reach into it) and the statements before it

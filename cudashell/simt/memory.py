@@ -40,7 +40,8 @@ class Region:
     def bytes(self) -> np.ndarray:
         if self.data is None:
             raw = self.read()
-            pad = (-len(raw)) % 8  # typed views need whole elements; the pad is never written back
+            pad = (-len(raw)) % 16  # typed views (up to a float4's 16 bytes) need whole elements; the pad is
+            # never written back
             if pad:
                 raw = np.resize(raw, len(raw) + pad)
                 raw[-pad:] = 0
@@ -81,21 +82,26 @@ class Traffic:
         self.useful[kind] = self.useful.get(kind, 0) + useful
 
 
-def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
-    """Warp requests and distinct 32-byte sectors, for the active lanes' addresses of one instruction."""
+def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int, int]:
+    """Warp requests, distinct 32-byte sectors and the bytes the lanes asked for, for the active lanes' addresses
+    of one instruction (within one allocation). Asked-for bytes count each address of a warp once: 32 lanes
+    reading one element ask for its bytes, not 32 times them, so the share of moved bytes used is at most 100%
+    (aligned accesses of one size are the same or disjoint)."""
     warp = lanes >> 5
-    keys = (warp << 40) | (addr >> 5)  # an aligned access of up to 32 bytes lies in one sector
-    if size > 32:
-        keys = np.concatenate([keys, (warp << 40) | ((addr + (size - 1)) >> 5)])
+    shift = size.bit_length() - 1
+    rel = addr - (int(addr.min()) & ~31)  # from a sector boundary: offsets within one allocation, below 2^40
+    keys = (warp << 40) | (rel >> shift)  # (warp, element): sorted, its sectors are sorted too
     step = keys[1:] - keys[:-1]
     if (step < 0).any():
         keys = np.sort(keys)
         step = keys[1:] - keys[:-1]
-    sectors = 1 + int(np.count_nonzero(step)) if len(keys) else 0
+    useful = (1 + int(np.count_nonzero(step))) * size if len(keys) else 0
+    sector_keys = keys >> (5 - shift)  # an aligned access (16 bytes at most) lies in one sector
+    sectors = 1 + int(np.count_nonzero(sector_keys[1:] != sector_keys[:-1])) if len(keys) else 0
     if len(lanes) and lanes[-1] - lanes[0] + 1 == len(lanes):  # contiguous lanes: every warp between is there
-        return int(warp[-1] - warp[0] + 1), sectors
+        return int(warp[-1] - warp[0] + 1), sectors, useful
     requests = 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0
-    return requests, sectors
+    return requests, sectors, useful
 
 
 def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
@@ -111,18 +117,17 @@ def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
     return step if (d == step).all() else None
 
 
-def _strided_sectors(addr: np.ndarray, stride: int, size: int) -> tuple[int, int]:
-    """Requests and sectors of whole warps reading an arithmetic progression: per warp, the sectors from its first
-    lane's to its last lane's when lanes are less than a sector apart, else one a lane."""
+def _strided_sectors(addr: np.ndarray, stride: int, size: int) -> tuple[int, int, int]:
+    """Requests, sectors and asked-for bytes of whole warps reading an arithmetic progression whose stride is a
+    multiple of the size: per warp, the sectors from its first lane's to its last lane's when lanes are less than
+    a sector apart, else one a lane; a stride of 0 is a broadcast of one element a warp."""
     warps = len(addr) // WARP
-    if size > 32:
-        return warps, int(_sectors(addr, np.arange(len(addr)), size)[1])
     if stride == 0:
-        return warps, warps
+        return warps, warps, warps * size
     if abs(stride) >= 32:
-        return warps, warps * WARP
+        return warps, warps * WARP, len(addr) * size
     first, last = addr[::WARP] >> 5, addr[WARP - 1::WARP] >> 5
-    return warps, int(np.abs(last - first).sum()) + warps
+    return warps, int(np.abs(last - first).sum()) + warps, len(addr) * size
 
 
 def _wavefronts(offsets: np.ndarray, lanes: np.ndarray) -> tuple[int, int]:
@@ -259,9 +264,9 @@ class Memory:
                 why = "read-only memory" if region.reachable else "memory this context cannot reach"
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
             if count:
-                req, sec = _sectors(a, ln, size) if stride is None or sel is not None else \
+                req, sec, useful = _sectors(a, ln, size) if stride is None or sel is not None else \
                     _strided_sectors(a, stride, size)
-                self.traffic.add(region.kind, req, sec, len(a) * size)
+                self.traffic.add(region.kind, req, sec, useful)
                 if write:
                     self.traffic.stores += req
                 else:

@@ -10,7 +10,7 @@ MACROS = {
     "NULL": "0",
     "assert(e)": "__cush_assert((e), #e)",
     "__restrict__": "",
-    "__noinline__": "",
+    "__noinline__": "__attribute__((noinline))",
     "__inline__": "inline",
 }
 
@@ -19,6 +19,33 @@ _MATH1 = ["sqrt", "rsqrt", "fabs", "floor", "ceil", "exp", "exp2", "log", "log2"
 _MATH2 = ["fmin", "fmax", "pow", "fmod", "atan2", "hypot"]
 _ATOMIC_TYPES = ["int", "unsigned int", "unsigned long long", "float", "double"]
 _INT_TYPES = ["int", "unsigned int", "unsigned long long"]
+# CUDA's vector types (vector_types.h): name → (element type, the alignment of the 1-, 2-, 3- and 4-vector); a
+# float4 is 16-aligned so that one ld.global.v4 moves it, a float3 only 4-aligned
+_VECTORS = {
+    "char": ("signed char", (1, 2, 1, 4)), "uchar": ("unsigned char", (1, 2, 1, 4)),
+    "short": ("short", (2, 4, 2, 8)), "ushort": ("unsigned short", (2, 4, 2, 8)),
+    "int": ("int", (4, 8, 4, 16)), "uint": ("unsigned int", (4, 8, 4, 16)),
+    "long": ("long", (8, 16, 8, 16)), "ulong": ("unsigned long", (8, 16, 8, 16)),
+    "longlong": ("long long", (8, 16, 8, 16)), "ulonglong": ("unsigned long long", (8, 16, 8, 16)),
+    "float": ("float", (4, 8, 4, 16)), "double": ("double", (8, 16, 8, 16)),
+}
+_FIELDS = ("x", "y", "z", "w")
+
+
+def _vector_types() -> list[str]:
+    """Each vector type as a struct of its alignment, and its make_ function (a built-in: builtins.py)."""
+    out = []
+    for short, (elem, aligns) in _VECTORS.items():
+        for n, align in zip((1, 2, 3, 4), aligns):
+            name = f"{short}{n}"
+            if name != "uint3":  # declared with the thread indices
+                out.append(f"struct __attribute__((aligned({align}))) {name} {{ {elem} {', '.join(_FIELDS[:n])}; }};")
+            params = ", ".join([elem] * n)
+            out.append(f"__device__ {name} make_{name}({params});")
+    return out
+
+
+VECTOR_MAKERS = frozenset(f"make_{short}{n}" for short in _VECTORS for n in (1, 2, 3, 4))
 
 
 def _decls() -> str:
@@ -29,6 +56,7 @@ def _decls() -> str:
         "#define __shared__ __attribute__((shared))",
         "#define __constant__ __attribute__((constant))",
         "#define __forceinline__ __attribute__((always_inline))",
+        "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))",
         "#define __align__(n) __attribute__((aligned(n)))",
         "typedef unsigned long size_t;",
         "typedef long ptrdiff_t;",
@@ -37,6 +65,7 @@ def _decls() -> str:
         "typedef long long int64_t; typedef unsigned long long uint64_t;",
         "struct uint3 { unsigned int x, y, z; };",
         "struct dim3 { unsigned int x, y, z; };",
+        *_vector_types(),
         "extern const __device__ uint3 threadIdx; extern const __device__ uint3 blockIdx;",
         "extern const __device__ dim3 blockDim; extern const __device__ dim3 gridDim;",
         "extern const __device__ int warpSize;",

@@ -117,6 +117,10 @@ class Watch:
 
     def shared(self, block, off, lanes, size, loc, write) -> None:
         self.dirty = True
+        if size > 4:  # a vector's access: each of its words is a location of its own
+            for k in range(0, size, 4):
+                self.shared(block, off + k, lanes, 4, loc, write)
+            return
         gran = 4 if size >= 4 else 1
         writer, reader, wloc, rloc = (t.reshape(-1) for t in self._tables(gran))
         cell = block * self.shape[gran][1] + (off >> 2 if gran == 4 else off)  # each lane's location, flat
@@ -156,9 +160,13 @@ class Watch:
         """`distinct`: the lanes' elements are known to differ (no two lanes of this store on one)."""
         gran, table = self.global_writers.get(region, (None, None))
         if table is None:  # a 16-bit tag of the writer per element: half the bytes of a buffer of 4-byte elements
-            gran = size
+            gran = min(size, 8)
             table = np.zeros(-(-region.size // gran), np.uint16)
             self.global_writers[region] = (gran, table)
+        if size > gran:  # a vector's store: each of its elements on its own
+            for k in range(0, size, gran):
+                self.global_write(region, addr + k, lanes, gran, loc, distinct)
+            return
         unit = (addr - region.start) // gran
         gid = (self.gid(lanes) % 65535 + 1).astype(np.uint16)  # two writers 65535 threads apart look alike: a miss
         prior = table[unit]
