@@ -1,13 +1,15 @@
-"""The kernel corpus of issue 21: course kernels (tests/kernels/*.cu) and NVIDIA's own kernel files
-(tests/kernels/cuda-samples/), each with the buffers it runs on, its launch in the shell's syntax and what
-it must produce — the output bytes from a numpy reference, the error the next `sync` reports, the lines it
-prints, or (for code outside the simulator's subset) the refusal at `kernel load`.
+"""The kernel corpus of issue 21: course kernels this project wrote (tests/kernels/*.cu), each with the buffers
+it runs on, its launch in the shell's syntax and what it must produce — the output bytes from a numpy reference,
+the error the next `sync` reports, the lines it prints, or (for code outside the simulator's subset) the refusal
+at `kernel load`. Code nobody here wrote is read where it lives, at test time: tests/public_kernels.py.
 
 Inputs are what the shell's `fill` writes (a value, `iota`, or `random` with a seed — SplitMix64, written
 out again here so the reference does not lean on the shell; the runner checks that the bytes agree), so
-every case can be set up with shell commands alone. Float references repeat the kernel's operations in
-float32 in the kernel's order; where nvcc contracts `a*b + c` into a fused multiply-add, the reference
-rounds once (`fma32`, `fma64`). Pure numpy: no backend is imported here.
+every case can be set up with shell commands alone. A module's `__constant__` and `__device__` variables are
+buffers too (`MOD.VAR`, kinds "symbol" and "as-loaded"): written with `memcpy h2d` before the launch and read
+with `memcpy d2h` after it, as cudaMemcpyToSymbol / cudaMemcpyFromSymbol do. Float references repeat the
+kernel's operations in float32 in the kernel's order; where nvcc contracts `a*b + c` into a fused multiply-add,
+the reference rounds once (`fma32`, `fma64`). Pure numpy: no backend is imported here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Callable
 import numpy as np
 
 KERNELS = Path(__file__).parent / "kernels"
-SAMPLES = KERNELS / "cuda-samples"
 
 # where each kind of buffer comes from: `alloc …` (and `register …` for pageable memory)
 KINDS = {
@@ -30,8 +31,12 @@ KINDS = {
     "mapped": "pinned host memory, mapped (cudaHostAlloc … cudaHostAllocMapped): zero-copy",
     "registered": "pageable host memory registered mapped (cudaHostRegister): zero-copy",
     "readonly": "pageable host memory registered read-only (cudaHostRegisterReadOnly)",
+    "symbol": "a __constant__ or __device__ variable of the case's module, `MOD.VAR`, written before the launch "
+              "(cudaMemcpyToSymbol)",
+    "as-loaded": "a __device__ variable of the case's module as its initialiser left it, checked before the launch",
 }
-HOST_KINDS = frozenset(KINDS) - {"device"}  # the host reads and writes these itself (`fill`, `show`)
+SYMBOL_KINDS = frozenset({"symbol", "as-loaded"})  # no `alloc`: `kernel load … as MOD` makes them
+HOST_KINDS = frozenset(KINDS) - {"device"} - SYMBOL_KINDS  # the host reads and writes these itself (`fill`, `show`)
 RESERVED = frozenset({"n", "grid", "block", "shared", "stream", "unchecked", "as", "on", "all"})  # launch's words
 
 INT_MIN, INT_MAX, UINT_MAX, ULL_MAX = -(1 << 31), (1 << 31) - 1, (1 << 32) - 1, (1 << 64) - 1
@@ -90,7 +95,7 @@ def random_values(seed: int, count: int, dtype: np.dtype) -> np.ndarray:
 @dataclass(frozen=True)
 class Buf:
     """A buffer of `count` elements of `dtype`, of one of KINDS, holding `init` when the kernel starts;
-    `output` buffers are read back and compared after the sync."""
+    `output` buffers are read back and compared after the sync. A symbol's `name` is the variable's."""
 
     name: str
     kind: str
@@ -150,13 +155,17 @@ class Case:
     unordered: dict = field(default_factory=dict)  # output → elements set by racing atomics: not compared …
     check: Callable[[dict], None] | None = None  # … but checked here (outputs by name, as their dtypes)
     intact: tuple[str, ...] = ()  # after the error and `reset`, these buffers still hold their initial bytes
-    sample: str | None = None  # for NVIDIA's files: where it came from (README.md in cuda-samples/)
-    module: str | None = None  # `kernel load FILE as module`: the kernel is launched as module.kernel
+    module: str | None = None  # `kernel load FILE as module`: the kernel is launched as module.kernel, and its
+    # variables are the buffers module.VAR
     gpu_also: tuple[str, ...] = ()  # other codes a GPU may give for `error`, by where the address lands
 
     @property
     def launch_name(self) -> str:
         return f"{self.module}.{self.kernel}" if self.module else self.kernel
+
+    def shell_name(self, buf: Buf) -> str:
+        """What the shell calls `buf`: a symbol is `MOD.VAR`."""
+        return f"{self.module}.{buf.name}" if buf.kind in SYMBOL_KINDS else buf.name
 
     @property
     def outputs(self) -> tuple[Buf, ...]:
@@ -583,45 +592,6 @@ def ref_math(d, n=512):
     return {"mexact": exact.astype(np.float32), "mapprox": approx.astype(np.float32)}
 
 
-def ref_sample_atomics(d, n=8 * 256):
-    tid = np.arange(n)
-    g = d["g_odata"].astype(np.int64).copy()
-    g[0], g[1] = 10 * n, -10 * n
-    g[3], g[4] = max(0, n - 1), 0
-    g[5], g[6] = atomic_inc(n, 17), atomic_dec(n, 137)
-    g[8] = reduce_bits(lambda a, v: a & v, 2 * tid + 7, 0xFF)
-    g[9] = reduce_bits(lambda a, v: a | (1 << v if v < 32 else 0), tid, 0)  # PTX shl: a shift of 32 or more gives 0
-    g[10] = reduce_bits(lambda a, v: a ^ v, tid, 0xFF)
-    return {"g_odata": wrap(g, "int32")}
-
-
-def check_sample_atomics(out, n=8 * 256):
-    for k, what in ((2, "atomicExch"), (7, "atomicCAS")):
-        assert 0 <= out["g_odata"][k] < n, f"{what} left {out['g_odata'][k]}, not one of the thread ids"
-
-
-def vote_input() -> tuple[Fill, ...]:
-    """simpleVoteIntrinsics' pattern, made of fills: a warp of zeros, a warp whose odd lanes are non-zero, a warp
-    whose even lanes are, a warp of all ones (uint64 1<<32 is the uint32 pair 0, 1)."""
-    return (const(0, 32), const(1 << 32, 16, "uint64"), const(1, 16, "uint64"), const(UINT_MAX, 32))
-
-
-def ref_vote(kind):
-    def ref(d):
-        w = (d["vin"].reshape(4, 32) != 0)
-        vote = w.any(axis=1) if kind == "any" else w.all(axis=1)
-        return {"vres": np.repeat(vote, 32).astype(np.uint32)}
-    return ref
-
-
-def ref_vote3(d):
-    tx = np.arange(96)
-    high = tx >= 48
-    warp_any = np.repeat(high.reshape(3, 32).any(axis=1), 32)
-    warp_all = np.repeat(high.reshape(3, 32).all(axis=1), 32)
-    return {"vinfo": np.stack([warp_any, high, warp_all], axis=1).astype(np.uint8)}
-
-
 # ------------------------------------------------------------------ the corpus
 def B(name, kind, dtype, count, init=Fill(), output=False) -> Buf:
     return Buf(name, kind, dtype, count, init, output)
@@ -865,31 +835,6 @@ CASES: list[Case] = [
          "adata 128", 1, 128, file=K / "assert_kernel.cu",
          buffers=(B("adata", "device", "int32", 128, (const(5, 100), const(-3, 1), const(9))),),
          error="CUDA_ERROR_ASSERT"),
-    # -------------------------------------------------- NVIDIA's cuda-samples, loaded unchanged
-    Case("sample_vectorAdd", "cuda-samples vectorAdd_nvrtc/vectorAdd_kernel.cu", "vectorAdd", "va vb vc 10000",
-         40, 256, file=SAMPLES / "vectorAdd_kernel.cu", sample="vectorAdd_kernel.cu",
-         buffers=(B("va", "device", "float32", 10000, rand(59)), B("vb", "device", "float32", 10000, rand(60)),
-                  O("vc", "device", "float32", 10000)),
-         reference=lambda d: {"vc": d["va"] + d["vb"]}),
-    Case("sample_simpleAtomicIntrinsics", "cuda-samples simpleAtomicIntrinsics_nvrtc kernel (.cuh via a wrapper)",
-         "testKernel", "g_odata", 8, 256, file=SAMPLES / "simpleAtomicIntrinsics.cu",
-         sample="simpleAtomicIntrinsics_kernel.cuh",
-         buffers=(O("g_odata", "device", "int32", 11, (const(0, 8), const(0xFF, 1), const(0, 1), const(0xFF, 1))),),
-         reference=ref_sample_atomics, unordered={"g_odata": (2, 7)}, check=check_sample_atomics),
-    Case("sample_simpleVote_any", "cuda-samples simpleVoteIntrinsics_nvrtc VoteAnyKernel1", "VoteAnyKernel1",
-         "vin vres 128", 1, 128, file=SAMPLES / "simpleVote.cu", sample="simpleVote_kernel.cuh",
-         buffers=(B("vin", "device", "uint32", 128, vote_input()), O("vres", "device", "uint32", 128)),
-         reference=ref_vote("any")),
-    Case("sample_simpleVote_all", "cuda-samples simpleVoteIntrinsics_nvrtc VoteAllKernel2", "VoteAllKernel2",
-         "vin vres 128", 1, 128, file=SAMPLES / "simpleVote.cu", sample="simpleVote_kernel.cuh",
-         buffers=(B("vin", "device", "uint32", 128, vote_input()), O("vres", "device", "uint32", 128)),
-         reference=ref_vote("all")),
-    Case("sample_simpleVote_warps", "cuda-samples simpleVoteIntrinsics_nvrtc VoteAnyKernel3 (bool output)",
-         "VoteAnyKernel3", "vinfo 32", 1, 96, file=SAMPLES / "simpleVote.cu", sample="simpleVote_kernel.cuh",
-         buffers=(O("vinfo", "device", "uint8", 3 * 96),), reference=ref_vote3),
-    Case("sample_simpleAssert", "cuda-samples simpleAssert_nvrtc: threads 60..63 fail the assert", "testKernel",
-         "60", 2, 32, file=SAMPLES / "simpleAssert_kernel.cu", sample="simpleAssert_kernel.cu",
-         error="CUDA_ERROR_ASSERT"),
     # -------------------------------------------------- outside the subset: the simulator must refuse
     Case("refuse_class_template", "a class template", file=K / "refuse_class_template.cu",
          refused=("template", "class")),
@@ -901,13 +846,6 @@ CASES: list[Case] = [
     Case("refuse_dynamic_parallelism", "a kernel launching a kernel", file=K / "refuse_dynamic_parallelism.cu",
          refused=("dynamic parallelism", "<<<")),
     Case("refuse_inline_ptx", "inline PTX (asm)", file=K / "refuse_inline_ptx.cu", refused=("asm", "ptx")),
-    Case("sample_matrixMul_refused", "cuda-samples matrixMul_nvrtc: cooperative_groups::sync",
-         file=SAMPLES / "matrixMul_kernel.cu", sample="matrixMul_kernel.cu", refused=("cooperative",)),
-    Case("sample_inlinePTX_refused", "cuda-samples inlinePTX_nvrtc: asm(\"mov.u32 %0, %%laneid;\")",
-         file=SAMPLES / "inlinePTX_kernel.cu", sample="inlinePTX_kernel.cu", refused=("asm", "ptx")),
-    Case("sample_simpleTemplates_refused", "cuda-samples simpleTemplates_nvrtc: SharedMemory<T>, a class template "
-         "with methods", file=SAMPLES / "simpleTemplates_kernel.cu", sample="simpleTemplates_kernel.cu",
-         refused=("template", "class", "method", "member")),
 ]
 
 RUNNABLE = [c for c in CASES if not c.refused]
