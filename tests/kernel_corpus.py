@@ -158,6 +158,7 @@ class Case:
     module: str | None = None  # `kernel load FILE as module`: the kernel is launched as module.kernel, and its
     # variables are the buffers module.VAR
     gpu_also: tuple[str, ...] = ()  # other codes a GPU may give for `error`, by where the address lands
+    launched_before: tuple[str, ...] = ()  # `launch …` lines of the same module that run first (a list to walk)
 
     @property
     def launch_name(self) -> str:
@@ -592,6 +593,84 @@ def ref_math(d, n=512):
     return {"mexact": exact.astype(np.float32), "mapprox": approx.astype(np.float32)}
 
 
+# ------------------------------------------------------------------ references of issue 34's kernels (symbols, C++)
+def ref_const_stencil(d, n=3000, radius=4):
+    x = np.concatenate([np.zeros(radius, np.float32), d["cin"], np.zeros(radius, np.float32)])
+    acc = np.zeros(n, np.float32)
+    for k in range(2 * radius + 1):
+        acc = fma32(d["weights"][k], x[k:k + n], acc)
+    return {"cout": acc}
+
+
+def ref_convolve2d(d, w=45, h=30, size=5):
+    """Out-of-image terms are skipped by the kernel; here they add fma(m, 0, sum), which is sum itself (every
+    term is non-negative, so no -0 to lose)."""
+    half = size // 2
+    img = np.pad(d["image"].reshape(h, w), half)
+    mask = d["mask"].reshape(size, size)
+    acc = np.zeros((h, w), np.float32)
+    for dy in range(size):
+        for dx in range(size):
+            acc = fma32(mask[dy, dx], img[dy:dy + h, dx:dx + w], acc)
+    return {"conv": acc}
+
+
+def ref_counters(d):
+    odd = int(np.count_nonzero(d["cvals"] & 1))
+    return {"oddCount": np.array([5 + odd], np.uint32), "seen": np.array([d["cvals"].size], np.uint64)}
+
+
+def ref_julia(d, w=64, h=48, c=(f32(-0.8), f32(0.156)), steps=100):
+    """escapeStep, element-wise: z*z's parts as fma(a, b, -(c*d)) and fma(a, b, c*d) (the first product fused),
+    |z|^2 as fma(re, re, im*im); a pixel stops at the step |z|^2 passes 4."""
+    px, py = np.meshgrid(np.arange(w), np.arange(h))
+    re = (px - w // 2).astype(np.float32) / f32(w // 2) * f32(1.5)
+    im = (py - h // 2).astype(np.float32) / f32(h // 2)
+    out = np.zeros((h, w), np.uint8)
+    live = np.ones((h, w), bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for step in range(1, steps + 1):
+            re, im = (fma32(re, re, -(im * im)) + c[0], fma32(re, im, im * re) + c[1])
+            escaped = live & (fma32(re, re, im * im) > f32(4))
+            out[escaped] = step
+            live &= ~escaped
+            re, im = np.where(live, re, f32(0)), np.where(live, im, f32(0))
+    return {"steps": out}
+
+
+def ref_linked_list(d, n=64, stride=5, tail=17):
+    keys = d["keys"].astype(np.int64)
+    sums, hops, last = [], [], []
+    for i in range(n):
+        p, s, k = i, 0, 0
+        while p != tail:
+            s, p, k = s + keys[p], (p + stride) % n, k + 1
+        sums.append(s + keys[p])
+        hops.append(k)
+        last.append(p)
+    return {"sums": wrap(sums, "int32"), "hops": np.array(hops, np.int32), "last": np.array(last, np.int32)}
+
+
+def ref_block_sums(out, dtype, blocks=6, block=256):
+    """A grid-stride block sum: element i belongs to block (i // block) % blocks; integers, so any order."""
+    def ref(d):
+        owner = (np.arange(d["rin"].size) // block) % blocks
+        sums = [sum(int(v) for v in d["rin"][owner == b]) for b in range(blocks)]
+        return {out: wrap(sums, dtype) if dtype == "int32" else np.array(sums, dtype)}
+    return ref
+
+
+def ref_shuffle_float4(d):
+    v = d["v4in"].reshape(-1, 4)
+    return {"v4out": np.stack([v[:, 3], v[:, 0] + v[:, 1], v[:, 2] * f32(2), -v[:, 0]], axis=1)}
+
+
+def ref_add_int4(d):
+    a, b = d["i4a"].astype(np.int64).reshape(-1, 4), d["i4b"].astype(np.int64).reshape(-1, 4)
+    return {"i4out": wrap(np.stack([a[:, 0] + b[:, 0], a[:, 1] - b[:, 1], a[:, 2] ^ b[:, 2], a[:, 3] * 3], axis=1),
+                          "int32")}
+
+
 # ------------------------------------------------------------------ the corpus
 def B(name, kind, dtype, count, init=Fill(), output=False) -> Buf:
     return Buf(name, kind, dtype, count, init, output)
@@ -835,6 +914,75 @@ CASES: list[Case] = [
          "adata 128", 1, 128, file=K / "assert_kernel.cu",
          buffers=(B("adata", "device", "int32", 128, (const(5, 100), const(-3, 1), const(9))),),
          error="CUDA_ERROR_ASSERT"),
+    # -------------------------------------------------- issue 34: constant memory and __device__ variables
+    Case("const_stencil_1d", "1-D stencil, radius 4, weights in __constant__ memory written by memcpy h2d",
+         "constStencil", "cin cout 3000", 12, 256, file=K / "const_stencil_1d.cu", module="cst",
+         buffers=(B("weights", "symbol", "float32", 9, rand(75)), B("cin", "device", "float32", 3000, rand(76)),
+                  O("cout", "device", "float32", 3000)),
+         reference=ref_const_stencil),
+    Case("conv2d_const_mask", "2-D convolution, a 5x5 __constant__ mask sized by file-scope consts, 45 x 30",
+         "convolve2d", "image conv 45 30", (3, 4), (16, 8), file=K / "conv2d_const_mask.cu", module="conv",
+         buffers=(B("mask", "symbol", "float32", 25, rand(77)), B("image", "device", "float32", 45 * 30, rand(78)),
+                  O("conv", "device", "float32", 45 * 30)),
+         reference=ref_convolve2d),
+    Case("device_counter", "__device__ counters bumped by atomicAdd: one initialised to 5, one zero, read back",
+         "countOdd", "cvals 1000", 4, 256, file=K / "device_counter.cu", module="ctr",
+         buffers=(B("cvals", "device", "int32", 1000, rand(79)), O("oddCount", "as-loaded", "uint32", 1, const(5)),
+                  O("seen", "as-loaded", "uint64", 1)),
+         reference=ref_counters),
+    Case("device_histogram", "a 64-bin histogram into a __device__ table the host filled first (iota)",
+         "histogramToTable", "hbytes 5000", 3, 128, file=K / "device_histogram.cu", module="dh",
+         buffers=(B("hbytes", "device", "uint8", 5000, (rand(80, 2000), const(7, 500), rand(81))),
+                  O("table", "symbol", "uint32", 64, IOTA)),
+         reference=lambda d: {"table": d["table"] + np.bincount(d["hbytes"] % 64, minlength=64)}),
+    Case("void_kernel_device_array", "`(void)` parameters; the output is a zero-initialised __device__ array",
+         "recordLaunch", "", 6, 96, file=K / "void_kernel.cu", module="vk",
+         buffers=(O("launchInfo", "as-loaded", "int32", 8),),
+         reference=lambda d: {"launchInfo": [b * 1000 + 960 + 6 if b < 6 else 0 for b in range(8)]}),
+    # -------------------------------------------------- issue 34: parameters, vector types, C++
+    Case("typedef_params", "typedef'd `uint n` and `real a`, a `const real in[]` parameter, a commented-out "
+         "signature above the real one", "scaleAdd", "tyout tyin 3000 1.25f", 12, 256, file=K / "typedef_params.cu",
+         buffers=(O("tyout", "device", "float32", 3000, rand(82)), B("tyin", "device", "float32", 3000, rand(83))),
+         reference=lambda d: {"tyout": fma32(f32(1.25), d["tyin"], d["tyout"])}),
+    Case("float4_copy", "float4 pointers: one 16-byte load and store a thread", "copyFloat4", "v4in v4out 1000",
+         4, 256, file=K / "float4_copy.cu",
+         buffers=(B("v4in", "device", "float32", 4000, rand(84)), O("v4out", "device", "float32", 4000)),
+         reference=lambda d: {"v4out": d["v4in"]}),
+    Case("float4_make_members", "float4 member access and make_float4", "shuffleFloat4", "v4in v4out 1000", 4, 256,
+         file=K / "float4_copy.cu",
+         buffers=(B("v4in", "device", "float32", 4000, rand(85)), O("v4out", "device", "float32", 4000)),
+         reference=ref_shuffle_float4),
+    Case("int4_make_members", "int4 loads, member arithmetic, make_int4", "addInt4", "i4a i4b i4out 500", 2, 256,
+         file=K / "float4_copy.cu",
+         buffers=(B("i4a", "device", "int32", 2000, rand(86)), B("i4b", "device", "int32", 2000, rand(87)),
+                  O("i4out", "device", "int32", 2000)),
+         reference=ref_add_int4),
+    Case("float4_misaligned", "a float4 load 4 bytes past a 16-byte boundary: CUDA_ERROR_MISALIGNED_ADDRESS",
+         "loadFloat4At", "fbase fsum 1", 1, 32, file=K / "float4_copy.cu",
+         buffers=(B("fbase", "device", "float32", 64, IOTA), B("fsum", "device", "float32", 32)),
+         error="CUDA_ERROR_MISALIGNED_ADDRESS"),
+    Case("reduce_template_cg_int", "SharedMemory<T>-style struct template with conversion operators, block.sync(), "
+         "cg::reduce over a 32-thread tile (int)", "blockSumInt", "rin rsum 10000", 6, 256, shared=256 * 4,
+         file=K / "reduce_template_cg.cu",
+         buffers=(B("rin", "device", "int32", 10000, rand(88)), O("rsum", "device", "int32", 6)),
+         reference=ref_block_sums("rsum", "int32")),
+    Case("reduce_template_cg_double", "the same template for double (integer inputs: exact in any order)",
+         "blockSumDouble", "rin dsum 10000", 6, 256, shared=256 * 8, file=K / "reduce_template_cg.cu",
+         buffers=(B("rin", "device", "int32", 10000, rand(89)), O("dsum", "device", "float64", 6)),
+         reference=ref_block_sums("dsum", "float64")),
+    Case("transpose_cg_sync", "tiled transpose with cg::this_thread_block().sync(), 100 x 70, edges guarded",
+         "transposeCG", "cgout cgin 100 70", (4, 3), (32, 8), file=K / "transpose_cg.cu",
+         buffers=(O("cgout", "device", "float32", 7000), B("cgin", "device", "float32", 7000, rand(90))),
+         reference=lambda d: {"cgout": d["cgin"].reshape(70, 100).T.copy()}),
+    Case("julia_complex_struct", "Julia set with a complex struct: constructor, methods, operator* and operator+",
+         "julia", "steps 64 48 -0.8f 0.156f", (4, 6), (16, 8), file=K / "julia_complex.cu",
+         buffers=(O("steps", "device", "uint8", 64 * 48, const(255)),), reference=ref_julia),
+    Case("linked_list_walk", "a self-referential struct: one kernel links a list in device memory, another walks it",
+         "walkList", "pool 64 sums hops last", 2, 32, file=K / "linked_list.cu", module="ll",
+         launched_before=("launch ll.buildList pool keys 64 17 grid 2 block 32",),
+         buffers=(B("pool", "device", "uint8", 64 * 16), B("keys", "device", "int32", 64, rand(91)),
+                  O("sums", "device", "int32", 64), O("hops", "device", "int32", 64), O("last", "device", "int32", 64)),
+         reference=ref_linked_list),
     # -------------------------------------------------- outside the subset: the simulator must refuse
     Case("refuse_class_template", "a class template", file=K / "refuse_class_template.cu",
          refused=("template", "class")),

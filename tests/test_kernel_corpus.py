@@ -128,8 +128,8 @@ def execute(c: Cush, case: Case) -> Run:
         assert read(c, buf, case.shell_name(buf)) == buf.initial().tobytes(), \
             f"{buf.name}: the shell's fill (or the module's initialiser) is not the corpus's"
     line = f"launch {case.launch_name} {case.args} grid {dims(case.grid)} block {dims(case.block)}"
-    launched = c.run(line + (f" shared {case.shared}" if case.shared else ""))
-    assert launched and launched[-1]["ok"], launched
+    launched = c.run("; ".join([*case.launched_before, line + (f" shared {case.shared}" if case.shared else "")]))
+    assert launched and all(o["ok"] for o in launched), launched
     synced = c.run("sync")
     error = None if synced[-1]["ok"] else synced[-1]["error"]
     outputs = {} if error else {b.name: read(c, b, case.shell_name(b)) for b in case.outputs}
@@ -304,6 +304,7 @@ def well_formed(case: Case, text: str) -> None:
         assert name in bufs, (case.name, name)
     if not case.refused:
         assert case.kernel in text, case.name
+        assert all(line.startswith(f"launch {case.module}.") for line in case.launched_before), case.name
         assert case.module or case.kernel not in BUILTINS, f"{case.name}: load it `as` a module"
 
 
