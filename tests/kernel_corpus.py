@@ -620,7 +620,10 @@ def ref_counters(d):
     return {"oddCount": np.array([5 + odd], np.uint32), "seen": np.array([d["cvals"].size], np.uint64)}
 
 
-def ref_julia(d, w=64, h=48, c=(f32(-0.8), f32(0.156)), steps=100):
+JULIA_C = (f32(-0.8), f32(0.156))
+
+
+def ref_julia(d, w=64, h=48, c=JULIA_C, steps=100):
     """escapeStep, element-wise: z*z's parts as fma(a, b, -(c*d)) and fma(a, b, c*d) (the first product fused),
     |z|^2 as fma(re, re, im*im); a pixel stops at the step |z|^2 passes 4."""
     px, py = np.meshgrid(np.arange(w), np.arange(h))

@@ -14,8 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.public_kernels import MIRROR_VARIABLE, PUBLIC, REFUSED, REPOSITORY, RUNNABLE, Public, Taken
-from tests.test_kernel_corpus import on_both_backends, on_the_simulator, refused_by_the_simulator, well_formed
+from tests.public_kernels import (
+    MIRROR_VARIABLE,
+    PUBLIC,
+    REFUSED,
+    REPOSITORY,
+    RUNNABLE,
+    Public,
+    Taken,
+)
+from tests.test_kernel_corpus import (
+    on_both_backends,
+    on_the_simulator,
+    refused_by_the_simulator,
+    well_formed,
+)
 
 
 def ids(publics):
@@ -29,7 +42,8 @@ def unavailable(commit: str, mirror: str | None) -> str | None:
         return (f"{MIRROR_VARIABLE} is not set: give it the path of a git mirror of {REPOSITORY} (bare or not) "
                 "to run its kernels")
     try:
-        found = subprocess.run(["git", "-C", mirror, "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True)
+        found = subprocess.run(["git", "-C", mirror, "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True,
+                               check=False)
     except FileNotFoundError:
         return f"{MIRROR_VARIABLE} is set, but there is no git to read {mirror} with"
     if found.returncode != 0:
