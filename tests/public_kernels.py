@@ -17,6 +17,8 @@ repository. Each entry says which files of which folder at which commit, and the
 | `Samples/5_Domain_Specific/binomialOptions_nvrtc` | `binomialOptions_kernel.cu`, `binomialOptions_common.h`, `common_gpu_header.h`, `realtype.h` | `c94ff366` | `binomialOptions` | `static __constant__` struct array and a `__device__` array filled and read by the host |
 | `Samples/5_Domain_Specific/quasirandomGenerator_nvrtc` | `quasirandomGenerator_kernel.cu`, `quasirandomGenerator_common.h` | `c94ff366` | `quasirandomGenerator`, `inverseCND` | a `__constant__` table filled by the host |
 | `Samples/2_Concepts_and_Techniques/scalarProd` | `scalarProd_kernel.cuh` | `c94ff366` | `scalarProd` | cooperative groups |
+| `Samples/2_Concepts_and_Techniques/shfl_scan` | `shfl_scan.cu`, lines 55-148 (its two kernels) | `c94ff366` | `shfl_scan_test`, `uniform_add` | |
+| `Samples/2_Concepts_and_Techniques/shfl_scan` | `shfl_integral_image.cuh`, lines 268-319 (`shfl_vertical_shfl`) | `c94ff366` | `shfl_vertical_shfl` | |
 | `Samples/6_Performance/transpose` | `transpose.cu`, lines 41-43, 56-57, 120-242 (the kernels, not the host code) | `c94ff366` | `transpose_naive`, `_coalesced`, `_no_bank_conflicts`, `_diagonal`, `_diagonal_wide` | cooperative groups |
 
 Commits in full: `c94ff366aed18c797b8a85dfaac7817b0228b420`, `56ad17f97c71acf7aa12f013c82ab5dcf9a733b5`,
@@ -27,6 +29,8 @@ Left out, for reasons outside issue 34's subset:
 - `clock_nvrtc/clock_kernel.cu`: `clock()`, whose readings are the point of the sample and differ on every run.
 - `BlackScholes_nvrtc/BlackScholes_kernel.cuh`: C++ references, `__fdividef` on the fast path, `__expf`/`__logf`
   everywhere (the GPU's approximations: bytes that cannot be identical).
+- `shfl_integral_image.cuh`'s `shfl_intimage_rows`: a lambda with captures, `memcpy` in device code, C++ references
+  and `uchar4`/`uint4` shuffled through a tile (its `shfl_vertical_shfl` is in the table).
 - `fastWalshTransform_kernel.cuh`, `reduction_kernel.cu`: host functions that launch kernels (`<<<…>>>`) live in the
   same file, and the simulator refuses a file with a launch in it as dynamic parallelism.
 """
@@ -235,6 +239,20 @@ def ref_inverse_cnd(d, n=2000):
     return {"cnd": np.where(negate, -z, z)}
 
 
+def ref_block_scan(d, blocks=4, block=256):
+    """shfl_scan_test: an inclusive scan within each block (warp scans, then the warps' sums), the block's total
+    into partial_sums."""
+    x = d["sdata"].astype(np.int64).reshape(blocks, block)
+    scan = np.cumsum(x, axis=1)
+    return {"sdata": wrap(scan, "int32"), "spart": wrap(scan[:, -1], "int32")}
+
+
+def ref_column_sums(d, w=64, h=1080):
+    """shfl_vertical_shfl: each column's running sum, down all 135 * 8 rows."""
+    return {"img": (np.cumsum(d["img"].astype(np.uint64).reshape(h, w), axis=0) & np.uint64(UINT_MAX))
+            .astype(np.uint32)}
+
+
 def ref_transpose(w, h):
     return lambda d: {"tout": d["tin"].reshape(h, w).T.copy()}
 
@@ -257,6 +275,8 @@ BINOMIAL = Taken("Samples/5_Domain_Specific/binomialOptions_nvrtc", "binomialOpt
 QUASIRANDOM = Taken("Samples/5_Domain_Specific/quasirandomGenerator_nvrtc", "quasirandomGenerator_kernel.cu",
                     beside=("quasirandomGenerator_common.h",))
 SCALAR_PROD = Taken("Samples/2_Concepts_and_Techniques/scalarProd", "scalarProd_kernel.cuh")
+SHFL_SCAN = Taken("Samples/2_Concepts_and_Techniques/shfl_scan", "shfl_scan.cu", lines=((55, 148),))
+SHFL_IMAGE = Taken("Samples/2_Concepts_and_Techniques/shfl_scan", "shfl_integral_image.cuh", lines=((268, 319),))
 TRANSPOSE = Taken("Samples/6_Performance/transpose", "transpose.cu", lines=((41, 43), (56, 57), (120, 242)))
 
 PUBLIC: list[Public] = [
@@ -319,6 +339,21 @@ PUBLIC: list[Public] = [
            buffers=(B("spa", "device", "float32", 4 * 4096, rand(68)), B("spb", "device", "float32", 4 * 4096, rand(69)),
                     O("spc", "device", "float32", 4)),
            reference=ref_scalar_prod),
+    sample("shfl_scan_test", "shfl_scan: a block scan from __shfl_up_sync warp scans, a partial-width scan of the "
+           "warps' sums, the total into partial_sums (a defaulted parameter)", "shfl_scan_test", "sdata 32 spart",
+           4, 256, SHFL_SCAN, shared=8 * 4,
+           buffers=(O("sdata", "device", "int32", 1024, rand(92)), O("spart", "device", "int32", 4)),
+           reference=ref_block_scan),
+    sample("uniform_add", "shfl_scan: uniform_add, a block's partial sum staged in a __shared__ int",
+           "uniform_add", "udata upart 1024", 4, 256, SHFL_SCAN,
+           buffers=(O("udata", "device", "int32", 1024, rand(93)), B("upart", "device", "int32", 4, rand(94))),
+           reference=lambda d: {"udata": wrap(d["udata"].astype(np.int64)
+                                              + np.repeat(d["upart"].astype(np.int64), 256), "int32")}),
+    sample("shfl_vertical_shfl", "shfl_scan's integral image, vertical pass: column sums down 1080 rows through "
+           "a [32][9] shared tile and 8-lane __shfl_up_sync scans", "shfl_vertical_shfl", "img 64 1080", (2, 1),
+           (32, 8), SHFL_IMAGE,
+           buffers=(O("img", "device", "uint32", 64 * 1080, rand(95)),),
+           reference=ref_column_sums),
     sample("transpose_naive", "transpose: transposeNaive (the file's other kernels use cooperative groups)",
            "transposeNaive", "tout tin 64 64", (2, 2), (32, 16), TRANSPOSE, module="tr",
            buffers=(O("tout", "device", "float32", 64 * 64), B("tin", "device", "float32", 64 * 64, rand(70))),
