@@ -58,12 +58,13 @@ def shown(mirror: str, commit: str, path: str) -> str:
 
 
 def kernel_text(mirror: str, taken: Taken) -> str:
-    """The kernel file, or only its `lines` ranges, each unchanged."""
+    """The kernel file, or only its `lines` ranges, each unchanged after a `#line` saying where it starts (so that
+    messages name the sample's own lines)."""
     text = shown(mirror, taken.commit, taken.path(taken.kernel))
     if not taken.lines:
         return text
     rows = text.splitlines(keepends=True)
-    return "".join(f"/* {taken.kernel}, lines {a}-{b} */\n" + "".join(rows[a - 1:b]) for a, b in taken.lines)
+    return "".join(f'#line {a} "{taken.kernel}"\n' + "".join(rows[a - 1:b]) for a, b in taken.lines)
 
 
 def placed(public: Public, folder: Path) -> tuple:
