@@ -942,6 +942,13 @@ CASES: list[Case] = [
          "recordLaunch", "", 6, 96, file=K / "void_kernel.cu", module="vk",
          buffers=(O("launchInfo", "as-loaded", "int32", 8),),
          reference=lambda d: {"launchInfo": [b * 1000 + 960 + 6 if b < 6 else 0 for b in range(8)]}),
+    Case("symbol_struct_static", "an initialised __constant__ struct read as loaded, a static __device__ counter",
+         "applyParams", "pin pout 700", 3, 256, file=K / "symbol_structs.cu", module="ps",
+         buffers=(B("params", "as-loaded", "float32", 2, (const(2.5, 1), const(7, 1, "int32"))),
+                  B("pin", "device", "int32", 700, rand(96)), O("pout", "device", "float32", 700),
+                  O("applied", "as-loaded", "int32", 1)),
+         reference=lambda d: {"pout": wrap(d["pin"].astype(np.int64) + 7, "int32").astype(np.float32) * f32(2.5),
+                              "applied": [700]}),
     # -------------------------------------------------- issue 34: parameters, vector types, C++
     Case("typedef_params", "typedef'd `uint n` and `real a`, a `const real in[]` parameter, a commented-out "
          "signature above the real one", "scaleAdd", "tyout tyin 3000 1.25f", 12, 256, file=K / "typedef_params.cu",
