@@ -57,6 +57,31 @@ def shown(mirror: str, commit: str, path: str) -> str:
                           check=True).stdout
 
 
+def git(mirror: str, *args: str, data: bytes | None = None) -> bytes:
+    return subprocess.run(["git", "-C", mirror, *args], input=data, capture_output=True, check=True).stdout
+
+
+def small_mirror(source: str, target: str) -> None:
+    """A bare repository at `target` holding only what the table reads from `source` — each commit object, the
+    trees down to each file, the files — under the same ids, so that it stands for the mirror where a whole one
+    cannot go (a GPU machine takes 64 MiB; NVIDIA/cuda-samples is more): `python -m tests.test_public_kernels
+    SOURCE TARGET`."""
+    git(".", "init", "-q", "--bare", target)
+    wanted = {p.taken.commit for p in PUBLIC}
+    for public in PUBLIC:
+        taken = public.taken
+        for name in (taken.kernel, *taken.beside):
+            parts = taken.path(name).split("/")
+            wanted |= {git(source, "rev-parse", f"{taken.commit}:{'/'.join(parts[:k])}").decode().strip()
+                       for k in range(len(parts) + 1)}
+    for oid in sorted(wanted):
+        kind = git(source, "cat-file", "-t", oid).decode().strip()
+        copied = git(target, "hash-object", "--literally", "-t", kind, "-w", "--stdin",
+                     data=git(source, "cat-file", kind, oid)).decode().strip()
+        assert copied == oid, (oid, copied)
+    (Path(target) / "shallow").write_text("".join(f"{c}\n" for c in sorted({p.taken.commit for p in PUBLIC})))
+
+
 def kernel_text(mirror: str, taken: Taken) -> str:
     """The kernel file, or only its `lines` ranges, each unchanged after a `#line` saying where it starts (so that
     messages name the sample's own lines)."""
@@ -113,6 +138,20 @@ def test_without_a_mirror_a_case_skips_with_one_line_naming_the_variable(monkeyp
     assert elsewhere.startswith(f"{MIRROR_VARIABLE}={tmp_path} has no commit") and "\n" not in elsewhere
 
 
+def test_a_small_mirror_holds_every_file_the_table_reads(tmp_path):
+    source = os.environ.get(MIRROR_VARIABLE)
+    why = next(filter(None, (unavailable(p.taken.commit, source) for p in PUBLIC)), None)
+    if why:
+        pytest.skip(why)
+    small_mirror(source, str(tmp_path / "small.git"))
+    for public in PUBLIC:
+        assert unavailable(public.taken.commit, str(tmp_path / "small.git")) is None
+        for name in (public.taken.kernel, *public.taken.beside):
+            path = public.taken.path(name)
+            assert shown(str(tmp_path / "small.git"), public.taken.commit, path) == \
+                shown(source, public.taken.commit, path), path
+
+
 def test_the_table_names_every_case_once_and_each_sample_in_the_docstring():
     import tests.public_kernels as table
 
@@ -123,3 +162,9 @@ def test_the_table_names_every_case_once_and_each_sample_in_the_docstring():
         assert public.taken.folder in table.__doc__ and public.taken.commit in table.__doc__, public.case.name
         for name in (public.taken.kernel, *public.taken.beside):
             assert name in table.__doc__, name
+
+
+if __name__ == "__main__":
+    import sys
+
+    small_mirror(*sys.argv[1:3])
