@@ -1,13 +1,15 @@
-"""The kernel corpus of issue 21: course kernels (tests/kernels/*.cu) and NVIDIA's own kernel files
-(tests/kernels/cuda-samples/), each with the buffers it runs on, its launch in the shell's syntax and what
-it must produce — the output bytes from a numpy reference, the error the next `sync` reports, the lines it
-prints, or (for code outside the simulator's subset) the refusal at `kernel load`.
+"""The kernel corpus of issue 21: course kernels this project wrote (tests/kernels/*.cu), each with the buffers
+it runs on, its launch in the shell's syntax and what it must produce — the output bytes from a numpy reference,
+the error the next `sync` reports, the lines it prints, or (for code outside the simulator's subset) the refusal
+at `kernel load`. Code nobody here wrote is read where it lives, at test time: tests/public_kernels.py.
 
 Inputs are what the shell's `fill` writes (a value, `iota`, or `random` with a seed — SplitMix64, written
 out again here so the reference does not lean on the shell; the runner checks that the bytes agree), so
-every case can be set up with shell commands alone. Float references repeat the kernel's operations in
-float32 in the kernel's order; where nvcc contracts `a*b + c` into a fused multiply-add, the reference
-rounds once (`fma32`, `fma64`). Pure numpy: no backend is imported here.
+every case can be set up with shell commands alone. A module's `__constant__` and `__device__` variables are
+buffers too (`MOD.VAR`, kinds "symbol" and "as-loaded"): written with `memcpy h2d` before the launch and read
+with `memcpy d2h` after it, as cudaMemcpyToSymbol / cudaMemcpyFromSymbol do. Float references repeat the
+kernel's operations in float32 in the kernel's order; where nvcc contracts `a*b + c` into a fused multiply-add,
+the reference rounds once (`fma32`, `fma64`). Pure numpy: no backend is imported here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from typing import Callable
 import numpy as np
 
 KERNELS = Path(__file__).parent / "kernels"
-SAMPLES = KERNELS / "cuda-samples"
 
 # where each kind of buffer comes from: `alloc …` (and `register …` for pageable memory)
 KINDS = {
@@ -30,8 +31,12 @@ KINDS = {
     "mapped": "pinned host memory, mapped (cudaHostAlloc … cudaHostAllocMapped): zero-copy",
     "registered": "pageable host memory registered mapped (cudaHostRegister): zero-copy",
     "readonly": "pageable host memory registered read-only (cudaHostRegisterReadOnly)",
+    "symbol": "a __constant__ or __device__ variable of the case's module, `MOD.VAR`, written before the launch "
+              "(cudaMemcpyToSymbol)",
+    "as-loaded": "a __device__ variable of the case's module as its initialiser left it, checked before the launch",
 }
-HOST_KINDS = frozenset(KINDS) - {"device"}  # the host reads and writes these itself (`fill`, `show`)
+SYMBOL_KINDS = frozenset({"symbol", "as-loaded"})  # no `alloc`: `kernel load … as MOD` makes them
+HOST_KINDS = frozenset(KINDS) - {"device"} - SYMBOL_KINDS  # the host reads and writes these itself (`fill`, `show`)
 RESERVED = frozenset({"n", "grid", "block", "shared", "stream", "unchecked", "as", "on", "all"})  # launch's words
 
 INT_MIN, INT_MAX, UINT_MAX, ULL_MAX = -(1 << 31), (1 << 31) - 1, (1 << 32) - 1, (1 << 64) - 1
@@ -90,7 +95,7 @@ def random_values(seed: int, count: int, dtype: np.dtype) -> np.ndarray:
 @dataclass(frozen=True)
 class Buf:
     """A buffer of `count` elements of `dtype`, of one of KINDS, holding `init` when the kernel starts;
-    `output` buffers are read back and compared after the sync."""
+    `output` buffers are read back and compared after the sync. A symbol's `name` is the variable's."""
 
     name: str
     kind: str
@@ -150,13 +155,18 @@ class Case:
     unordered: dict = field(default_factory=dict)  # output → elements set by racing atomics: not compared …
     check: Callable[[dict], None] | None = None  # … but checked here (outputs by name, as their dtypes)
     intact: tuple[str, ...] = ()  # after the error and `reset`, these buffers still hold their initial bytes
-    sample: str | None = None  # for NVIDIA's files: where it came from (README.md in cuda-samples/)
-    module: str | None = None  # `kernel load FILE as module`: the kernel is launched as module.kernel
+    module: str | None = None  # `kernel load FILE as module`: the kernel is launched as module.kernel, and its
+    # variables are the buffers module.VAR
     gpu_also: tuple[str, ...] = ()  # other codes a GPU may give for `error`, by where the address lands
+    launched_before: tuple[str, ...] = ()  # `launch …` lines of the same module that run first (a list to walk)
 
     @property
     def launch_name(self) -> str:
         return f"{self.module}.{self.kernel}" if self.module else self.kernel
+
+    def shell_name(self, buf: Buf) -> str:
+        """What the shell calls `buf`: a symbol is `MOD.VAR`."""
+        return f"{self.module}.{buf.name}" if buf.kind in SYMBOL_KINDS else buf.name
 
     @property
     def outputs(self) -> tuple[Buf, ...]:
@@ -325,14 +335,6 @@ def ref_cg_scans(d):
     incl = hillis_steele(u).reshape(-1)[:1000]
     f = np.concatenate([d["cgf"], np.zeros(24, np.float32)]).reshape(-1, 16)
     return {"cgincl": incl, "cgexcl": incl - d["cgu"], "cgfincl": hillis_steele(f).reshape(-1)[:1000]}
-
-
-def ref_sample_matmul_cg(d):
-    a, b = d["mma"].reshape(32, 48), d["mmb"].reshape(48, 32)
-    acc = np.zeros((32, 32), np.float32)
-    for k in range(48):
-        acc = fma32(a[:, k, None], b[None, k, :], acc)
-    return {"mmc": acc}
 
 
 def ref_warp_xor(d):
@@ -617,43 +619,85 @@ def ref_math(d, n=512):
     return {"mexact": exact.astype(np.float32), "mapprox": approx.astype(np.float32)}
 
 
-def ref_sample_atomics(d, n=8 * 256):
-    tid = np.arange(n)
-    g = d["g_odata"].astype(np.int64).copy()
-    g[0], g[1] = 10 * n, -10 * n
-    g[3], g[4] = max(0, n - 1), 0
-    g[5], g[6] = atomic_inc(n, 17), atomic_dec(n, 137)
-    g[8] = reduce_bits(lambda a, v: a & v, 2 * tid + 7, 0xFF)
-    g[9] = reduce_bits(lambda a, v: a | (1 << v if v < 32 else 0), tid, 0)  # PTX shl: a shift of 32 or more gives 0
-    g[10] = reduce_bits(lambda a, v: a ^ v, tid, 0xFF)
-    return {"g_odata": wrap(g, "int32")}
+# ------------------------------------------------------------------ references of issue 34's kernels (symbols, C++)
+def ref_const_stencil(d, n=3000, radius=4):
+    x = np.concatenate([np.zeros(radius, np.float32), d["cin"], np.zeros(radius, np.float32)])
+    acc = np.zeros(n, np.float32)
+    for k in range(2 * radius + 1):
+        acc = fma32(d["weights"][k], x[k:k + n], acc)
+    return {"cout": acc}
 
 
-def check_sample_atomics(out, n=8 * 256):
-    for k, what in ((2, "atomicExch"), (7, "atomicCAS")):
-        assert 0 <= out["g_odata"][k] < n, f"{what} left {out['g_odata'][k]}, not one of the thread ids"
+def ref_convolve2d(d, w=45, h=30, size=5):
+    """Out-of-image terms are skipped by the kernel; here they add fma(m, 0, sum), which is sum itself (every
+    term is non-negative, so no -0 to lose)."""
+    half = size // 2
+    img = np.pad(d["image"].reshape(h, w), half)
+    mask = d["mask"].reshape(size, size)
+    acc = np.zeros((h, w), np.float32)
+    for dy in range(size):
+        for dx in range(size):
+            acc = fma32(mask[dy, dx], img[dy:dy + h, dx:dx + w], acc)
+    return {"conv": acc}
 
 
-def vote_input() -> tuple[Fill, ...]:
-    """simpleVoteIntrinsics' pattern, made of fills: a warp of zeros, a warp whose odd lanes are non-zero, a warp
-    whose even lanes are, a warp of all ones (uint64 1<<32 is the uint32 pair 0, 1)."""
-    return (const(0, 32), const(1 << 32, 16, "uint64"), const(1, 16, "uint64"), const(UINT_MAX, 32))
+def ref_counters(d):
+    odd = int(np.count_nonzero(d["cvals"] & 1))
+    return {"oddCount": np.array([5 + odd], np.uint32), "seen": np.array([d["cvals"].size], np.uint64)}
 
 
-def ref_vote(kind):
+JULIA_C = (f32(-0.8), f32(0.156))
+
+
+def ref_julia(d, w=64, h=48, c=JULIA_C, steps=100):
+    """escapeStep, element-wise: z*z's parts as fma(a, b, -(c*d)) and fma(a, b, c*d) (the first product fused),
+    |z|^2 as fma(re, re, im*im); a pixel stops at the step |z|^2 passes 4."""
+    px, py = np.meshgrid(np.arange(w), np.arange(h))
+    re = (px - w // 2).astype(np.float32) / f32(w // 2) * f32(1.5)
+    im = (py - h // 2).astype(np.float32) / f32(h // 2)
+    out = np.zeros((h, w), np.uint8)
+    live = np.ones((h, w), bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for step in range(1, steps + 1):
+            re, im = (fma32(re, re, -(im * im)) + c[0], fma32(re, im, im * re) + c[1])
+            escaped = live & (fma32(re, re, im * im) > f32(4))
+            out[escaped] = step
+            live &= ~escaped
+            re, im = np.where(live, re, f32(0)), np.where(live, im, f32(0))
+    return {"steps": out}
+
+
+def ref_linked_list(d, n=64, stride=5, tail=17):
+    keys = d["keys"].astype(np.int64)
+    sums, hops, last = [], [], []
+    for i in range(n):
+        p, s, k = i, 0, 0
+        while p != tail:
+            s, p, k = s + keys[p], (p + stride) % n, k + 1
+        sums.append(s + keys[p])
+        hops.append(k)
+        last.append(p)
+    return {"sums": wrap(sums, "int32"), "hops": np.array(hops, np.int32), "last": np.array(last, np.int32)}
+
+
+def ref_block_sums(out, dtype, blocks=6, block=256):
+    """A grid-stride block sum: element i belongs to block (i // block) % blocks; integers, so any order."""
     def ref(d):
-        w = (d["vin"].reshape(4, 32) != 0)
-        vote = w.any(axis=1) if kind == "any" else w.all(axis=1)
-        return {"vres": np.repeat(vote, 32).astype(np.uint32)}
+        owner = (np.arange(d["rin"].size) // block) % blocks
+        sums = [sum(int(v) for v in d["rin"][owner == b]) for b in range(blocks)]
+        return {out: wrap(sums, dtype) if dtype == "int32" else np.array(sums, dtype)}
     return ref
 
 
-def ref_vote3(d):
-    tx = np.arange(96)
-    high = tx >= 48
-    warp_any = np.repeat(high.reshape(3, 32).any(axis=1), 32)
-    warp_all = np.repeat(high.reshape(3, 32).all(axis=1), 32)
-    return {"vinfo": np.stack([warp_any, high, warp_all], axis=1).astype(np.uint8)}
+def ref_shuffle_float4(d):
+    v = d["v4in"].reshape(-1, 4)
+    return {"v4out": np.stack([v[:, 3], v[:, 0] + v[:, 1], v[:, 2] * f32(2), -v[:, 0]], axis=1)}
+
+
+def ref_add_int4(d):
+    a, b = d["i4a"].astype(np.int64).reshape(-1, 4), d["i4b"].astype(np.int64).reshape(-1, 4)
+    return {"i4out": wrap(np.stack([a[:, 0] + b[:, 0], a[:, 1] - b[:, 1], a[:, 2] ^ b[:, 2], a[:, 3] * 3], axis=1),
+                          "int32")}
 
 
 # ------------------------------------------------------------------ issue 34: vector types, constants, contraction
@@ -924,31 +968,82 @@ CASES: list[Case] = [
          "adata 128", 1, 128, file=K / "assert_kernel.cu",
          buffers=(B("adata", "device", "int32", 128, (const(5, 100), const(-3, 1), const(9))),),
          error="CUDA_ERROR_ASSERT"),
-    # -------------------------------------------------- NVIDIA's cuda-samples, loaded unchanged
-    Case("sample_vectorAdd", "cuda-samples vectorAdd_nvrtc/vectorAdd_kernel.cu", "vectorAdd", "va vb vc 10000",
-         40, 256, file=SAMPLES / "vectorAdd_kernel.cu", sample="vectorAdd_kernel.cu",
-         buffers=(B("va", "device", "float32", 10000, rand(59)), B("vb", "device", "float32", 10000, rand(60)),
-                  O("vc", "device", "float32", 10000)),
-         reference=lambda d: {"vc": d["va"] + d["vb"]}),
-    Case("sample_simpleAtomicIntrinsics", "cuda-samples simpleAtomicIntrinsics_nvrtc kernel (.cuh via a wrapper)",
-         "testKernel", "g_odata", 8, 256, file=SAMPLES / "simpleAtomicIntrinsics.cu",
-         sample="simpleAtomicIntrinsics_kernel.cuh",
-         buffers=(O("g_odata", "device", "int32", 11, (const(0, 8), const(0xFF, 1), const(0, 1), const(0xFF, 1))),),
-         reference=ref_sample_atomics, unordered={"g_odata": (2, 7)}, check=check_sample_atomics),
-    Case("sample_simpleVote_any", "cuda-samples simpleVoteIntrinsics_nvrtc VoteAnyKernel1", "VoteAnyKernel1",
-         "vin vres 128", 1, 128, file=SAMPLES / "simpleVote.cu", sample="simpleVote_kernel.cuh",
-         buffers=(B("vin", "device", "uint32", 128, vote_input()), O("vres", "device", "uint32", 128)),
-         reference=ref_vote("any")),
-    Case("sample_simpleVote_all", "cuda-samples simpleVoteIntrinsics_nvrtc VoteAllKernel2", "VoteAllKernel2",
-         "vin vres 128", 1, 128, file=SAMPLES / "simpleVote.cu", sample="simpleVote_kernel.cuh",
-         buffers=(B("vin", "device", "uint32", 128, vote_input()), O("vres", "device", "uint32", 128)),
-         reference=ref_vote("all")),
-    Case("sample_simpleVote_warps", "cuda-samples simpleVoteIntrinsics_nvrtc VoteAnyKernel3 (bool output)",
-         "VoteAnyKernel3", "vinfo 32", 1, 96, file=SAMPLES / "simpleVote.cu", sample="simpleVote_kernel.cuh",
-         buffers=(O("vinfo", "device", "uint8", 3 * 96),), reference=ref_vote3),
-    Case("sample_simpleAssert", "cuda-samples simpleAssert_nvrtc: threads 60..63 fail the assert", "testKernel",
-         "60", 2, 32, file=SAMPLES / "simpleAssert_kernel.cu", sample="simpleAssert_kernel.cu",
-         error="CUDA_ERROR_ASSERT"),
+    # -------------------------------------------------- issue 34: constant memory and __device__ variables
+    Case("const_stencil_1d", "1-D stencil, radius 4, weights in __constant__ memory written by memcpy h2d",
+         "constStencil", "cin cout 3000", 12, 256, file=K / "const_stencil_1d.cu", module="cst",
+         buffers=(B("weights", "symbol", "float32", 9, rand(75)), B("cin", "device", "float32", 3000, rand(76)),
+                  O("cout", "device", "float32", 3000)),
+         reference=ref_const_stencil),
+    Case("conv2d_const_mask", "2-D convolution, a 5x5 __constant__ mask sized by file-scope consts, 45 x 30",
+         "convolve2d", "image conv 45 30", (3, 4), (16, 8), file=K / "conv2d_const_mask.cu", module="conv",
+         buffers=(B("mask", "symbol", "float32", 25, rand(77)), B("image", "device", "float32", 45 * 30, rand(78)),
+                  O("conv", "device", "float32", 45 * 30)),
+         reference=ref_convolve2d),
+    Case("device_counter", "__device__ counters bumped by atomicAdd: one initialised to 5, one zero, read back",
+         "countOdd", "cvals 1000", 4, 256, file=K / "device_counter.cu", module="ctr",
+         buffers=(B("cvals", "device", "int32", 1000, rand(79)), O("oddCount", "as-loaded", "uint32", 1, const(5)),
+                  O("seen", "as-loaded", "uint64", 1)),
+         reference=ref_counters),
+    Case("device_histogram", "a 64-bin histogram into a __device__ table the host filled first (iota)",
+         "histogramToTable", "hbytes 5000", 3, 128, file=K / "device_histogram.cu", module="dh",
+         buffers=(B("hbytes", "device", "uint8", 5000, (rand(80, 2000), const(7, 500), rand(81))),
+                  O("table", "symbol", "uint32", 64, IOTA)),
+         reference=lambda d: {"table": d["table"] + np.bincount(d["hbytes"] % 64, minlength=64)}),
+    Case("void_kernel_device_array", "`(void)` parameters; the output is a zero-initialised __device__ array",
+         "recordLaunch", "", 6, 96, file=K / "void_kernel.cu", module="vk",
+         buffers=(O("launchInfo", "as-loaded", "int32", 8),),
+         reference=lambda d: {"launchInfo": [b * 1000 + 960 + 6 if b < 6 else 0 for b in range(8)]}),
+    Case("symbol_struct_static", "an initialised __constant__ struct read as loaded, a static __device__ counter",
+         "applyParams", "pin pout 700", 3, 256, file=K / "symbol_structs.cu", module="ps",
+         buffers=(B("params", "as-loaded", "float32", 2, (const(2.5, 1), const(7, 1, "int32"))),
+                  B("pin", "device", "int32", 700, rand(96)), O("pout", "device", "float32", 700),
+                  O("applied", "as-loaded", "int32", 1)),
+         reference=lambda d: {"pout": wrap(d["pin"].astype(np.int64) + 7, "int32").astype(np.float32) * f32(2.5),
+                              "applied": [700]}),
+    # -------------------------------------------------- issue 34: parameters, vector types, C++
+    Case("typedef_params", "typedef'd `uint n` and `real a`, a `const real in[]` parameter, a commented-out "
+         "signature above the real one", "scaleAdd", "tyout tyin 3000 1.25f", 12, 256, file=K / "typedef_params.cu",
+         buffers=(O("tyout", "device", "float32", 3000, rand(82)), B("tyin", "device", "float32", 3000, rand(83))),
+         reference=lambda d: {"tyout": fma32(f32(1.25), d["tyin"], d["tyout"])}),
+    Case("float4_copy", "float4 pointers: one 16-byte load and store a thread", "copyFloat4", "v4in v4out 1000",
+         4, 256, file=K / "float4_copy.cu",
+         buffers=(B("v4in", "device", "float32", 4000, rand(84)), O("v4out", "device", "float32", 4000)),
+         reference=lambda d: {"v4out": d["v4in"]}),
+    Case("float4_make_members", "float4 member access and make_float4", "shuffleFloat4", "v4in v4out 1000", 4, 256,
+         file=K / "float4_copy.cu",
+         buffers=(B("v4in", "device", "float32", 4000, rand(85)), O("v4out", "device", "float32", 4000)),
+         reference=ref_shuffle_float4),
+    Case("int4_make_members", "int4 loads, member arithmetic, make_int4", "addInt4", "i4a i4b i4out 500", 2, 256,
+         file=K / "float4_copy.cu",
+         buffers=(B("i4a", "device", "int32", 2000, rand(86)), B("i4b", "device", "int32", 2000, rand(87)),
+                  O("i4out", "device", "int32", 2000)),
+         reference=ref_add_int4),
+    Case("float4_misaligned", "a float4 load 4 bytes past a 16-byte boundary: CUDA_ERROR_MISALIGNED_ADDRESS",
+         "loadFloat4At", "fbase fsum 1", 1, 32, file=K / "float4_copy.cu",
+         buffers=(B("fbase", "device", "float32", 64, IOTA), B("fsum", "device", "float32", 32)),
+         error="CUDA_ERROR_MISALIGNED_ADDRESS"),
+    Case("reduce_template_cg_int", "SharedMemory<T>-style struct template with conversion operators, block.sync(), "
+         "cg::reduce over a 32-thread tile (int)", "blockSumInt", "rin rsum 10000", 6, 256, shared=256 * 4,
+         file=K / "reduce_template_cg.cu",
+         buffers=(B("rin", "device", "int32", 10000, rand(88)), O("rsum", "device", "int32", 6)),
+         reference=ref_block_sums("rsum", "int32")),
+    Case("reduce_template_cg_double", "the same template for double (integer inputs: exact in any order)",
+         "blockSumDouble", "rin dsum 10000", 6, 256, shared=256 * 8, file=K / "reduce_template_cg.cu",
+         buffers=(B("rin", "device", "int32", 10000, rand(89)), O("dsum", "device", "float64", 6)),
+         reference=ref_block_sums("dsum", "float64")),
+    Case("transpose_cg_sync", "tiled transpose with cg::this_thread_block().sync(), 100 x 70, edges guarded",
+         "transposeCG", "cgout cgin 100 70", (4, 3), (32, 8), file=K / "transpose_cg.cu",
+         buffers=(O("cgout", "device", "float32", 7000), B("cgin", "device", "float32", 7000, rand(90))),
+         reference=lambda d: {"cgout": d["cgin"].reshape(70, 100).T.copy()}),
+    Case("julia_complex_struct", "Julia set with a complex struct: constructor, methods, operator* and operator+",
+         "julia", "steps 64 48 -0.8f 0.156f", (4, 6), (16, 8), file=K / "julia_complex.cu",
+         buffers=(O("steps", "device", "uint8", 64 * 48, const(255)),), reference=ref_julia),
+    Case("linked_list_walk", "a self-referential struct: one kernel links a list in device memory, another walks it",
+         "walkList", "pool 64 sums hops last", 2, 32, file=K / "linked_list.cu", module="ll",
+         launched_before=("launch ll.buildList pool keys 64 17 grid 2 block 32",),
+         buffers=(B("pool", "device", "uint8", 64 * 16), B("keys", "device", "int32", 64, rand(91)),
+                  O("sums", "device", "int32", 64), O("hops", "device", "int32", 64), O("last", "device", "int32", 64)),
+         reference=ref_linked_list),
     # -------------------------------------------------- outside the subset: the simulator must refuse
     Case("refuse_class_template", "a class template", file=K / "refuse_class_template.cu",
          refused=("template", "class")),
@@ -960,11 +1055,6 @@ CASES: list[Case] = [
     Case("refuse_dynamic_parallelism", "a kernel launching a kernel", file=K / "refuse_dynamic_parallelism.cu",
          refused=("dynamic parallelism", "<<<")),
     Case("refuse_inline_ptx", "inline PTX (asm)", file=K / "refuse_inline_ptx.cu", refused=("asm", "ptx")),
-    Case("sample_inlinePTX_refused", "cuda-samples inlinePTX_nvrtc: asm(\"mov.u32 %0, %%laneid;\")",
-         file=SAMPLES / "inlinePTX_kernel.cu", sample="inlinePTX_kernel.cu", refused=("asm", "ptx")),
-    Case("sample_simpleTemplates_refused", "cuda-samples simpleTemplates_nvrtc: SharedMemory<T>, a class template "
-         "with methods", file=SAMPLES / "simpleTemplates_kernel.cu", sample="simpleTemplates_kernel.cu",
-         refused=("template", "class", "method", "member")),
     # -------------------------------------------------- cooperative groups (issue 34, item 4)
     Case("cg_reduce_tiles", "cg::reduce over tiles of 32, warp sums through shared memory, block.sync()",
          "cgReduceSum", "cgx cgpart 5000", 6, 256, file=K / "cg_reduce.cu",
@@ -980,12 +1070,6 @@ CASES: list[Case] = [
          "cgTranspose", "cgtout cgtin 100 70", (4, 3), (32, 8), file=K / "cg_transpose.cu",
          buffers=(O("cgtout", "device", "float32", 7000), B("cgtin", "device", "float32", 7000, rand(66))),
          reference=lambda d: {"cgtout": d["cgtin"].reshape(70, 100).T.copy()}),
-    Case("sample_matrixMul_cg", "cuda-samples matrixMul_nvrtc: cooperative_groups::sync(cta) between tiles",
-         "matrixMulCUDA_block16", "mmc mma mmb 48 32", (2, 2), (16, 16), file=SAMPLES / "matrixMul_kernel.cu",
-         sample="matrixMul_kernel.cu",
-         buffers=(O("mmc", "device", "float32", 32 * 32), B("mma", "device", "float32", 32 * 48, rand(67)),
-                  B("mmb", "device", "float32", 48 * 32, rand(68))),
-         reference=ref_sample_matmul_cg),
     # -------------------------------------------------- issue 34 (i34-vec): vector types, file-scope constants, and
     # contraction across inlined device functions
     Case("fma_inlined_chain", "nvcc contracts across inlined device functions and chains an fma into the next sum "
@@ -997,7 +1081,7 @@ CASES: list[Case] = [
                   O("acc", "device", "float32", 2000), O("apart", "device", "float32", 2000),
                   O("dist", "device", "float32", 2000)),
          reference=ref_fma_inlined),
-    Case("float4_copy", "float4 copy, 16 bytes a thread in one access, made by make_float4 in a device function, "
+    Case("float4_copy_constexpr", "float4 copy, 16 bytes a thread in one access, made by make_float4 in a device function, "
          "scaled by a file-scope constexpr", "copyFloat4", "f4in f4out 1000", 4, 256, file=K / "vector_types.cu",
          buffers=(B("f4in", "device", "float32", 4000, rand(64)), O("f4out", "device", "float32", 4000)),
          reference=lambda d: {"f4out": d["f4in"] * np.float32(0.5)}),

@@ -1,6 +1,7 @@
-"""The kernel corpus (tests/kernel_corpus.py) run through the shell, with shell commands only: `alloc` (and
-`register`), `fill` and `memcpy` of parts for the inputs, `kernel load`/`kernel define`, `launch … grid … block
-… shared …`, `sync`, then `memcpy` and `show` to read the outputs' bytes.
+"""The kernel corpus (tests/kernel_corpus.py) run through the shell, with shell commands only: `kernel
+load`/`kernel define`, `alloc` (and `register`), `fill` and `memcpy` of parts for the inputs (`memcpy h2d` into
+a module's symbols), `launch … grid … block … shared …`, `sync`, then `memcpy` and `show` to read the outputs'
+bytes. tests/test_public_kernels.py runs code nobody here wrote through this same runner.
 
 On the simulator every case must give the numpy reference's bytes (or the expected error at the sync, after
 which `reset` recovers, or the refusal of code outside the subset); on a GPU the same cases run on both
@@ -25,7 +26,7 @@ from tests.kernel_corpus import (
     REFUSED,
     RESERVED,
     RUNNABLE,
-    SAMPLES,
+    SYMBOL_KINDS,
     Buf,
     Case,
 )
@@ -62,11 +63,13 @@ def dims(d) -> str:
     return ",".join(map(str, d)) if isinstance(d, tuple) else str(d)
 
 
-def put(c: Cush, buf: Buf) -> None:
-    """Give `buf` its initial bytes: `fill` it where the host can write it; otherwise (device memory, or a
-    buffer made of several fills) fill a pinned staging buffer — part by part through `memcpy … stage[OFF:+N]`
-    — and copy that in."""
+def put(c: Cush, buf: Buf, target: str) -> None:
+    """Give `buf` (the shell's `target`) its initial bytes: `fill` it where the host can write it; otherwise
+    (device memory, a module's symbol, or a buffer made of several fills) fill a pinned staging buffer — part by
+    part through `memcpy … stage[OFF:+N]` — and copy that in. A symbol as loaded keeps its initialiser's bytes."""
     layout = buf.layout()
+    if buf.kind == "as-loaded":
+        return
     if len(layout) == 1 and buf.kind in HOST_KINDS:
         ok(c, f"fill {buf.name} {layout[0][2].words(buf.dtype)}")
         return
@@ -80,17 +83,19 @@ def put(c: Cush, buf: Buf) -> None:
             nbytes = count * np.dtype(fill.dtype or buf.dtype).itemsize
             ok(c, f"alloc pinned {nbytes} as {part}; fill {part} {fill.words(buf.dtype)}; "
                   f"memcpy {part} {stage}[{offset}:+{nbytes}]; free {part}")
-    ok(c, f"memcpy {stage} {buf.name}; free {stage}")
+    into = "h2d " if buf.kind in SYMBOL_KINDS else ""  # cudaMemcpyToSymbol; else the direction is inferred
+    ok(c, f"memcpy {into}{stage} {target}; free {stage}")
 
 
-def read(c: Cush, buf: Buf) -> bytes:
-    """A buffer's bytes through `show` (device memory is copied into pinned memory first)."""
-    name = buf.name
+def read(c: Cush, buf: Buf, source: str) -> bytes:
+    """A buffer's bytes (the shell's `source`) through `show`: device memory and symbols are copied into pinned
+    memory first (`memcpy d2h`: cudaMemcpy, or cudaMemcpyFromSymbol for a symbol)."""
+    name = source
     if buf.kind not in HOST_KINDS:
         name = f"{buf.name}_back"
         if name not in {b["name"] for b in c.ok("ls")["buffers"]}:
             ok(c, f"alloc pinned {buf.nbytes} as {name}")
-        ok(c, f"memcpy {buf.name} {name}")
+        ok(c, f"memcpy d2h {source} {name}")
     return bytes(ok(c, f"show {name} dtype uint8 count {buf.nbytes}")["values"])
 
 
@@ -111,21 +116,23 @@ def load(c: Cush, case: Case) -> list[dict]:
 
 
 def execute(c: Cush, case: Case) -> Run:
-    """Set the case's buffers up, check that they hold what the reference starts from, load, launch, sync, and
-    read the outputs back (unless the sync failed)."""
-    for buf in case.buffers:
-        ok(c, ALLOC[buf.kind].format(size=buf.nbytes, name=buf.name))
-        put(c, buf)
-    for buf in case.buffers:
-        assert read(c, buf) == buf.initial().tobytes(), f"{buf.name}: the shell's fill is not the corpus's"
+    """Load (which makes the module's symbols), set the case's buffers up, check that they hold what the
+    reference starts from, launch, sync, and read the outputs back (unless the sync failed)."""
     loaded = load(c, case)
     assert loaded and loaded[-1]["ok"], loaded
+    for buf in case.buffers:
+        if buf.kind not in SYMBOL_KINDS:
+            ok(c, ALLOC[buf.kind].format(size=buf.nbytes, name=buf.name))
+        put(c, buf, case.shell_name(buf))
+    for buf in case.buffers:
+        assert read(c, buf, case.shell_name(buf)) == buf.initial().tobytes(), \
+            f"{buf.name}: the shell's fill (or the module's initialiser) is not the corpus's"
     line = f"launch {case.launch_name} {case.args} grid {dims(case.grid)} block {dims(case.block)}"
-    launched = c.run(line + (f" shared {case.shared}" if case.shared else ""))
-    assert launched and launched[-1]["ok"], launched
+    launched = c.run("; ".join([*case.launched_before, line + (f" shared {case.shared}" if case.shared else "")]))
+    assert launched and all(o["ok"] for o in launched), launched
     synced = c.run("sync")
     error = None if synced[-1]["ok"] else synced[-1]["error"]
-    outputs = {} if error else {b.name: read(c, b) for b in case.outputs}
+    outputs = {} if error else {b.name: read(c, b, case.shell_name(b)) for b in case.outputs}
     said = "\n".join(strings(loaded + launched + synced) + [c.err.getvalue()])
     return Run(outputs, error, said)
 
@@ -134,7 +141,7 @@ def recover(c: Cush, case: Case) -> None:
     """After a fault: `reset` brings the session back, host memory keeps its bytes, and a kernel runs again."""
     ok(c, "reset")
     for name in case.intact:
-        assert read(c, case.buf(name)) == case.buf(name).initial().tobytes(), f"{name} changed"
+        assert read(c, case.buf(name), name) == case.buf(name).initial().tobytes(), f"{name} changed"
     ok(c, "alloc device 4KB as probe; launch increment probe; sync")
 
 
@@ -191,9 +198,9 @@ def sha256(buf: Buf, raw: bytes, keep: np.ndarray) -> str:
     return hashlib.sha256(elements(buf, raw)[keep].tobytes()).hexdigest()
 
 
-# ------------------------------------------------------------------ (a) the simulator against numpy
-@pytest.mark.parametrize("case", RUNNABLE, ids=ids(RUNNABLE))
-def test_the_simulator_gives_the_reference_bytes(sim, case):
+# ------------------------------------------------------------------ what each test holds, for any case
+def on_the_simulator(sim: Cush, case: Case) -> None:
+    """The case gives the reference's bytes, its printed lines or its error (after which `reset` recovers)."""
     run = execute(sim, case)
     if case.error:
         assert run.error is not None and run.error["code"] == case.error, run.error
@@ -206,8 +213,8 @@ def test_the_simulator_gives_the_reference_bytes(sim, case):
         check_reference(case, run.outputs, "simulator")
 
 
-@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
-def test_the_simulator_refuses_what_is_outside_its_subset(sim, case):
+def refused_by_the_simulator(sim: Cush, case: Case) -> None:
+    """The load is NOT_SUPPORTED_ON_SIM, naming the construct, and registers nothing."""
     error = sim.fails(f'kernel load "{case.file}"')
     assert error["code"] == "NOT_SUPPORTED_ON_SIM", error
     said = f"{error['message']} {error.get('hint') or ''}".lower()
@@ -215,10 +222,9 @@ def test_the_simulator_refuses_what_is_outside_its_subset(sim, case):
     assert all(k["builtin"] for k in sim.ok("kernels")["kernels"])  # nothing of it was registered
 
 
-# ------------------------------------------------------------------ (b) the GPU against the simulator
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", RUNNABLE, ids=ids(RUNNABLE))
-def test_the_gpu_and_the_simulator_give_the_same_bytes(sim, case, capfd):
+def on_both_backends(sim: Cush, case: Case, capfd) -> None:
+    """The GPU and the simulator give SHA-256-identical outputs (or the same error), and the GPU the reference's
+    bytes: the GPU is the truth the simulator is held to."""
     gpu = Cush(make_backend("cuda"))  # skips where there is no GPU
     try:
         on_gpu = execute(gpu, case)
@@ -253,6 +259,24 @@ def test_the_gpu_and_the_simulator_give_the_same_bytes(sim, case, capfd):
         check_reference(case, on_gpu.outputs, "GPU")
 
 
+# ------------------------------------------------------------------ (a) the simulator against numpy
+@pytest.mark.parametrize("case", RUNNABLE, ids=ids(RUNNABLE))
+def test_the_simulator_gives_the_reference_bytes(sim, case):
+    on_the_simulator(sim, case)
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=ids(REFUSED))
+def test_the_simulator_refuses_what_is_outside_its_subset(sim, case):
+    refused_by_the_simulator(sim, case)
+
+
+# ------------------------------------------------------------------ (b) the GPU against the simulator
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", RUNNABLE, ids=ids(RUNNABLE))
+def test_the_gpu_and_the_simulator_give_the_same_bytes(sim, case, capfd):
+    on_both_backends(sim, case, capfd)
+
+
 # ------------------------------------------------------------------ the corpus itself (no backend)
 @pytest.mark.parametrize("case", [c for c in CASES if c.reference], ids=ids([c for c in CASES if c.reference]))
 def test_each_reference_gives_every_output_whole(case):
@@ -263,25 +287,33 @@ def test_each_reference_gives_every_output_whole(case):
         case.check(got)
 
 
+def well_formed(case: Case, text: str) -> None:
+    """What the runner needs of a case whose source (its file with what it includes) is `text`."""
+    kinds = [bool(case.reference or case.printf), bool(case.error), bool(case.refused)]
+    assert sum(kinds) == 1, f"{case.name}: one of reference/printf, error or refused"
+    bufs = [b.name for b in case.buffers]
+    assert len(bufs) == len(set(bufs)), case.name
+    for buf in case.buffers:
+        assert re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", buf.name) and buf.name not in RESERVED, buf.name
+        assert buf.kind in ALLOC or buf.kind in SYMBOL_KINDS, buf.kind
+        assert buf.kind not in SYMBOL_KINDS or (case.module and re.search(rf"\b{buf.name}\b", text)), \
+            f"{case.name}: {buf.name} is a variable of the file, loaded `as` a module"
+        assert sum(n * np.dtype(f.dtype or buf.dtype).itemsize for _, n, f in buf.layout()) == buf.nbytes, buf.name
+        assert buf.kind != "readonly" or len(buf.layout()) == 1, "read-only memory is filled by the host, whole"
+    for name in list(case.ulps) + list(case.unordered) + list(case.intact):
+        assert name in bufs, (case.name, name)
+    if not case.refused:
+        assert case.kernel in text, case.name
+        assert all(line.startswith(f"launch {case.module}.") for line in case.launched_before), case.name
+        assert case.module or case.kernel not in BUILTINS, f"{case.name}: load it `as` a module"
+
+
 def test_the_corpus_is_well_formed():
     names = [c.name for c in CASES]
     assert len(names) == len(set(names))
     for case in CASES:
-        kinds = [bool(case.reference or case.printf), bool(case.error), bool(case.refused)]
-        assert sum(kinds) == 1, f"{case.name}: one of reference/printf, error or refused"
         assert (case.file is None) != (case.source is None) and (case.file is None or case.file.is_file()), case.name
-        bufs = [b.name for b in case.buffers]
-        assert len(bufs) == len(set(bufs)), case.name
-        for buf in case.buffers:
-            assert re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", buf.name) and buf.name not in RESERVED, buf.name
-            assert buf.kind in ALLOC, buf.kind
-            assert sum(n * np.dtype(f.dtype or buf.dtype).itemsize for _, n, f in buf.layout()) == buf.nbytes, buf.name
-            assert buf.kind != "readonly" or len(buf.layout()) == 1, "read-only memory is filled by the host, whole"
-        for name in list(case.ulps) + list(case.unordered) + list(case.intact):
-            assert name in bufs, (case.name, name)
-        if not case.refused:
-            assert case.kernel in (case.source or with_includes(case.file)), case.name
-            assert case.module or case.kernel not in BUILTINS, f"{case.name}: load it `as` a module"
+        well_formed(case, case.source or with_includes(case.file))
 
 
 def with_includes(path) -> str:
@@ -299,12 +331,3 @@ def test_the_corpus_uses_every_kernel_file():
     course = {f for f in used if f.parent == KERNELS.resolve() and not f.name.startswith("refuse_")}
     assert len(course) >= 26
 
-
-def test_the_samples_readme_says_where_each_file_came_from():
-    readme = (SAMPLES / "README.md").read_text()
-    for path in SAMPLES.iterdir():
-        if path.name != "README.md":
-            assert path.name in readme, path.name
-    for case in CASES:
-        if case.sample:
-            assert case.sample in readme and case.file.parent == SAMPLES, case.name

@@ -197,6 +197,24 @@ def test_a_kernel_after_an_include_is_found(sim, tmp_path):
     assert sim.ok(f"kernel load {tmp_path / 'k.cu'}")["loaded"] == ["k(o)"]
 
 
+def test_an_error_directive_stops_the_load_only_where_the_preprocessor_reaches_it(sim, tmp_path):
+    """cuda-samples guard their constants with `#if N % M` / `#error`: nvcc skips an #error an #if left out."""
+    guarded = "#define N 2048\n#define M (2 * 16)\n#if N % M\n#error Bad constants\n#endif\n#warning kept going\n"
+    (tmp_path / "ok.cu").write_text(guarded + "__global__ void k(int *o) { o[0] = N % M; }\n")
+    assert sim.ok(f"kernel load {tmp_path / 'ok.cu'}")["loaded"] == ["k(o)"]
+    (tmp_path / "bad.cu").write_text(guarded.replace("2048", "2047") + "__global__ void k(int *o) { }\n")
+    error = sim.fails(f"kernel load {tmp_path / 'bad.cu'}")
+    assert error["code"] == "USAGE" and "#error Bad constants" in error["message"], error
+
+
+def test_24_bit_multiplies_keep_the_low_32_bits_of_the_24_bit_operands_product(sim):
+    sim.ok("kernel define m24 <<< __global__ void m24(int a0, int a1, int b, int *s, unsigned *u) { "
+           "int a = threadIdx.x ? a1 : a0; s[threadIdx.x] = __mul24(a, b); u[threadIdx.x] = __umul24(a, b); } >>>")
+    sim.ok(f"alloc managed 8 as s; alloc managed 8 as u; launch m24 {0x7FFFFF} {0x12800003} -1 s u grid 1 block 2; sync")
+    assert sim.ok("show s dtype int32")["values"] == [-0x7FFFFF, 0x7FFFFD]  # 0x800003 is -0x7FFFFD in 24 bits
+    assert sim.ok("show u dtype uint32")["values"] == [(0x7FFFFF * 0xFFFFFF) % 2**32, (0x800003 * 0xFFFFFF) % 2**32]
+
+
 @pytest.mark.parametrize("source, construct", [
     ("struct B { int a:3; }; __global__ void k(int *o) { B b; b.a = 5; o[0] = b.a; }", "bit-field"),
     ("__global__ void k(int *o) { int x = 1; int &r = x; r = 5; o[0] = x; }", "reference variable"),

@@ -119,6 +119,17 @@ def _brev(mach, e, m):
     return out
 
 
+def _mul24(signed: bool):
+    """__mul24 / __umul24: the low 32 bits of the product of the operands' low 24 bits (sign-extended for
+    __mul24), as PTX's mul24.lo does."""
+    def run(mach, e, m):
+        a, b = (np.asarray(v).astype(np.int64) & 0xFFFFFF for v in _args(mach, e, m))
+        if signed:
+            a, b = (np.where(v & 0x800000, v - 0x1000000, v) for v in (a, b))
+        return ((a * b) & 0xFFFFFFFF).astype(np.uint32).view(np.int32 if signed else np.uint32)
+    return run
+
+
 def _bitcast(dst):
     def run(mach, e, m):
         (x,) = _args(mach, e, m)
@@ -290,7 +301,7 @@ BUILTINS = {
     "__syncwarp": _syncwarp, "__threadfence": _nothing, "__threadfence_block": _nothing,
     "__cush_assert": _assert, "__ldg": _ldg,
     "__popc": _popc, "__popcll": _popc, "__clz": _clz(32), "__clzll": _clz(64), "__ffs": _ffs(32),
-    "__ffsll": _ffs(64), "__brev": _brev,
+    "__ffsll": _ffs(64), "__brev": _brev, "__mul24": _mul24(True), "__umul24": _mul24(False),
     "__fmaf_rn": _fma, "__fma_rn": _fma, "fmaf": _fma, "fma": _fma, "__fdividef": _fdividef,
     "__saturatef": _saturate,
     "__shfl_sync": _shfl("idx"), "__shfl_up_sync": _shfl("up"), "__shfl_down_sync": _shfl("down"),

@@ -117,17 +117,14 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
                 raise self.refused
             raise CompileError("USAGE", f"{file}:{line}: {msg}")
 
-        def on_directive_handle(self, directive, toks, ifpassthru, precedingtoks):
-            text = "".join(tok.value for tok in toks).strip()
-            if directive.value == "error":  # nvcc stops here: so does the shell, in its own error line
-                raise CompileError("USAGE", f"#error {text}", (directive.source, directive.lineno, 2))
-            if directive.value == "warning":
-                return True  # nvcc goes on
-            return super().on_directive_handle(directive, toks, ifpassthru, precedingtoks)
-
         def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+            """Called for live lines only (pcpp skips those an #if left out, where an #error means nothing)."""
             text = "".join(tok.value for tok in toks).strip()
             where = (directive.source, directive.lineno, 2)
+            if directive.value == "error":  # nvcc stops here: so does the shell, in its own error line
+                raise CompileError("USAGE", f"#error {text}", where)
+            if directive.value == "warning":  # nvcc goes on
+                raise pcpp.OutputDirective(pcpp.Action.IgnoreAndRemove)
             if directive.value in PASSED and not FILE_DIRECTIVE.search(text):
                 return None  # passed through: `#pragma unroll` changes nothing the interpreter computes
             named = re.search(r'"([^"]+)"|<([^>]+)>', "".join(t.value for t in self.expand_macros(list(toks))))

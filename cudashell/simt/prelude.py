@@ -79,6 +79,7 @@ def _decls() -> str:
         "__device__ int __clz(int); __device__ int __clzll(long long);",
         "__device__ int __ffs(int); __device__ int __ffsll(long long);",
         "__device__ unsigned __brev(unsigned);",
+        "__device__ int __mul24(int, int); __device__ unsigned __umul24(unsigned, unsigned);",
         "__device__ float __fmaf_rn(float, float, float); __device__ double __fma_rn(double, double, double);",
         "__device__ float fmaf(float, float, float); __device__ double fma(double, double, double);",
         "__device__ float __fdividef(float, float); __device__ float __saturatef(float);",
