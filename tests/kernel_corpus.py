@@ -891,10 +891,6 @@ CASES: list[Case] = [
          "60", 2, 32, file=SAMPLES / "simpleAssert_kernel.cu", sample="simpleAssert_kernel.cu",
          error="CUDA_ERROR_ASSERT"),
     # -------------------------------------------------- outside the subset: the simulator must refuse
-    Case("refuse_class_template", "a class template", file=K / "refuse_class_template.cu",
-         refused=("template", "class")),
-    Case("refuse_class_methods", "a class with member functions", file=K / "refuse_class_methods.cu",
-         refused=("class", "method", "member")),
     Case("refuse_texture", "a texture fetch", file=K / "refuse_texture.cu", refused=("texture", "tex1Dfetch")),
     Case("refuse_cooperative_groups", "cooperative groups", file=K / "refuse_cooperative_groups.cu",
          refused=("cooperative",)),
@@ -905,9 +901,18 @@ CASES: list[Case] = [
          file=SAMPLES / "matrixMul_kernel.cu", sample="matrixMul_kernel.cu", refused=("cooperative",)),
     Case("sample_inlinePTX_refused", "cuda-samples inlinePTX_nvrtc: asm(\"mov.u32 %0, %%laneid;\")",
          file=SAMPLES / "inlinePTX_kernel.cu", sample="inlinePTX_kernel.cu", refused=("asm", "ptx")),
-    Case("sample_simpleTemplates_refused", "cuda-samples simpleTemplates_nvrtc: SharedMemory<T>, a class template "
-         "with methods", file=SAMPLES / "simpleTemplates_kernel.cu", sample="simpleTemplates_kernel.cu",
-         refused=("template", "class", "method", "member")),
+    # -------------------------------------------------- issue 34: structs and classes (i34-cls)
+    Case("class_template_pair", "a struct template instantiated for int, filled by a braced list", "pairSum",
+         "out", 1, 32, file=K / "class_template_pair.cu", buffers=(O("out", "device", "int32", 32),),
+         reference=lambda b: {"out": np.full(32, 7, np.int32)}),
+    Case("class_methods_counter", "a class with member functions, one const", "countUp", "out 10", 1, 32,
+         file=K / "class_methods_counter.cu", buffers=(O("out", "device", "int32", 32),),
+         reference=lambda b: {"out": np.full(32, 45, np.int32)}),
+    Case("sample_simpleTemplates", "cuda-samples simpleTemplates_nvrtc: SharedMemory<T>, a struct template whose "
+         "method returns extern __shared__ memory, for float and int", "testFloat", "tp1 tp2", 1, 64,
+         file=SAMPLES / "simpleTemplates_kernel.cu", sample="simpleTemplates_kernel.cu", module="tmpl",
+         shared=64 * 4, buffers=(B("tp1", "device", "float32", 64, rand(61)), O("tp2", "device", "float32", 64)),
+         reference=lambda d: {"tp2": d["tp1"] * np.float32(64)}),
 ]
 
 RUNNABLE = [c for c in CASES if not c.refused]

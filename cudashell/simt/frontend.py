@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import ir
+from .classes import ClassesMixin, callee_at
 from .compile_error import CompileError
 from .ctype import (
     BOOL,
@@ -159,8 +160,7 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
 ARGS = ["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-std=c++17",
         "-Wno-unknown-cuda-version"]
 REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
-    "CLASS_TEMPLATE": "class templates", "CLASS_DECL": "classes", "CXX_METHOD": "classes with methods",
-    "CONSTRUCTOR": "classes with constructors", "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
+    "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
     "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
     "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "LAMBDA_EXPR": "lambdas", "CXX_TRY_STMT": "exceptions",
     "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete", "NAMESPACE": "namespaces",
@@ -205,7 +205,7 @@ def _where(where, tu, offset):  # pragma: no cover - only for templates' errors
     return None
 
 
-class Program:
+class Program(ClassesMixin):
     """The functions of one source, converted; `kernels` are the __global__ ones, with their parameters."""
 
     def __init__(self, tu, text: str, where: list):
@@ -214,6 +214,8 @@ class Program:
         self.text = DECLS + text
         self.structs: dict = {}
         self.functions: dict[str, ir.Function] = {}
+        self.method_names: dict = {}  # a member function's definition (its cursor's hash) → its function's name
+        self.this = self.made = None  # in a member function: `this`, and a constructor's object
         toks = list(tu.get_tokens(extent=tu.cursor.extent))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
@@ -293,21 +295,7 @@ class Program:
         if k == K.ENUM:
             return self.ctype(t.get_declaration().enum_type)
         if k == K.RECORD:
-            decl = t.get_declaration()
-            name = decl.spelling or f"anon{decl.hash}"
-            if name not in self.structs:
-                if any(c.kind.name in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") for c in decl.get_children()):
-                    self.refuse(decl, "a class with methods")
-                fields = []
-                for f in decl.get_children():
-                    if f.kind.name != "FIELD_DECL":
-                        continue
-                    if f.is_bitfield():
-                        self.refuse(f, "a bit-field")
-                    fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
-                fields = tuple(fields)
-                self.structs[name] = Struct(name, fields, t.get_size(), t.get_align())
-            return self.structs[name]
+            return self._record(t)
         raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: the type '{t.spelling}'", None)
 
     def type_of(self, cur):
@@ -333,9 +321,12 @@ class Program:
                 self.kernel_names.append(cur.spelling)
         elif kind == "FUNCTION_TEMPLATE":
             return  # instantiated copies (templates.py) are what runs
-        elif kind in ("STRUCT_DECL", "TYPEDEF_DECL", "ENUM_DECL", "UNION_DECL", "TYPE_ALIAS_DECL",
+        elif kind in ("CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION", "CXX_METHOD", "CONSTRUCTOR",
+                      "CONVERSION_FUNCTION", "DESTRUCTOR"):
+            return  # clang instantiates class templates; a member function is converted when it is called
+        elif kind in ("STRUCT_DECL", "CLASS_DECL", "TYPEDEF_DECL", "ENUM_DECL", "UNION_DECL", "TYPE_ALIAS_DECL",
                       "STATIC_ASSERT", "UNEXPOSED_DECL"):
-            if kind == "STRUCT_DECL":
+            if kind in ("STRUCT_DECL", "CLASS_DECL"):
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
@@ -349,22 +340,27 @@ class Program:
         else:
             self.refuse(cur, kind.lower().replace("_", " "))
 
-    def _function(self, cur, body, kernel: bool) -> ir.Function:
-        self.fn = cur.spelling
+    def _function(self, cur, body, kernel: bool, name: str | None = None, owner=None) -> ir.Function:
+        name = name or cur.spelling
+        self.fn = name
         self.scope: dict[str, ir.Var] = {}
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
         self.addressed = self._addressed(body)
-        params, defaults = [], []
+        params = self._member_params(cur, owner, self.loc(cur))
+        defaults = [None] * len(params)
         for p in cur.get_children():
             if p.kind.name != "PARM_DECL":
                 continue
             v = self._var(p)
             params.append(v)
-            init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF")]
+            init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF")]
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
-        fn = ir.Function(cur.spelling, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        code = self.stmt(body)
+        if self.made is not None:  # a constructor: it returns the object it made
+            ret, code = self.made.type, self._constructed(cur, owner, code, self.loc(cur))
+        fn = ir.Function(name, params, ret, code, kernel, self.loc(cur), defaults)
         fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
                            for p in cur.get_children() if p.kind.name == "PARM_DECL"]
         _check(fn.body)
@@ -411,10 +407,13 @@ class Program:
             n += 1
             unique = f"{name}#{n}"
         self.names.add(unique)
+        reference = decl.type.kind == self.ci.TypeKind.LVALUEREFERENCE
+        if reference and not self._by_address(decl):  # `const float &`: a value
+            t, reference = t.to, False
         mem = isinstance(t, (Array, Struct)) or decl.hash in self.addressed
         v = ir.Var(self.loc(decl), t, unique, mem)
         self.scope[decl.hash] = v
-        if decl.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+        if reference:
             self.refs.add(decl.hash)
         return v
 
@@ -444,6 +443,8 @@ class Program:
         if k == "CONTINUE_STMT":
             return ir.Jump(loc, "continue")
         if k == "RETURN_STMT":
+            if not kids and self.made is not None:  # `return;` in a constructor: the object is its result
+                return ir.Return(loc, ir.Var(loc, self.made.type, self.made.name, True))
             return ir.Return(loc, self.expr(kids[0]) if kids else None)
         if k == "SWITCH_STMT":
             return self._switch(cur, kids, loc)
@@ -479,6 +480,9 @@ class Program:
             and exprs and not (isinstance(v.type, Array) and toks[toks.index(cur.spelling) + 1:][:1] == ["["]
                                and "=" not in toks and "{" not in toks)
         init = self.expr(exprs[-1]) if has_init else None
+        if init is None and exprs and exprs[-1].kind.name == "CALL_EXPR" and not shared \
+                and self._written_method(exprs[-1].referenced) is not None:
+            init = self.expr(exprs[-1])  # `T x;` runs T's own default constructor
         if shared and init is not None:
             self.refuse(cur, "an initializer on __shared__ memory")
         return ir.Decl(self.loc(cur), v, init, shared, storage == "EXTERN")
@@ -576,6 +580,8 @@ class Program:
             return ir.Const(loc, Pointer(Scalar("int8")), b"".join(_string_value(t) for t in pieces))
         if k == "DECL_REF_EXPR":
             return self._ref(cur, loc)
+        if k == "CXX_THIS_EXPR":
+            return self._this(cur)
         if k == "MEMBER_REF_EXPR":
             return self._member(cur, kids, loc)
         if k == "ARRAY_SUBSCRIPT_EXPR":
@@ -701,7 +707,7 @@ class Program:
         self.refuse(cur, f"a reference to {rk.lower()}")
 
     def _member(self, cur, kids, loc) -> ir.Expr:
-        base = self.expr(kids[0])
+        base = self.expr(kids[0]) if kids else self._this(cur)  # `r` inside a method is `this->r`
         if isinstance(base, ir.Special):
             if base.name == "warpSize":
                 self.refuse(cur, "warpSize.member")
@@ -710,7 +716,10 @@ class Program:
         st = base.type.to if arrow else base.type
         if not isinstance(st, Struct):
             self.refuse(cur, "a member of something that is not a struct")
-        name, ftype, offset = st.field(cur.spelling)
+        try:
+            name, ftype, offset = st.field(cur.spelling)
+        except KeyError:
+            self.refuse(cur, f"the member '{cur.spelling}' of a base class (inheritance)")
         return ir.Member(loc, ftype, base, name, offset, arrow)
 
     def _unary(self, cur, kids, loc) -> ir.Expr:
@@ -732,6 +741,9 @@ class Program:
         name = cur.spelling
         if ref is None:
             self.refuse(cur, f"the call '{name}'")
+        written = self._written_method(ref)
+        if written is not None:
+            return self._method_call(cur, kids, loc, written)
         if ref.kind.name == "CXX_METHOD" and name == "operator=" and len(kids) == 3:  # a struct's implicit copy
             return ir.Assign(loc, t, "=", self.expr(kids[0]), self.expr(kids[2]))
         if ref.kind.name == "CONSTRUCTOR":  # a struct's implicit copy (or default) constructor
@@ -741,7 +753,8 @@ class Program:
             if not args:
                 return ir.InitList(loc, t, [])
             self.refuse(cur, "a constructor")
-        args = [self.expr(c) for c in kids[1:]]
+        callee = callee_at(kids, ref) if name.startswith("operator") else 0  # `a + b`: [a, operator+, b]
+        args = [self.expr(c) for i, c in enumerate(kids) if i != callee]
         params = [p for p in ref.get_children() if p.kind.name == "PARM_DECL"]
         definition = ref.get_definition()
         if name in self.functions or (definition is not None and self._user(definition)):
@@ -756,8 +769,8 @@ class Program:
                     a = fn.defaults[i]
                     if a is None:
                         self.refuse(cur, f"a call to '{name}' without argument {i + 1}")
-                elif i < len(decls) and decls[i].type.kind == self.ci.TypeKind.LVALUEREFERENCE:
-                    a = ir.Unary(loc, p.type, "&", a)  # a reference parameter gets the argument's address
+                elif i < len(decls):
+                    a = self._pass(a, decls[i], loc)  # a reference parameter gets the argument's address
                 filled.append(a)
             return ir.Call(loc, t, name, filled)
         if name == "printf":

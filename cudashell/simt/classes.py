@@ -1,0 +1,219 @@
+"""Structs and classes as course code writes them, for the front end (frontend.Program): their layout (a struct
+may point to itself), and their member functions, constructors and operators as plain ir.Functions. Clang has
+already resolved every call and instantiated every class template (`SharedMemory<float>`'s methods come with
+float in their bodies), so a method is a function whose first parameter is `this`, and a constructor is a
+function that builds the object in a local and returns it (the interpreter copies struct results into the
+caller). Methods are converted when first called, so one may call another defined later or out of line."""
+
+from __future__ import annotations
+
+from . import ir
+from .ctype import Pointer, Struct
+
+METHODS = ("CXX_METHOD", "CONSTRUCTOR", "CONVERSION_FUNCTION")
+NOT_EXPRESSIONS = ("TYPE_REF", "TEMPLATE_REF", "NAMESPACE_REF", "MEMBER_REF")
+
+
+class ClassesMixin:
+    """Program's part for records and their members; Program provides ctype, expr, stmt, _function…"""
+
+    # -------------------------------------------------------------- layout
+    def _record(self, t):
+        decl = t.get_declaration()
+        name = t.spelling if decl.spelling else f"anon{decl.hash}"
+        if name in self.structs:
+            return self.structs[name]
+        if self._user(decl):
+            self._refuse_record(decl)
+        st = Struct(name, (), t.get_size(), t.get_align())
+        self.structs[name] = st  # before the fields: `node *next` names the struct being made
+        fields = []
+        for f in t.get_fields():  # a template's instantiation (`Pair<int>`) shows its fields only here
+            if f.is_bitfield():
+                self.refuse(f, "a bit-field")
+            fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
+        object.__setattr__(st, "fields", tuple(fields))
+        return st
+
+    def _refuse_record(self, decl):
+        """What a user's class may hold that the interpreter would run wrong: said by name, at its place."""
+        if decl.kind.name == "LAMBDA_EXPR" or "lambda at" in decl.type.spelling:
+            return
+        for c in decl.get_children():
+            k = c.kind.name
+            if k == "CXX_BASE_SPECIFIER":
+                self.refuse(c, "a class with a base class (inheritance)")
+            if k in METHODS and c.is_virtual_method():
+                self.refuse(c, "virtual methods")
+            if k == "DESTRUCTOR" and any(s.kind.name == "COMPOUND_STMT" and list(s.get_children())
+                                         for s in c.get_children()):
+                self.refuse(c, "a destructor that does something")
+            if k == "VAR_DECL":
+                self.refuse(c, "a static data member")
+
+    # -------------------------------------------------------------- calls
+    def _written_method(self, ref):
+        """The definition of a member function the user wrote for the device (not one clang made implicitly,
+        like a copy, and not the prelude's), or None."""
+        if ref.kind.name not in METHODS:
+            return None
+        definition = ref.get_definition()
+        if definition is None or not self._user(definition):
+            return None
+        kinds = {c.kind.name for c in definition.get_children()}
+        if "COMPOUND_STMT" not in kinds or not kinds & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}:
+            return None
+        return definition
+
+    def _method_call(self, cur, kids, loc, definition) -> ir.Expr:
+        name = self._method(definition)
+        kind = definition.kind.name
+        this = None
+        if kind == "CONSTRUCTOR":
+            operands = [c for c in kids if c.kind.name not in NOT_EXPRESSIONS]
+        else:
+            head = _unwrap(kids[0]) if kids else None
+            if head is not None and head.kind.name == "MEMBER_REF_EXPR":  # a.f(…), p->f(…), f(…) inside a method
+                inner = list(head.get_children())
+                this = self._object(self.expr(inner[0]) if inner else self._this(cur), loc)
+                operands = kids[1:]
+            else:
+                callee = callee_at(kids, definition)
+                operands = [c for i, c in enumerate(kids) if i != callee]
+                if not definition.is_static_method():  # an operator written as one: its first operand is `this`
+                    this = self._object(self.expr(operands[0]), loc)
+                    operands = operands[1:]
+        decls = [p for p in definition.get_children() if p.kind.name == "PARM_DECL"]
+        args = [self.expr(c) for c in operands]
+        fn = self.functions.get(name)
+        filled = [] if this is None else [this]
+        hidden = len(filled)
+        for i, p in enumerate(decls):
+            a = args[i] if i < len(args) else None
+            if a is None:
+                a = fn.defaults[hidden + i] if fn is not None else None
+                if a is None:
+                    self.refuse(cur, f"a call to '{definition.spelling}' without argument {i + 1}")
+            else:
+                a = self._pass(a, p, loc)
+            filled.append(a)
+        return ir.Call(loc, self.type_of(cur), name, filled)
+
+    def _object(self, e, loc) -> ir.Expr:
+        """`this` for a call on `e`: a pointer as it is; a struct's value is already its address."""
+        return e if isinstance(e.type, Pointer) else _address(loc, e)
+
+    def _pass(self, a, decl, loc) -> ir.Expr:
+        """An argument for a parameter: a reference parameter gets the argument's address (a struct's value is
+        its address, so a temporary struct `f(a * b)` passes too); a `const T &` of a scalar is passed by value."""
+        if not self._by_address(decl):
+            return a
+        if isinstance(a.type, Struct):
+            return _address(loc, a)
+        return ir.Unary(loc, Pointer(a.type), "&", a)
+
+    def _by_address(self, decl) -> bool:
+        t = decl.type
+        if t.kind != self.ci.TypeKind.LVALUEREFERENCE:
+            return False
+        pointee = t.get_pointee()
+        return not (pointee.is_const_qualified() and pointee.get_canonical().kind != self.ci.TypeKind.RECORD)
+
+    # -------------------------------------------------------------- conversion
+    def _method(self, definition) -> str:
+        """The function name of a user's member function, converting it the first time."""
+        key = definition.hash
+        if key in self.method_names:
+            return self.method_names[key]
+        owner = self.ctype(definition.semantic_parent.type)
+        base = f"{owner.name}::{definition.spelling}"
+        name, n = base, 1
+        while name in self.functions or name in self.method_names.values():
+            n += 1
+            name = f"{base}#{n}"
+        self.method_names[key] = name  # before converting: a method may call itself
+        saved = {k: getattr(self, k, None) for k in FUNCTION_STATE}
+        try:
+            body = [c for c in definition.get_children() if c.kind.name == "COMPOUND_STMT"][0]
+            self.functions[name] = self._function(definition, body, False, name=name, owner=owner)
+        finally:
+            for k, v in saved.items():
+                setattr(self, k, v)
+        return name
+
+    def _this(self, cur) -> ir.Expr:
+        if self.this is None:
+            self.refuse(cur, "'this' outside a member function")
+        return self.this
+
+    def _member_params(self, cur, owner, loc) -> list:
+        """The hidden first parameter of a method (`this`), or none (static, or a constructor, which makes its
+        object in a local)."""
+        self.this, self.made = None, None
+        if owner is None or cur.is_static_method():
+            return []
+        if cur.kind.name == "CONSTRUCTOR":
+            self.made = ir.Var(loc, owner, "this#object", True)
+            self.names.add(self.made.name)
+            self.this = _address(loc, self.made)
+            return []
+        v = ir.Var(loc, Pointer(owner), "this", False)
+        self.names.add("this")
+        self.this = v
+        return [v]
+
+    def _constructed(self, cur, owner, body: ir.Block, loc) -> ir.Block:
+        """A constructor's body: the object made in a local, its members initialised in declaration order
+        (from the initializer list, else the member's own initializer), the body run, the object returned."""
+        given = {}
+        kids = list(cur.get_children())
+        for i, c in enumerate(kids):
+            if c.kind.name == "MEMBER_REF" and i + 1 < len(kids):
+                given[c.spelling] = kids[i + 1]
+        decl = cur.semantic_parent
+        stmts = [ir.Decl(loc, self.made, None)]
+        for f in decl.get_children():
+            if f.kind.name != "FIELD_DECL":
+                continue
+            init = given.get(f.spelling)
+            if init is None:
+                own = [c for c in f.get_children() if c.kind.name not in NOT_EXPRESSIONS]
+                init = own[-1] if own else None
+            if init is None:
+                continue
+            value = self.expr(init)
+            if value is None or isinstance(value, ir.InitList):
+                self.refuse(init, "a member initialised with a braced list")
+            name, ftype, offset = owner.field(f.spelling)
+            target = ir.Member(loc, ftype, self.this, name, offset, True)
+            stmts.append(ir.ExprStmt(loc, ir.Assign(loc, ftype, "=", target, value)))
+        return ir.Block(loc, stmts + [body, ir.Return(loc, ir.Var(loc, owner, self.made.name, True))])
+
+
+FUNCTION_STATE = ("fn", "scope", "refs", "names", "addressed", "this", "made")
+
+
+def _address(loc, e) -> ir.Expr:
+    """An aggregate's address: a struct's value is where it is (interp.Machine.ev), so a cast to a pointer to
+    it leaves the value as it is — also for a temporary (a call's result), which has no place to take `&` of."""
+    return ir.Cast(loc, Pointer(e.type), e)
+
+
+def _unwrap(cur):
+    while cur.kind.name in ("UNEXPOSED_EXPR", "PAREN_EXPR"):
+        kids = list(cur.get_children())
+        if len(kids) != 1:
+            break
+        cur = kids[0]
+    return cur
+
+
+def callee_at(kids, definition) -> int:
+    """Where the operator's own name is among an operator call's children (`a * b`: [a, operator*, b])."""
+    for i, c in enumerate(kids):
+        inner = _unwrap(c)
+        if inner.kind.name == "DECL_REF_EXPR" and inner.referenced is not None \
+                and inner.referenced.spelling == definition.spelling \
+                and inner.referenced.kind.name == definition.kind.name:
+            return i
+    return 0
