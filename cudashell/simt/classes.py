@@ -8,6 +8,7 @@ caller). Methods are converted when first called, so one may call another define
 from __future__ import annotations
 
 from . import ir
+from .compile_error import CompileError
 from .ctype import Pointer, Struct
 
 METHODS = ("CXX_METHOD", "CONSTRUCTOR", "CONVERSION_FUNCTION")
@@ -97,11 +98,43 @@ class ClassesMixin:
             else:
                 a = self._pass(a, p, loc)
             filled.append(a)
-        return ir.Call(loc, self.type_of(cur), name, filled)
+        return self._result(definition, ir.Call(loc, self.type_of(cur), name, filled))
+
+    def _result(self, ref, call: ir.Call) -> ir.Expr:
+        """A call to a function returning `T &` (`v[i]`, `a += b`) gets the address: the place it names."""
+        if ref.result_type.kind != self.ci.TypeKind.LVALUEREFERENCE:
+            return call
+        t = call.type
+        call.type = Pointer(t)
+        return ir.Unary(call.loc, t, "*", call)
+
+    def _reference_to(self, e, loc) -> ir.Expr:
+        if isinstance(e, ir.Cond):  # `return i ? y : x;` names one of two places
+            return ir.Cond(loc, Pointer(e.type), e.cond, self._reference_to(e.a, loc), self._reference_to(e.b, loc))
+        if isinstance(e.type, Struct):
+            return _address(loc, e)
+        return ir.Unary(loc, Pointer(e.type), "&", e)
 
     def _object(self, e, loc) -> ir.Expr:
-        """`this` for a call on `e`: a pointer as it is; a struct's value is already its address."""
-        return e if isinstance(e.type, Pointer) else _address(loc, e)
+        """`this` for a call on `e`: a pointer as it is; a struct's value is already its address; a temporary
+        that clang's implicit constructor makes (`SharedMemory<T>()`) is made by a function, to have one."""
+        if isinstance(e.type, Pointer):
+            return e
+        if isinstance(e, ir.InitList):
+            if e.items:
+                raise CompileError("NOT_SUPPORTED_ON_SIM", "not in the simulator's subset: a member function called on a "
+                                   "braced temporary", loc)
+            e = ir.Call(loc, e.type, self._default_made(e.type, loc), [])
+        return _address(loc, e)
+
+    def _default_made(self, st, loc) -> str:
+        """A function returning a zeroed `st`, as C++'s implicit default constructor makes a temporary."""
+        name = f"{st.name}::{st.name.split('<')[0]}()"
+        if name not in self.functions:
+            made = ir.Var(loc, st, "object", True)
+            body = ir.Block(loc, [ir.Decl(loc, made, ir.InitList(loc, st, [])), ir.Return(loc, made)])
+            self.functions[name] = ir.Function(name, [], st, body, False, loc, [])
+        return name
 
     def _pass(self, a, decl, loc) -> ir.Expr:
         """An argument for a parameter: a reference parameter gets the argument's address (a struct's value is
@@ -190,7 +223,7 @@ class ClassesMixin:
         return ir.Block(loc, stmts + [body, ir.Return(loc, ir.Var(loc, owner, self.made.name, True))])
 
 
-FUNCTION_STATE = ("fn", "scope", "refs", "names", "addressed", "this", "made")
+FUNCTION_STATE = ("fn", "scope", "refs", "names", "addressed", "this", "made", "returns_ref")
 
 
 def _address(loc, e) -> ir.Expr:

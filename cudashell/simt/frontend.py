@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import ir
-from .classes import ClassesMixin, callee_at
+from .classes import NOT_EXPRESSIONS, ClassesMixin, callee_at
 from .compile_error import CompileError
 from .ctype import (
     BOOL,
@@ -216,6 +216,7 @@ class Program(ClassesMixin):
         self.functions: dict[str, ir.Function] = {}
         self.method_names: dict = {}  # a member function's definition (its cursor's hash) → its function's name
         self.this = self.made = None  # in a member function: `this`, and a constructor's object
+        self.returns_ref = False  # the function being converted returns a reference
         toks = list(tu.get_tokens(extent=tu.cursor.extent))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
@@ -357,6 +358,7 @@ class Program(ClassesMixin):
             init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF")]
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
+        self.returns_ref = cur.result_type.kind == self.ci.TypeKind.LVALUEREFERENCE
         code = self.stmt(body)
         if self.made is not None:  # a constructor: it returns the object it made
             ret, code = self.made.type, self._constructed(cur, owner, code, self.loc(cur))
@@ -445,6 +447,8 @@ class Program(ClassesMixin):
         if k == "RETURN_STMT":
             if not kids and self.made is not None:  # `return;` in a constructor: the object is its result
                 return ir.Return(loc, ir.Var(loc, self.made.type, self.made.name, True))
+            if kids and self.returns_ref:  # `return *this;` from a `T &` function: where it is
+                return ir.Return(loc, self._reference_to(self.expr(kids[0]), loc))
             return ir.Return(loc, self.expr(kids[0]) if kids else None)
         if k == "SWITCH_STMT":
             return self._switch(cur, kids, loc)
@@ -747,7 +751,7 @@ class Program(ClassesMixin):
         if ref.kind.name == "CXX_METHOD" and name == "operator=" and len(kids) == 3:  # a struct's implicit copy
             return ir.Assign(loc, t, "=", self.expr(kids[0]), self.expr(kids[2]))
         if ref.kind.name == "CONSTRUCTOR":  # a struct's implicit copy (or default) constructor
-            args = [self.expr(c) for c in kids]
+            args = [self.expr(c) for c in kids if c.kind.name not in NOT_EXPRESSIONS]
             if len(args) == 1 and isinstance(t, Struct):
                 return args[0]
             if not args:
@@ -772,7 +776,7 @@ class Program(ClassesMixin):
                 elif i < len(decls):
                     a = self._pass(a, decls[i], loc)  # a reference parameter gets the argument's address
                 filled.append(a)
-            return ir.Call(loc, t, name, filled)
+            return self._result(ref, ir.Call(loc, t, name, filled))
         if name == "printf":
             fmt = args[0]
             while isinstance(fmt, (ir.Cast, ir.Decay)):

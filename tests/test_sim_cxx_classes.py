@@ -1,0 +1,320 @@
+"""Structs and classes as course code writes them — member functions, constructors, operators, conversion
+operators, struct templates with specializations, self-referential structs — run with numpy's bytes (and the
+GPU's, where one is present); what the interpreter would run wrong is refused by name, at its line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.kernel_corpus import fma32, random_values
+
+
+def values(c, name: str, dtype: str, count: int) -> np.ndarray:
+    return np.array(c.ok(f"show {name} dtype {dtype} count {count}")["values"], dtype)
+
+
+def load(c, tmp_path, source: str, module: str) -> None:
+    path = tmp_path / f"{module}.cu"
+    path.write_text(source)
+    c.ok(f'kernel load "{path}" as {module}')
+
+
+JULIA = r"""
+#define DIM 40
+struct cuComplex {
+    float r, i;
+    __device__ cuComplex(float a, float b) : r(a), i(b) {}
+    __device__ float magnitude2(void) { return r * r + i * i; }
+    __device__ cuComplex operator*(const cuComplex &a) { return cuComplex(r * a.r - i * a.i, i * a.r + r * a.i); }
+    __device__ cuComplex operator+(const cuComplex &a) { return cuComplex(r + a.r, i + a.i); }
+};
+
+__device__ int julia(int x, int y)
+{
+    const float scale = 1.5f;
+    float jx = scale * (float)(DIM / 2 - x) / (DIM / 2);
+    float jy = scale * (float)(DIM / 2 - y) / (DIM / 2);
+    cuComplex c(-0.8f, 0.156f);
+    cuComplex a(jx, jy);
+    for (int k = 0; k < 200; k++) {
+        a = a * a + c;
+        if (a.magnitude2() > 1000)
+            return k;
+    }
+    return 200;
+}
+
+extern "C" __global__ void juliaKernel(int *out)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < DIM && y < DIM)
+        out[x + y * DIM] = julia(x, y);
+}
+"""
+
+
+def julia_reference(dim: int) -> np.ndarray:
+    """The escape step of each pixel, with nvcc's contractions: r*a.r - i*a.i is fma(r, a.r, -(i*a.i)),
+    i*a.r + r*a.i is fma(i, a.r, r*a.i), r*r + i*i is fma(r, r, i*i)."""
+    f = np.float32
+    half = dim // 2
+    ys, xs = np.mgrid[0:dim, 0:dim]
+    ar = (f(1.5) * (half - xs).astype(f)) / f(half)
+    ai = (f(1.5) * (half - ys).astype(f)) / f(half)
+    out = np.full((dim, dim), 200, np.int32)
+    alive = np.ones((dim, dim), bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(200):
+            ar, ai = fma32(ar, ar, -(ai * ai)) + f(-0.8), fma32(ai, ar, ar * ai) + f(0.156)
+            escaped = alive & (fma32(ar, ar, ai * ai) > f(1000))
+            out[escaped] = k
+            alive &= ~escaped
+    return out.reshape(-1)
+
+
+def test_a_julia_set_with_a_complex_number_struct_gives_the_reference_steps(cush, tmp_path):
+    load(cush, tmp_path, JULIA, "jl")
+    cush.ok("alloc managed 6400B as steps")
+    cush.ok("launch jl.juliaKernel steps grid 3,3 block 16,16")
+    cush.ok("sync")
+    got = values(cush, "steps", "int32", 1600)
+    expected = julia_reference(40)
+    assert np.array_equal(got, expected)
+    assert len(set(expected.tolist())) > 10  # the picture has structure, not one value
+
+
+REDUCE = r"""
+template <class T> struct SharedMemory {
+    __device__ inline operator T *() { extern __shared__ int __smem[]; return (T *)__smem; }
+    __device__ inline operator const T *() const { extern __shared__ int __smem[]; return (T *)__smem; }
+};
+
+template <> struct SharedMemory<double> {
+    __device__ inline operator double *() { extern __shared__ double __smem_d[]; return (double *)__smem_d; }
+    __device__ inline operator const double *() const { extern __shared__ double __smem_d[]; return (double *)__smem_d; }
+};
+
+template <class T> __device__ void reduceBlock(const T *in, T *out, unsigned n)
+{
+    T *s = SharedMemory<T>();
+    unsigned t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+    s[t] = i < n ? in[i] : (T)0;
+    __syncthreads();
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (t < stride)
+            s[t] += s[t + stride];
+        __syncthreads();
+    }
+    if (t == 0)
+        out[blockIdx.x] = s[0];
+}
+
+extern "C" __global__ void reduceInt(const int *in, int *out, unsigned n) { reduceBlock<int>(in, out, n); }
+extern "C" __global__ void reduceFloat(const float *in, float *out, unsigned n) { reduceBlock<float>(in, out, n); }
+extern "C" __global__ void reduceDouble(const double *in, double *out, unsigned n) { reduceBlock<double>(in, out, n); }
+"""
+
+
+@pytest.mark.parametrize("kernel, dtype", [("reduceInt", "int32"), ("reduceFloat", "float32"),
+                                           ("reduceDouble", "float64")])
+def test_a_shared_memory_struct_template_and_its_specialization_reduce_each_type(cush, tmp_path, kernel, dtype):
+    n, block, blocks = 1000, 128, 8
+    load(cush, tmp_path, REDUCE, "rd")
+    size = np.dtype(dtype).itemsize
+    cush.ok(f"alloc managed {n * size}B as rin; alloc managed {blocks * size}B as rout")
+    cush.ok(f"fill rin random dtype {dtype} seed 7")
+    cush.ok(f"launch rd.{kernel} rin rout {n} grid {blocks} block {block} shared {block * size}")
+    cush.ok("sync")
+    data = np.zeros(blocks * block, dtype)
+    data[:n] = random_values(7, n, np.dtype(dtype))
+    tree = data.reshape(blocks, block)
+    stride = block // 2
+    with np.errstate(over="ignore"):
+        while stride:  # the kernel's order of additions, as the element type rounds them
+            tree[:, :stride] = tree[:, :stride] + tree[:, stride:2 * stride]
+            stride //= 2
+    assert values(cush, "rout", dtype, blocks).tobytes() == tree[:, 0].tobytes()
+
+
+LIST = r"""
+struct node {
+    int key;
+    node *next;
+    __device__ int length() const
+    {
+        int n = 0;
+        for (const node *p = this; p; p = p->next)
+            n++;
+        return n;
+    }
+};
+
+/* Position j of the list holds node (j * 37) % n: the links jump around the buffer. */
+extern "C" __global__ void buildList(node *nodes, const int *keys, int n)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        int at = (j * 37) % n;
+        nodes[at].key = keys[at];
+        nodes[at].next = j + 1 < n ? &nodes[((j + 1) * 37) % n] : nullptr;
+    }
+}
+
+extern "C" __global__ void walkList(const node *nodes, int *sums, int *lengths, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    int sum = 0;
+    for (const node *p = &nodes[i]; p != nullptr; p = p->next)
+        sum += p->key;
+    sums[i] = sum;
+    lengths[i] = nodes[i].length();
+}
+"""
+
+
+def test_a_linked_list_one_kernel_builds_in_device_memory_another_walks(cush, tmp_path):
+    n = 100
+    load(cush, tmp_path, LIST, "ll")
+    cush.ok(f"alloc managed {n * 16}B as nodes; alloc managed {n * 4}B as keys; alloc managed {n * 4}B as sums; "
+            f"alloc managed {n * 4}B as lens")
+    cush.ok("fill keys random dtype int32 seed 11")
+    cush.ok(f"launch ll.buildList nodes keys {n} grid 1 block 128")
+    cush.ok(f"launch ll.walkList nodes sums lens {n} grid 4 block 32")
+    cush.ok("sync")
+    keys = random_values(11, n, np.dtype(np.int32))
+    order = [(j * 37) % n for j in range(n)]
+    sums, lens = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    with np.errstate(over="ignore"):
+        for j, at in enumerate(order):
+            sums[at] = np.sum(keys[order[j:]], dtype=np.int32)
+            lens[at] = n - j
+    assert values(cush, "sums", "int32", n).tobytes() == sums.tobytes()
+    assert values(cush, "lens", "int32", n).tobytes() == lens.tobytes()
+
+
+VEC3 = r"""
+struct vec3 {
+    float x, y, z;
+    __device__ vec3() : x(0), y(0), z(0) {}
+    __device__ vec3(float a, float b, float c) : x(a), y(b), z(c) {}
+    __device__ vec3 operator+(const vec3 &o) const { return vec3(x + o.x, y + o.y, z + o.z); }
+    __device__ vec3 operator-(const vec3 &o) const { return vec3(x - o.x, y - o.y, z - o.z); }
+    __device__ vec3 operator-() const { return vec3(-x, -y, -z); }
+    __device__ vec3 operator*(float s) const { return vec3(x * s, y * s, z * s); }
+    __device__ vec3 &operator+=(const vec3 &o) { x += o.x; y += o.y; z += o.z; return *this; }
+    __device__ float &operator[](int i) { return i == 0 ? x : (i == 1 ? y : z); }
+    __device__ bool operator==(const vec3 &o) const { return x == o.x && y == o.y && z == o.z; }
+    __device__ float dot(const vec3 &o) const;
+    static __device__ vec3 unit(int axis) { vec3 v; v[axis] = 1.0f; return v; }
+};
+
+__device__ float vec3::dot(const vec3 &o) const { return x * o.x + y * o.y + z * o.z; }
+__device__ vec3 operator*(float s, const vec3 &v) { return v * s; }
+
+struct Scale {
+    float k;
+    __device__ float operator()(float v) const { return k * v; }
+};
+
+extern "C" __global__ void vecops(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    vec3 a(in[3 * i], in[3 * i + 1], in[3 * i + 2]);
+    vec3 b = vec3::unit(i % 3);
+    vec3 c = 2.0f * a - b;
+    c += -b;
+    c[1] = c[1] + 1.0f;
+    Scale half = {0.5f};
+    out[4 * i] = half(c.x);
+    out[4 * i + 1] = c.y;
+    out[4 * i + 2] = c.z;
+    out[4 * i + 3] = (a == a) + (a == b) + c.dot(a);
+}
+"""
+
+
+def test_operators_on_a_vec3_struct_as_members_and_free_functions(cush, tmp_path):
+    n = 50
+    load(cush, tmp_path, VEC3, "v3")
+    cush.ok(f"alloc managed {n * 12}B as vin; alloc managed {n * 16}B as vout; fill vin random dtype float32 seed 5")
+    cush.ok(f"launch v3.vecops vin vout {n} grid 2 block 32")
+    cush.ok("sync")
+    f = np.float32
+    a = random_values(5, 3 * n, np.dtype(np.float32)).reshape(n, 3)
+    b = np.eye(3, dtype=f)[np.arange(n) % 3]
+    c = (f(2) * a - b) - b  # c = 2a - b, then c += -b
+    c[:, 1] += f(1)
+    dot = fma32(c[:, 2], a[:, 2], fma32(c[:, 0], a[:, 0], c[:, 1] * a[:, 1]))  # (x*x' + y*y') + z*z', contracted
+    expected = np.stack([f(0.5) * c[:, 0], c[:, 1], c[:, 2], f(1) + dot], axis=1).astype(f)
+    assert values(cush, "vout", "float32", 4 * n).tobytes() == expected.tobytes()
+
+
+CONSTRUCTORS = r"""
+struct Acc {
+    int total = 100;
+    int step;
+    __device__ Acc(int s = 3) : step(s) { if (s < 0) { step = 0; return; } total += 1; }
+    __device__ void add() { total += step; }
+    __device__ int twice() const { return doubled(total); }
+    __device__ int doubled(int v) const { return 2 * v; }
+};
+
+__device__ int take(Acc a) { a.add(); return a.total; }
+
+extern "C" __global__ void build(int *out)
+{
+    int t = threadIdx.x;
+    Acc plain;
+    Acc given(t);
+    Acc negative(-5);
+    given.add();
+    out[5 * t] = plain.total + plain.step;
+    out[5 * t + 1] = given.total;
+    out[5 * t + 2] = negative.total * 1000 + negative.step;
+    out[5 * t + 3] = take(given) - given.total;
+    out[5 * t + 4] = given.twice();
+}
+"""
+
+
+def test_constructors_with_defaults_initializer_lists_member_initializers_and_an_early_return(cush, tmp_path):
+    load(cush, tmp_path, CONSTRUCTORS, "ctor")
+    cush.ok("alloc managed 640B as cout")
+    cush.ok("launch ctor.build cout grid 1 block 32")
+    cush.ok("sync")
+    t = np.arange(32)
+    expected = np.stack([np.full(32, 104), 101 + t, np.full(32, 100000), t, 2 * (101 + t)], axis=1)
+    assert values(cush, "cout", "int32", 160).tolist() == expected.reshape(-1).tolist()
+
+
+@pytest.mark.parametrize("source, construct, where", [
+    ("struct A { __device__ virtual int f() { return 1; } };\n__global__ void k(int *o) { A a; o[0] = a.f(); }",
+     "virtual methods", ":1:35"),
+    ("struct A { int x; };\nstruct B : A { int y; };\n__global__ void k(int *o) { B b; b.y = 1; o[0] = b.y; }",
+     "base class (inheritance)", ":2:12"),
+    ("struct A { int x; __device__ ~A() { x = 0; } };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
+     "destructor that does something", ":1:30"),
+    ("struct A { static int count; int x; };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
+     "static data member", ":1:23"),
+    ("__global__ void k(int *o) {\n  auto twice = [](int v) { return 2 * v; };\n  o[0] = twice(3);\n}",
+     "lambdas", ":2:16"),
+])
+def test_what_a_class_may_hold_that_the_interpreter_does_not_run_is_refused_at_its_place(sim, source, construct,
+                                                                                          where):
+    err = sim.fails(f"kernel define k <<< {source} >>>")
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM", err
+    assert construct in err["message"] and f"k (kernel define){where}" in err["message"], err["message"]
+
+
+def test_a_self_referential_struct_is_a_type_not_a_crash(sim):
+    sim.ok("kernel define hop <<< struct node { int key; node *next; };\n__global__ void hop(node *list, int *out) "
+           "{ out[0] = list->next->key; } >>>")
+    sim.ok("alloc managed 64B as cells; alloc managed 4B as o")
+    sim.ok("launch hop cells o grid 1 block 1")
+    assert sim.fails("sync")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"  # next is NULL: the GPU faults too
