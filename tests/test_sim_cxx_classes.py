@@ -302,8 +302,13 @@ def test_constructors_with_defaults_initializer_lists_member_initializers_and_an
      "destructor that does something", ":1:30"),
     ("struct A { static int count; int x; };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
      "static data member", ":1:23"),
-    ("__global__ void k(int *o) {\n  auto twice = [](int v) { return 2 * v; };\n  o[0] = twice(3);\n}",
-     "lambdas", ":2:16"),
+    ("struct S { int v; __device__ int get() { auto f = [this]() { return v; }; return f(); } };\n"
+     "__global__ void k(int *o) { S s; s.v = 3; o[0] = s.get(); }", "a lambda capturing 'this'", ":1:51"),
+    ("__global__ void k(int *o) {\n  int b = 4;\n  o[0] = [&]() { return b + 1; }();\n}",
+     "a lambda called where it is written", ":3:10"),
+    ("template <class F> __device__ int apply(F f, int v) { return f(v); }\n"
+     "__global__ void k(int *o) { int b = 2; o[0] = apply([=](int x) { return x * b; }, 5); }",
+     "a lambda passed to a function template", ":2:47"),
 ])
 def test_what_a_class_may_hold_that_the_interpreter_does_not_run_is_refused_at_its_place(sim, source, construct,
                                                                                           where):
@@ -318,3 +323,39 @@ def test_a_self_referential_struct_is_a_type_not_a_crash(sim):
     sim.ok("alloc managed 64B as cells; alloc managed 4B as o")
     sim.ok("launch hop cells o grid 1 block 1")
     assert sim.fails("sync")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"  # next is NULL: the GPU faults too
+
+
+LAMBDAS = r"""
+struct Pt { int x, y; };
+
+extern "C" __global__ void lambdas(int *out)
+{
+    int t = threadIdx.x;
+    int base = 5;
+    float w = 2;
+    Pt p = {t, 2 * t};
+    auto copy = [=, &w](int v) { return v * 2 + base + w + p.y; };  /* base and p copied now, w by reference */
+    auto bump = [&](int by) { base += by; w = 10; };
+    auto square = [](int v) { return v * v; };
+    base = 7;
+    out[6 * t] = copy(3);
+    bump(t);
+    out[6 * t + 1] = base;
+    out[6 * t + 2] = w;
+    out[6 * t + 3] = square(t);
+    out[6 * t + 4] = copy(1);
+    auto again = copy;
+    out[6 * t + 5] = again(0);
+}
+"""
+
+
+def test_lambdas_copy_or_refer_to_what_they_capture_as_cpp_says(cush, tmp_path):
+    load(cush, tmp_path, LAMBDAS, "lam")
+    cush.ok("alloc managed 768B as lout")
+    cush.ok("launch lam.lambdas lout grid 1 block 32")
+    cush.ok("sync")
+    t = np.arange(32)
+    expected = np.stack([6 + 5 + 2 + 2 * t, 7 + t, np.full(32, 10), t * t, 2 + 5 + 10 + 2 * t, 5 + 10 + 2 * t],
+                        axis=1)
+    assert values(cush, "lout", "int32", 192).tolist() == expected.reshape(-1).tolist()

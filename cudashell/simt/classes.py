@@ -24,6 +24,8 @@ class ClassesMixin:
         name = t.spelling if decl.spelling else f"anon{decl.hash}"
         if name in self.structs:
             return self.structs[name]
+        if decl.hash in self.lambdas:
+            return self._closure(name, self.lambdas[decl.hash])
         if self._user(decl):
             self._refuse_record(decl)
         st = Struct(name, (), t.get_size(), t.get_align())
@@ -62,7 +64,10 @@ class ClassesMixin:
         if definition is None or not self._user(definition):
             return None
         kinds = {c.kind.name for c in definition.get_children()}
-        if "COMPOUND_STMT" not in kinds or not kinds & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}:
+        if "COMPOUND_STMT" not in kinds:
+            return None
+        lambda_body = definition.spelling == "operator()" and definition.semantic_parent.hash in self.lambdas
+        if not kinds & {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"} and not lambda_body:
             return None
         return definition
 
@@ -122,8 +127,9 @@ class ClassesMixin:
             return e
         if isinstance(e, ir.InitList):
             if e.items:
-                raise CompileError("NOT_SUPPORTED_ON_SIM", "not in the simulator's subset: a member function called on a "
-                                   "braced temporary", loc)
+                what = "a lambda called where it is written (name it first: auto f = …; f(…))" if "(lambda at " in \
+                    e.type.name else "a member function called on a braced temporary"
+                raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", loc)
             e = ir.Call(loc, e.type, self._default_made(e.type, loc), [])
         return _address(loc, e)
 
@@ -174,6 +180,73 @@ class ClassesMixin:
                 setattr(self, k, v)
         return name
 
+    # -------------------------------------------------------------- lambdas
+    def _captures(self, lam) -> list:
+        """A lambda's captures in clang's order — (a cursor naming the variable, its field's type, by
+        reference) — the order of the closure's fields: clang lists each capture that has an initial value
+        (explicit ones, then `[=]`'s), and `[&]`'s follow in the order the body first uses them."""
+        listed = [_unwrap(c) for c in lam.get_children()
+                  if c.kind.name not in ("PARM_DECL", "COMPOUND_STMT", "TYPE_REF") and not c.kind.name.endswith("_ATTR")]
+        intro = []
+        for t in lam.get_tokens():
+            if t.spelling == "]":
+                break
+            intro.append(t.spelling)
+        if "this" in intro or "*" in intro or any(r.kind.name not in ("VARIABLE_REF", "DECL_REF_EXPR")
+                                                 or r.referenced is None for r in listed):
+            self.refuse(lam, "a lambda capturing 'this', or with an initialised capture")
+        if intro[1:2] == ["&"] and intro[2:3] in ([], [","], ["]"]):  # [&] or [&, y]: the rest by reference
+            seen = {r.referenced.hash for r in listed}
+            body = [c for c in lam.get_children() if c.kind.name == "COMPOUND_STMT"][0]
+            start, end = lam.extent.start.offset, lam.extent.end.offset
+            for use in _walk(body):
+                var = use.referenced
+                if use.kind.name == "DECL_REF_EXPR" and var is not None and var.kind.name in ("VAR_DECL", "PARM_DECL") \
+                        and var.hash not in seen and not start <= var.extent.start.offset < end \
+                        and var.semantic_parent is not None and var.semantic_parent.kind.name != "TRANSLATION_UNIT" \
+                        and self._user(var):
+                    seen.add(var.hash)
+                    listed.append(use)
+        fields = list(lam.type.get_canonical().get_fields())
+        if len(listed) != len(fields):
+            self.refuse(lam, "this lambda's captures")
+        return [(r, f.type, f.type.kind == self.ci.TypeKind.LVALUEREFERENCE) for r, f in zip(listed, fields)]
+
+    def _captured_by_reference(self, lam) -> set:
+        """Noted when the enclosing function is read: what a lambda captures by reference lives in memory."""
+        self.lambdas[lam.type.get_canonical().get_declaration().hash] = lam
+        return {r.referenced.hash for r, _, by_ref in self._captures(lam) if by_ref}
+
+    def _closure(self, name, lam):
+        """A lambda's object: a struct of its captures (copies, or pointers for `&`), laid out here: only the
+        lambda's own code reads it."""
+        fields, offset, align = [], 0, 1
+        for r, ftype, _ in self._captures(lam):
+            t = self.ctype(ftype)
+            a = t.align if isinstance(t, Struct) else min(max(getattr(t, "size", 1), 1), 8)
+            offset = -(-offset // a) * a
+            fields.append((r.referenced.spelling, t, offset))
+            offset += t.size
+            align = max(align, a)
+        st = Struct(name, tuple(fields), max(-(-offset // align) * align, 1), align)
+        self.structs[name] = st
+        return st
+
+    def _lambda(self, cur, loc) -> ir.Expr:
+        """Where a lambda is written, its object is made: each capture copied, or its address taken."""
+        st = self.type_of(cur)
+        items = []
+        for r, _, by_ref in self._captures(cur):
+            value = self._ref(r, loc)
+            items.append(self._reference_to(value, loc) if by_ref else value)
+        return ir.InitList(loc, st, items)
+
+    def _capture(self, var, loc) -> ir.Expr:
+        name, by_ref = self.captured[var.hash]
+        field, t, offset = self.this.type.to.field(name)
+        member = ir.Member(loc, t, self.this, field, offset, True)
+        return ir.Unary(loc, t.to, "*", member) if by_ref else member
+
     def _this(self, cur) -> ir.Expr:
         if self.this is None:
             self.refuse(cur, "'this' outside a member function")
@@ -193,6 +266,9 @@ class ClassesMixin:
         v = ir.Var(loc, Pointer(owner), "this", False)
         self.names.add("this")
         self.this = v
+        lam = self.lambdas.get(cur.semantic_parent.hash)
+        self.captured = {} if lam is None else {r.referenced.hash: (r.referenced.spelling, by_ref)
+                                               for r, _, by_ref in self._captures(lam)}
         return [v]
 
     def _constructed(self, cur, owner, body: ir.Block, loc) -> ir.Block:
@@ -223,13 +299,19 @@ class ClassesMixin:
         return ir.Block(loc, stmts + [body, ir.Return(loc, ir.Var(loc, owner, self.made.name, True))])
 
 
-FUNCTION_STATE = ("fn", "scope", "refs", "names", "addressed", "this", "made", "returns_ref")
+FUNCTION_STATE = ("fn", "scope", "refs", "names", "addressed", "this", "made", "returns_ref", "captured")
 
 
 def _address(loc, e) -> ir.Expr:
     """An aggregate's address: a struct's value is where it is (interp.Machine.ev), so a cast to a pointer to
     it leaves the value as it is — also for a temporary (a call's result), which has no place to take `&` of."""
     return ir.Cast(loc, Pointer(e.type), e)
+
+
+def _walk(cur):
+    yield cur
+    for c in cur.get_children():
+        yield from _walk(c)
 
 
 def _unwrap(cur):

@@ -162,7 +162,7 @@ ARGS = ["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-device-only", "--cuda-
 REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
     "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
     "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
-    "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "LAMBDA_EXPR": "lambdas", "CXX_TRY_STMT": "exceptions",
+    "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "CXX_TRY_STMT": "exceptions",
     "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete", "NAMESPACE": "namespaces",
 }
 
@@ -187,7 +187,7 @@ def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | N
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
             raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}",
                                (where[line][0], where[line][1], col))
-    text = instantiate(text, lambda t: _tu(t), lambda tu, off: _where(where, tu, off))
+    text = instantiate(text, lambda t: _tu(t), lambda location: _where(where, location))
     tu = _tu(text)
     return Program(tu, text, where)
 
@@ -201,8 +201,12 @@ def _tu(text: str):
     return tu
 
 
-def _where(where, tu, offset):  # pragma: no cover - only for templates' errors
-    return None
+def _where(where, location):
+    """A place in a round of templates.py's text as the user's file:line:col (its copies keep the lines)."""
+    line = location.line - DECL_LINES
+    if line < 1 or line > len(where):
+        return None
+    return (where[line - 1][0], where[line - 1][1], location.column)
 
 
 class Program(ClassesMixin):
@@ -217,6 +221,8 @@ class Program(ClassesMixin):
         self.method_names: dict = {}  # a member function's definition (its cursor's hash) → its function's name
         self.this = self.made = None  # in a member function: `this`, and a constructor's object
         self.returns_ref = False  # the function being converted returns a reference
+        self.captured: dict = {}  # in a lambda's body: a captured variable's hash → (field, by reference)
+        self.lambdas: dict = {}  # a lambda's closure type (its declaration's hash) → the lambda expression
         toks = list(tu.get_tokens(extent=tu.cursor.extent))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
@@ -388,6 +394,8 @@ class Program(ClassesMixin):
                 inner = kids[0]
 
         def walk(c):
+            if c.kind.name == "LAMBDA_EXPR":
+                found.update(self._captured_by_reference(c))
             if c.kind.name == "UNARY_OPERATOR" and self._tok_after(c.extent.start.offset) == "&":
                 mark(list(c.get_children())[0])
             if c.kind.name == "CALL_EXPR" and c.referenced is not None:
@@ -586,6 +594,8 @@ class Program(ClassesMixin):
             return self._ref(cur, loc)
         if k == "CXX_THIS_EXPR":
             return self._this(cur)
+        if k == "LAMBDA_EXPR":
+            return self._lambda(cur, loc)
         if k == "MEMBER_REF_EXPR":
             return self._member(cur, kids, loc)
         if k == "ARRAY_SUBSCRIPT_EXPR":
@@ -687,6 +697,8 @@ class Program(ClassesMixin):
             self.refuse(cur, f"'{cur.spelling}'")
         rk = ref.kind.name
         if rk in ("VAR_DECL", "PARM_DECL"):
+            if ref.hash in self.captured:  # inside a lambda: the closure's copy, or its pointer
+                return self._capture(ref, loc)
             if ref.hash in self.scope:
                 v = self.scope[ref.hash]
                 var = ir.Var(loc, v.type, v.name, v.in_memory)
