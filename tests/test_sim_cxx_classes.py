@@ -359,3 +359,53 @@ def test_lambdas_copy_or_refer_to_what_they_capture_as_cpp_says(cush, tmp_path):
     expected = np.stack([6 + 5 + 2 + 2 * t, 7 + t, np.full(32, 10), t * t, 2 + 5 + 10 + 2 * t, 5 + 10 + 2 * t],
                         axis=1)
     assert values(cush, "lout", "int32", 192).tolist() == expected.reshape(-1).tolist()
+
+
+DETAILS = r"""
+struct D { int a; int b = 5; float c[2] = {1.5f, 2.5f}; };
+struct V { float x, y; __device__ V() : x(1), y(2) {} static __device__ int two() { return 2; } };
+template <class T> struct Box {
+    T v;
+    __device__ Box(T x) : v(x) {}
+    __device__ T get() const;
+};
+template <class T> __device__ T Box<T>::get() const { return v * 2; }
+template <int N> struct Arr {
+    int d[N];
+    __device__ int sum() const { int s = 0; for (int i = 0; i < N; i++) s += d[i]; return s; }
+};
+struct Chain {
+    int v;
+    __device__ int depth(int k) const { return k <= 0 ? v : depth(k - 1) + 1; }
+};
+
+extern "C" __global__ void details(int *o)
+{
+    D plain;
+    D some = {1};
+    D none{};
+    o[0] = plain.b;
+    o[1] = some.a * 100 + some.b;
+    o[2] = none.b + none.c[1] * 10;
+    o[3] = D().b;
+    V each[3];
+    o[4] = each[2].x + each[1].y * 10;
+    V v;
+    o[5] = v.two() + V::two();
+    Box<int> bi(4);
+    Box<float> bf(1.5f);
+    o[6] = bi.get() + (int)bf.get();
+    Arr<4> a = {{1, 2, 3, 4}};
+    o[7] = a.sum();
+    Chain c = {3};
+    o[8] = c.depth(5);
+}
+"""
+
+
+def test_member_initializers_arrays_of_objects_template_members_and_recursive_methods(cush, tmp_path):
+    load(cush, tmp_path, DETAILS, "dt")
+    cush.ok("alloc managed 64B as dout")
+    cush.ok("launch dt.details dout grid 1 block 1")
+    cush.ok("sync")
+    assert values(cush, "dout", "int32", 9).tolist() == [5, 105, 30, 5, 21, 4, 11, 10, 8]

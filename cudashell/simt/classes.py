@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import ir
 from .compile_error import CompileError
-from .ctype import Pointer, Struct
+from .ctype import Array, Pointer, Struct
 
 METHODS = ("CXX_METHOD", "CONSTRUCTOR", "CONVERSION_FUNCTION")
 NOT_EXPRESSIONS = ("TYPE_REF", "TEMPLATE_REF", "NAMESPACE_REF", "MEMBER_REF")
@@ -35,8 +35,48 @@ class ClassesMixin:
             if f.is_bitfield():
                 self.refuse(f, "a bit-field")
             fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
+            own = [c for c in f.get_children() if c.kind.name not in NOT_EXPRESSIONS]
+            if own:
+                self.member_inits[(name, f.spelling)] = own[-1]
         object.__setattr__(st, "fields", tuple(fields))
         return st
+
+    def _member_init(self, st, field: str):
+        """A member's own initializer (`int total = 0;`), as a cursor, or None."""
+        return self.member_inits.get((st.name, field))
+
+    def _braced(self, st, items: list, loc) -> ir.InitList:
+        """`T x = {1};`: the members the list leaves out take their own initializers (`int b = 5;`), the rest
+        zero."""
+        if not isinstance(st, Struct) or not any(self._member_init(st, f[0]) is not None
+                                                 for f in st.fields[len(items):]):
+            return ir.InitList(loc, st, items)
+        items = list(items)
+        for field, ftype, _ in st.fields[len(items):]:
+            init = self._member_init(st, field)
+            items.append(self.expr(init) if init is not None else
+                         ir.InitList(loc, ftype, []) if isinstance(ftype, (Struct, Array)) else
+                         ir.Const(loc, ftype, 0 if isinstance(ftype, Pointer) else ftype.dtype.type(0)))
+        return ir.InitList(loc, st, items)
+
+    def _default_object(self, st, loc) -> ir.Expr:
+        """An object C++'s implicit default constructor makes (`T()`, `T{}`, `T x;`), by a function: a
+        temporary needs a place, and the call's result has one."""
+        name = f"{st.name}::{st.name.split('<')[0]}()"
+        if name not in self.functions:
+            made = ir.Var(loc, st, "object", True)
+            body = ir.Block(loc, [ir.Decl(loc, made, self._braced(st, [], loc)), ir.Return(loc, made)])
+            self.functions[name] = ir.Function(name, [], st, body, False, loc, [])
+        return ir.Call(loc, st, name, [])
+
+    def _constructs(self, cur) -> bool:
+        """A declaration without an initializer whose type's constructor does something: `T x;` runs it."""
+        if cur.kind.name != "CALL_EXPR" or cur.referenced is None or cur.referenced.kind.name != "CONSTRUCTOR":
+            return False
+        if self._written_method(cur.referenced) is not None:
+            return True
+        st = self.type_of(cur)
+        return isinstance(st, Struct) and any(self._member_init(st, f[0]) is not None for f in st.fields)
 
     def _refuse_record(self, decl):
         """What a user's class may hold that the interpreter would run wrong: said by name, at its place."""
@@ -81,7 +121,8 @@ class ClassesMixin:
             head = _unwrap(kids[0]) if kids else None
             if head is not None and head.kind.name == "MEMBER_REF_EXPR":  # a.f(…), p->f(…), f(…) inside a method
                 inner = list(head.get_children())
-                this = self._object(self.expr(inner[0]) if inner else self._this(cur), loc)
+                if not definition.is_static_method():  # `v.two()` calls a static one without an object
+                    this = self._object(self.expr(inner[0]) if inner else self._this(cur), loc)
                 operands = kids[1:]
             else:
                 callee = callee_at(kids, definition)
@@ -130,17 +171,8 @@ class ClassesMixin:
                 what = "a lambda called where it is written (name it first: auto f = …; f(…))" if "(lambda at " in \
                     e.type.name else "a member function called on a braced temporary"
                 raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", loc)
-            e = ir.Call(loc, e.type, self._default_made(e.type, loc), [])
+            e = self._default_object(e.type, loc)
         return _address(loc, e)
-
-    def _default_made(self, st, loc) -> str:
-        """A function returning a zeroed `st`, as C++'s implicit default constructor makes a temporary."""
-        name = f"{st.name}::{st.name.split('<')[0]}()"
-        if name not in self.functions:
-            made = ir.Var(loc, st, "object", True)
-            body = ir.Block(loc, [ir.Decl(loc, made, ir.InitList(loc, st, [])), ir.Return(loc, made)])
-            self.functions[name] = ir.Function(name, [], st, body, False, loc, [])
-        return name
 
     def _pass(self, a, decl, loc) -> ir.Expr:
         """An argument for a parameter: a reference parameter gets the argument's address (a struct's value is
@@ -271,6 +303,16 @@ class ClassesMixin:
                                                for r, _, by_ref in self._captures(lam)}
         return [v]
 
+    def _constructed_each(self, t, made: ir.Expr) -> ir.Expr:
+        """`T x;` is one object made; `T a[3][2];` makes every element, in order."""
+        if not isinstance(t, Array):
+            return made
+        elem = t.elem
+        while isinstance(elem, Array):
+            elem = elem.elem
+        made.type = elem  # clang types an array's construction as the array
+        return ir.InitList(made.loc, t, [self._constructed_each(t.elem, made)] * (t.n or 0))
+
     def _constructed(self, cur, owner, body: ir.Block, loc) -> ir.Block:
         """A constructor's body: the object made in a local, its members initialised in declaration order
         (from the initializer list, else the member's own initializer), the body run, the object returned."""
@@ -279,21 +321,16 @@ class ClassesMixin:
         for i, c in enumerate(kids):
             if c.kind.name == "MEMBER_REF" and i + 1 < len(kids):
                 given[c.spelling] = kids[i + 1]
-        decl = cur.semantic_parent
         stmts = [ir.Decl(loc, self.made, None)]
-        for f in decl.get_children():
-            if f.kind.name != "FIELD_DECL":
-                continue
-            init = given.get(f.spelling)
+        for name, ftype, offset in owner.fields:
+            init = given.get(name)
             if init is None:
-                own = [c for c in f.get_children() if c.kind.name not in NOT_EXPRESSIONS]
-                init = own[-1] if own else None
+                init = self._member_init(owner, name)
             if init is None:
                 continue
             value = self.expr(init)
             if value is None or isinstance(value, ir.InitList):
                 self.refuse(init, "a member initialised with a braced list")
-            name, ftype, offset = owner.field(f.spelling)
             target = ir.Member(loc, ftype, self.this, name, offset, True)
             stmts.append(ir.ExprStmt(loc, ir.Assign(loc, ftype, "=", target, value)))
         return ir.Block(loc, stmts + [body, ir.Return(loc, ir.Var(loc, owner, self.made.name, True))])

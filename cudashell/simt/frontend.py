@@ -223,6 +223,7 @@ class Program(ClassesMixin):
         self.returns_ref = False  # the function being converted returns a reference
         self.captured: dict = {}  # in a lambda's body: a captured variable's hash → (field, by reference)
         self.lambdas: dict = {}  # a lambda's closure type (its declaration's hash) → the lambda expression
+        self.member_inits: dict = {}  # (struct's name, member) → the member's own initializer's cursor
         toks = list(tu.get_tokens(extent=tu.cursor.extent))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
@@ -492,9 +493,8 @@ class Program(ClassesMixin):
             and exprs and not (isinstance(v.type, Array) and toks[toks.index(cur.spelling) + 1:][:1] == ["["]
                                and "=" not in toks and "{" not in toks)
         init = self.expr(exprs[-1]) if has_init else None
-        if init is None and exprs and exprs[-1].kind.name == "CALL_EXPR" and not shared \
-                and self._written_method(exprs[-1].referenced) is not None:
-            init = self.expr(exprs[-1])  # `T x;` runs T's own default constructor
+        if init is None and exprs and not shared and self._constructs(exprs[-1]):
+            init = self._constructed_each(v.type, self.expr(exprs[-1]))  # `T x;` runs T's default constructor
         if shared and init is not None:
             self.refuse(cur, "an initializer on __shared__ memory")
         return ir.Decl(self.loc(cur), v, init, shared, storage == "EXTERN")
@@ -590,6 +590,8 @@ class Program(ClassesMixin):
         if k == "STRING_LITERAL":
             pieces = [t for t in self._tokens(cur) if t.endswith('"')]  # "ab" "cd" is one literal
             return ir.Const(loc, Pointer(Scalar("int8")), b"".join(_string_value(t) for t in pieces))
+        if k == "DECL_REF_EXPR" and cur.referenced is None and kids:  # `N` in an instantiated `template <int N>`
+            return self._cast(self.expr(kids[-1]), self.type_of(cur), loc)
         if k == "DECL_REF_EXPR":
             return self._ref(cur, loc)
         if k == "CXX_THIS_EXPR":
@@ -623,7 +625,7 @@ class Program(ClassesMixin):
             if isinstance(t, (Scalar, Pointer)):  # `int a{5}`, `int b = {}`: the one value, or zero
                 return self._cast(items[0], t, loc) if items else ir.Const(loc, t, np.zeros((), t.dtype)[()]
                                                                               if isinstance(t, Scalar) else 0)
-            return ir.InitList(loc, t, items)
+            return self._braced(t, items, loc)
         if k == "CXX_UNARY_EXPR":  # sizeof / alignof
             toks = self._tokens(cur)
             if toks and toks[0] == "sizeof":
@@ -767,7 +769,7 @@ class Program(ClassesMixin):
             if len(args) == 1 and isinstance(t, Struct):
                 return args[0]
             if not args:
-                return ir.InitList(loc, t, [])
+                return self._default_object(t, loc)
             self.refuse(cur, "a constructor")
         callee = callee_at(kids, ref) if name.startswith("operator") else 0  # `a + b`: [a, operator+, b]
         args = [self.expr(c) for i, c in enumerate(kids) if i != callee]
