@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.kernel_corpus import fma32, random_values
+from tests.kernel_corpus import (
+    KERNELS,
+    block_tree_sums,
+    fma32,
+    julia_steps,
+    random_values,
+)
 
 
 def values(c, name: str, dtype: str, count: int) -> np.ndarray:
@@ -20,122 +26,29 @@ def load(c, tmp_path, source: str, module: str) -> None:
     c.ok(f'kernel load "{path}" as {module}')
 
 
-JULIA = r"""
-#define DIM 40
-struct cuComplex {
-    float r, i;
-    __device__ cuComplex(float a, float b) : r(a), i(b) {}
-    __device__ float magnitude2(void) { return r * r + i * i; }
-    __device__ cuComplex operator*(const cuComplex &a) { return cuComplex(r * a.r - i * a.i, i * a.r + r * a.i); }
-    __device__ cuComplex operator+(const cuComplex &a) { return cuComplex(r + a.r, i + a.i); }
-};
-
-__device__ int julia(int x, int y)
-{
-    const float scale = 1.5f;
-    float jx = scale * (float)(DIM / 2 - x) / (DIM / 2);
-    float jy = scale * (float)(DIM / 2 - y) / (DIM / 2);
-    cuComplex c(-0.8f, 0.156f);
-    cuComplex a(jx, jy);
-    for (int k = 0; k < 200; k++) {
-        a = a * a + c;
-        if (a.magnitude2() > 1000)
-            return k;
-    }
-    return 200;
-}
-
-extern "C" __global__ void juliaKernel(int *out)
-{
-    int x = blockIdx.x * blockDim.x + threadIdx.x;
-    int y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x < DIM && y < DIM)
-        out[x + y * DIM] = julia(x, y);
-}
-"""
-
-
-def julia_reference(dim: int) -> np.ndarray:
-    """The escape step of each pixel, with nvcc's contractions: r*a.r - i*a.i is fma(r, a.r, -(i*a.i)),
-    i*a.r + r*a.i is fma(i, a.r, r*a.i), r*r + i*i is fma(r, r, i*i)."""
-    f = np.float32
-    half = dim // 2
-    ys, xs = np.mgrid[0:dim, 0:dim]
-    ar = (f(1.5) * (half - xs).astype(f)) / f(half)
-    ai = (f(1.5) * (half - ys).astype(f)) / f(half)
-    out = np.full((dim, dim), 200, np.int32)
-    alive = np.ones((dim, dim), bool)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(200):
-            ar, ai = fma32(ar, ar, -(ai * ai)) + f(-0.8), fma32(ai, ar, ar * ai) + f(0.156)
-            escaped = alive & (fma32(ar, ar, ai * ai) > f(1000))
-            out[escaped] = k
-            alive &= ~escaped
-    return out.reshape(-1)
-
-
-def test_a_julia_set_with_a_complex_number_struct_gives_the_reference_steps(cush, tmp_path):
-    load(cush, tmp_path, JULIA, "jl")
+def test_a_julia_set_with_a_complex_number_struct_gives_the_reference_steps(cush):
+    cush.ok(f'kernel load "{KERNELS / "julia_complex.cu"}" as jl')
     cush.ok("alloc managed 6400B as steps")
     cush.ok("launch jl.juliaKernel steps grid 3,3 block 16,16")
     cush.ok("sync")
     got = values(cush, "steps", "int32", 1600)
-    expected = julia_reference(40)
+    expected = julia_steps(40)
     assert np.array_equal(got, expected)
     assert len(set(expected.tolist())) > 10  # the picture has structure, not one value
 
 
-REDUCE = r"""
-template <class T> struct SharedMemory {
-    __device__ inline operator T *() { extern __shared__ int __smem[]; return (T *)__smem; }
-    __device__ inline operator const T *() const { extern __shared__ int __smem[]; return (T *)__smem; }
-};
-
-template <> struct SharedMemory<double> {
-    __device__ inline operator double *() { extern __shared__ double __smem_d[]; return (double *)__smem_d; }
-    __device__ inline operator const double *() const { extern __shared__ double __smem_d[]; return (double *)__smem_d; }
-};
-
-template <class T> __device__ void reduceBlock(const T *in, T *out, unsigned n)
-{
-    T *s = SharedMemory<T>();
-    unsigned t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
-    s[t] = i < n ? in[i] : (T)0;
-    __syncthreads();
-    for (unsigned stride = blockDim.x / 2; stride > 0; stride >>= 1) {
-        if (t < stride)
-            s[t] += s[t + stride];
-        __syncthreads();
-    }
-    if (t == 0)
-        out[blockIdx.x] = s[0];
-}
-
-extern "C" __global__ void reduceInt(const int *in, int *out, unsigned n) { reduceBlock<int>(in, out, n); }
-extern "C" __global__ void reduceFloat(const float *in, float *out, unsigned n) { reduceBlock<float>(in, out, n); }
-extern "C" __global__ void reduceDouble(const double *in, double *out, unsigned n) { reduceBlock<double>(in, out, n); }
-"""
-
-
 @pytest.mark.parametrize("kernel, dtype", [("reduceInt", "int32"), ("reduceFloat", "float32"),
                                            ("reduceDouble", "float64")])
-def test_a_shared_memory_struct_template_and_its_specialization_reduce_each_type(cush, tmp_path, kernel, dtype):
+def test_a_shared_memory_struct_template_and_its_specialization_reduce_each_type(cush, kernel, dtype):
     n, block, blocks = 1000, 128, 8
-    load(cush, tmp_path, REDUCE, "rd")
+    cush.ok(f'kernel load "{KERNELS / "shared_memory_template.cu"}" as rd')
     size = np.dtype(dtype).itemsize
     cush.ok(f"alloc managed {n * size}B as rin; alloc managed {blocks * size}B as rout")
     cush.ok(f"fill rin random dtype {dtype} seed 7")
     cush.ok(f"launch rd.{kernel} rin rout {n} grid {blocks} block {block} shared {block * size}")
     cush.ok("sync")
-    data = np.zeros(blocks * block, dtype)
-    data[:n] = random_values(7, n, np.dtype(dtype))
-    tree = data.reshape(blocks, block)
-    stride = block // 2
-    with np.errstate(over="ignore"):
-        while stride:  # the kernel's order of additions, as the element type rounds them
-            tree[:, :stride] = tree[:, :stride] + tree[:, stride:2 * stride]
-            stride //= 2
-    assert values(cush, "rout", dtype, blocks).tobytes() == tree[:, 0].tobytes()
+    expected = block_tree_sums(random_values(7, n, np.dtype(dtype)), block)
+    assert values(cush, "rout", dtype, blocks).tobytes() == expected.tobytes()
 
 
 LIST = r"""
@@ -302,12 +215,12 @@ def test_constructors_with_defaults_initializer_lists_member_initializers_and_an
      "destructor that does something", ":1:30"),
     ("struct A { static int count; int x; };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
      "static data member", ":1:23"),
-    ("struct S { int v; __device__ int get() { auto f = [this]() { return v; }; return f(); } };\n"
-     "__global__ void k(int *o) { S s; s.v = 3; o[0] = s.get(); }", "a lambda capturing 'this'", ":1:51"),
+    (("struct S { int v; __device__ int get() { auto f = [this]() { return v; }; return f(); } };\n"
+      "__global__ void k(int *o) { S s; s.v = 3; o[0] = s.get(); }"), "a lambda capturing 'this'", ":1:51"),
     ("__global__ void k(int *o) {\n  int b = 4;\n  o[0] = [&]() { return b + 1; }();\n}",
      "a lambda called where it is written", ":3:10"),
-    ("template <class F> __device__ int apply(F f, int v) { return f(v); }\n"
-     "__global__ void k(int *o) { int b = 2; o[0] = apply([=](int x) { return x * b; }, 5); }",
+    (("template <class F> __device__ int apply(F f, int v) { return f(v); }\n"
+      "__global__ void k(int *o) { int b = 2; o[0] = apply([=](int x) { return x * b; }, 5); }"),
      "a lambda passed to a function template", ":2:47"),
 ])
 def test_what_a_class_may_hold_that_the_interpreter_does_not_run_is_refused_at_its_place(sim, source, construct,

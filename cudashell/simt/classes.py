@@ -205,7 +205,7 @@ class ClassesMixin:
         self.method_names[key] = name  # before converting: a method may call itself
         saved = {k: getattr(self, k, None) for k in FUNCTION_STATE}
         try:
-            body = [c for c in definition.get_children() if c.kind.name == "COMPOUND_STMT"][0]
+            body = next(c for c in definition.get_children() if c.kind.name == "COMPOUND_STMT")
             self.functions[name] = self._function(definition, body, False, name=name, owner=owner)
         finally:
             for k, v in saved.items():
@@ -229,7 +229,7 @@ class ClassesMixin:
             self.refuse(lam, "a lambda capturing 'this', or with an initialised capture")
         if intro[1:2] == ["&"] and intro[2:3] in ([], [","], ["]"]):  # [&] or [&, y]: the rest by reference
             seen = {r.referenced.hash for r in listed}
-            body = [c for c in lam.get_children() if c.kind.name == "COMPOUND_STMT"][0]
+            body = next(c for c in lam.get_children() if c.kind.name == "COMPOUND_STMT")
             start, end = lam.extent.start.offset, lam.extent.end.offset
             for use in _walk(body):
                 var = use.referenced
