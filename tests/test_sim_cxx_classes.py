@@ -322,3 +322,34 @@ def test_member_initializers_arrays_of_objects_template_members_and_recursive_me
     cush.ok("launch dt.details dout grid 1 block 1")
     cush.ok("sync")
     assert values(cush, "dout", "int32", 9).tolist() == [5, 105, 30, 5, 21, 4, 11, 10, 8]
+
+
+OVERLOADS = r"""
+struct V {
+    float x;
+    friend __device__ V operator+(V a, V b) { V r; r.x = a.x + b.x; return r; }
+};
+__device__ V operator*(V a, float s) { V r; r.x = a.x * s; return r; }
+__device__ V operator*(float s, V a) { V r; r.x = a.x * s + 100; return r; }
+__device__ int sq(int x) { return x * x; }
+__device__ float sq(float x) { return x * x + 0.5f; }
+
+extern "C" __global__ void overloads(int *o)
+{
+    V v = {2};
+    o[0] = (v * 3.0f).x;
+    o[1] = (3.0f * v).x;
+    o[2] = (v + v).x;
+    o[3] = operator+(v, v * 2.0f).x;
+    o[4] = sq(3) * 2;
+    o[5] = sq(3.0f) * 2;
+}
+"""
+
+
+def test_overloaded_free_functions_operators_and_friends_are_each_their_own(cush, tmp_path):
+    load(cush, tmp_path, OVERLOADS, "ov")
+    cush.ok("alloc managed 64B as ovout")
+    cush.ok("launch ov.overloads ovout grid 1 block 1")
+    cush.ok("sync")
+    assert values(cush, "ovout", "int32", 6).tolist() == [6, 106, 4, 6, 18, 19]

@@ -95,10 +95,28 @@ class ClassesMixin:
                 self.refuse(c, "a static data member")
 
     # -------------------------------------------------------------- calls
+    def _function_name(self, cur) -> str:
+        """A user function's name in `functions`: its own, or `name#2`… for an overload of one already there."""
+        usr = cur.get_usr()
+        if usr in self.overloads:
+            return self.overloads[usr]
+        name, n = cur.spelling, 1
+        while name in self.functions or name in self.overloads.values():
+            n += 1
+            name = f"{cur.spelling}#{n}"
+        self.overloads[usr] = name
+        return name
+
+    def _callee_name(self, ref, spelling: str) -> str:
+        return spelling if ref is None else self.overloads.get(ref.get_usr(), spelling)
+
     def _written_method(self, ref):
         """The definition of a member function the user wrote for the device (not one clang made implicitly,
-        like a copy, and not the prelude's), or None."""
-        if ref.kind.name not in METHODS:
+        like a copy, and not the prelude's) or of a friend function defined in a class, or None."""
+        friend = ref.kind.name == "FUNCTION_DECL" and ref.get_definition() is not None \
+            and ref.get_definition().lexical_parent is not None \
+            and ref.get_definition().lexical_parent.kind.name in ("STRUCT_DECL", "CLASS_DECL", "CLASS_TEMPLATE")
+        if ref.kind.name not in METHODS and not friend:
             return None
         definition = ref.get_definition()
         if definition is None or not self._user(definition):
@@ -114,6 +132,7 @@ class ClassesMixin:
     def _method_call(self, cur, kids, loc, definition) -> ir.Expr:
         name = self._method(definition)
         kind = definition.kind.name
+        has_this = kind in METHODS and not definition.is_static_method()
         this = None
         if kind == "CONSTRUCTOR":
             operands = [c for c in kids if c.kind.name not in NOT_EXPRESSIONS]
@@ -121,13 +140,13 @@ class ClassesMixin:
             head = _unwrap(kids[0]) if kids else None
             if head is not None and head.kind.name == "MEMBER_REF_EXPR":  # a.f(…), p->f(…), f(…) inside a method
                 inner = list(head.get_children())
-                if not definition.is_static_method():  # `v.two()` calls a static one without an object
+                if has_this:  # `v.two()` calls a static one without an object
                     this = self._object(self.expr(inner[0]) if inner else self._this(cur), loc)
                 operands = kids[1:]
             else:
                 callee = callee_at(kids, definition)
                 operands = [c for i, c in enumerate(kids) if i != callee]
-                if not definition.is_static_method():  # an operator written as one: its first operand is `this`
+                if has_this:  # an operator written as a member: its first operand is `this`
                     this = self._object(self.expr(operands[0]), loc)
                     operands = operands[1:]
         decls = [p for p in definition.get_children() if p.kind.name == "PARM_DECL"]
@@ -196,12 +215,15 @@ class ClassesMixin:
         key = definition.hash
         if key in self.method_names:
             return self.method_names[key]
-        owner = self.ctype(definition.semantic_parent.type)
-        base = f"{owner.name}::{definition.spelling}"
-        name, n = base, 1
-        while name in self.functions or name in self.method_names.values():
-            n += 1
-            name = f"{base}#{n}"
+        if definition.kind.name in METHODS:
+            owner = self.ctype(definition.semantic_parent.type)
+            base = f"{owner.name}::{definition.spelling}"
+            name, n = base, 1
+            while name in self.functions or name in self.method_names.values():
+                n += 1
+                name = f"{base}#{n}"
+        else:  # a friend: a free function
+            owner, name = None, self._function_name(definition)
         self.method_names[key] = name  # before converting: a method may call itself
         saved = {k: getattr(self, k, None) for k in FUNCTION_STATE}
         try:

@@ -224,6 +224,7 @@ class Program(ClassesMixin):
         self.captured: dict = {}  # in a lambda's body: a captured variable's hash → (field, by reference)
         self.lambdas: dict = {}  # a lambda's closure type (its declaration's hash) → the lambda expression
         self.member_inits: dict = {}  # (struct's name, member) → the member's own initializer's cursor
+        self.overloads: dict = {}  # a user function's USR → its name in `functions` (overloads get `#2`, …)
         toks = list(tu.get_tokens(extent=tu.cursor.extent))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
@@ -324,9 +325,10 @@ class Program(ClassesMixin):
                 return  # a declaration; its definition comes elsewhere
             if "CUDAGLOBAL_ATTR" not in attrs and "CUDADEVICE_ATTR" not in attrs:
                 return  # host code: not the simulator's to run
-            self.functions[cur.spelling] = self._function(cur, body[0], "CUDAGLOBAL_ATTR" in attrs)
+            name = self._function_name(cur)  # `operator*(V, float)` and `operator*(float, V)` are two
+            self.functions[name] = self._function(cur, body[0], "CUDAGLOBAL_ATTR" in attrs, name=name)
             if "CUDAGLOBAL_ATTR" in attrs:
-                self.kernel_names.append(cur.spelling)
+                self.kernel_names.append(name)
         elif kind == "FUNCTION_TEMPLATE":
             return  # instantiated copies (templates.py) are what runs
         elif kind in ("CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION", "CXX_METHOD", "CONSTRUCTOR",
@@ -756,7 +758,7 @@ class Program(ClassesMixin):
     def _call(self, cur, kids, loc) -> ir.Expr:
         ref = cur.referenced
         t = self.type_of(cur)
-        name = cur.spelling
+        name = self._callee_name(ref, cur.spelling)
         if ref is None:
             self.refuse(cur, f"the call '{name}'")
         written = self._written_method(ref)
