@@ -207,7 +207,9 @@ class ClassesMixin:
         if t.kind != self.ci.TypeKind.LVALUEREFERENCE:
             return False
         pointee = t.get_pointee()
-        return not (pointee.is_const_qualified() and pointee.get_canonical().kind != self.ci.TypeKind.RECORD)
+        K = self.ci.TypeKind
+        return not (pointee.is_const_qualified()
+                    and pointee.get_canonical().kind not in (K.RECORD, K.CONSTANTARRAY, K.INCOMPLETEARRAY))
 
     # -------------------------------------------------------------- conversion
     def _method(self, definition) -> str:
