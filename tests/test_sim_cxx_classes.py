@@ -214,7 +214,7 @@ def test_constructors_with_defaults_initializer_lists_member_initializers_and_an
     ("struct A { int x; __device__ ~A() { x = 0; } };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
      "destructor that does something", ":1:30"),
     ("struct A { static int count; int x; };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
-     "static data member", ":1:23"),
+     "static data member that is not const", ":1:23"),
     (("struct S { int v; __device__ int get() { auto f = [this]() { return v; }; return f(); } };\n"
       "__global__ void k(int *o) { S s; s.v = 3; o[0] = s.get(); }"), "a lambda capturing 'this'", ":1:51"),
     ("__global__ void k(int *o) {\n  int b = 4;\n  o[0] = [&]() { return b + 1; }();\n}",
@@ -291,6 +291,22 @@ struct Chain {
     int v;
     __device__ int depth(int k) const { return k <= 0 ? v : depth(k - 1) + 1; }
 };
+struct K {
+    static const int N = 4;
+    static constexpr float F = 2.5f;
+    int v[N];
+    __device__ int n() const { return N; }
+};
+template <class T> struct Add {
+    __device__ T operator()(T a, T b) const { return a + b; }
+};
+template <class T, class Op> __device__ T fold(const T *v, int n, Op op)
+{
+    T acc = v[0];
+    for (int i = 1; i < n; i++)
+        acc = op(acc, v[i]);
+    return acc;
+}
 
 extern "C" __global__ void details(int *o)
 {
@@ -312,16 +328,19 @@ extern "C" __global__ void details(int *o)
     o[7] = a.sum();
     Chain c = {3};
     o[8] = c.depth(5);
+    o[9] = K::N + K().n() + (int)(K::F * 2);
+    int xs[3] = {1, 2, 3};
+    o[10] = fold(xs, 3, Add<int>());
 }
 """
 
 
-def test_member_initializers_arrays_of_objects_template_members_and_recursive_methods(cush, tmp_path):
+def test_member_initializers_arrays_of_objects_template_members_static_constants_and_functors(cush, tmp_path):
     load(cush, tmp_path, DETAILS, "dt")
     cush.ok("alloc managed 64B as dout")
     cush.ok("launch dt.details dout grid 1 block 1")
     cush.ok("sync")
-    assert values(cush, "dout", "int32", 9).tolist() == [5, 105, 30, 5, 21, 4, 11, 10, 8]
+    assert values(cush, "dout", "int32", 11).tolist() == [5, 105, 30, 5, 21, 4, 11, 10, 8, 13, 6]
 
 
 OVERLOADS = r"""

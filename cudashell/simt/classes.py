@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import ir
 from .compile_error import CompileError
-from .ctype import Array, Pointer, Struct
+from .ctype import Array, Pointer, Scalar, Struct
 
 METHODS = ("CXX_METHOD", "CONSTRUCTOR", "CONVERSION_FUNCTION")
 NOT_EXPRESSIONS = ("TYPE_REF", "TEMPLATE_REF", "NAMESPACE_REF", "MEMBER_REF")
@@ -36,7 +36,7 @@ class ClassesMixin:
                 self.refuse(f, "a bit-field")
             fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
             own = [c for c in f.get_children() if c.kind.name not in NOT_EXPRESSIONS]
-            if own:
+            if own and _initialised(self._tokens(f), f.spelling):
                 self.member_inits[(name, f.spelling)] = own[-1]
         object.__setattr__(st, "fields", tuple(fields))
         return st
@@ -91,8 +91,8 @@ class ClassesMixin:
             if k == "DESTRUCTOR" and any(s.kind.name == "COMPOUND_STMT" and list(s.get_children())
                                          for s in c.get_children()):
                 self.refuse(c, "a destructor that does something")
-            if k == "VAR_DECL":
-                self.refuse(c, "a static data member")
+            if k == "VAR_DECL" and not c.type.is_const_qualified():
+                self.refuse(c, "a static data member that is not const")
 
     # -------------------------------------------------------------- calls
     def _function_name(self, cur) -> str:
@@ -297,6 +297,14 @@ class ClassesMixin:
             items.append(self._reference_to(value, loc) if by_ref else value)
         return ir.InitList(loc, st, items)
 
+    def _static_member(self, cur, loc) -> ir.Expr:
+        """`S::N` of `static const int N = 4;` inside a struct: its value, which clang computes."""
+        value = self._evaluate(cur)
+        t = self.type_of(cur)
+        if value is None or not isinstance(t, Scalar):
+            self.refuse(cur, f"the static data member '{cur.spelling}' (only constant scalars)")
+        return ir.Const(loc, t, t.dtype.type(value))
+
     def _capture(self, var, loc) -> ir.Expr:
         name, by_ref = self.captured[var.hash]
         field, t, offset = self.this.type.to.field(name)
@@ -367,6 +375,22 @@ def _address(loc, e) -> ir.Expr:
     """An aggregate's address: a struct's value is where it is (interp.Machine.ev), so a cast to a pointer to
     it leaves the value as it is — also for a temporary (a call's result), which has no place to take `&` of."""
     return ir.Cast(loc, Pointer(e.type), e)
+
+
+def _initialised(tokens: list, name: str) -> bool:
+    """A member declared with its own initializer (`int b = 5;`, `float c[2] = {…}`, `int d{3};`), not only
+    with an array size (`int v[N];`), which clang also lists among the member's children."""
+    if name not in tokens:
+        return False
+    rest, depth = tokens[tokens.index(name) + 1:], 0
+    for t in rest:
+        if t == "[":
+            depth += 1
+        elif t == "]":
+            depth -= 1
+        elif depth == 0:
+            return t in ("=", "{")
+    return False
 
 
 def _walk(cur):

@@ -703,6 +703,8 @@ class Program(ClassesMixin):
         if rk in ("VAR_DECL", "PARM_DECL"):
             if ref.hash in self.captured:  # inside a lambda: the closure's copy, or its pointer
                 return self._capture(ref, loc)
+            if ref.semantic_parent is not None and ref.semantic_parent.kind.name in ("STRUCT_DECL", "CLASS_DECL"):
+                return self._static_member(cur, loc)  # `S::N`
             if ref.hash in self.scope:
                 v = self.scope[ref.hash]
                 var = ir.Var(loc, v.type, v.name, v.in_memory)
