@@ -215,6 +215,8 @@ def test_constructors_with_defaults_initializer_lists_member_initializers_and_an
      "destructor that does something", ":1:30"),
     ("struct A { static int count; int x; };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
      "static data member that is not const", ":1:23"),
+    (("struct R { int &r; __device__ R(int &x) : r(x) {} };\n"
+      "__global__ void k(int *o) { int v = 3; R a(v); a.r = 5; o[0] = v; }"), "a reference member", ":1:17"),
     (("struct S { int v; __device__ int get() { auto f = [this]() { return v; }; return f(); } };\n"
       "__global__ void k(int *o) { S s; s.v = 3; o[0] = s.get(); }"), "a lambda capturing 'this'", ":1:51"),
     ("__global__ void k(int *o) {\n  int b = 4;\n  o[0] = [&]() { return b + 1; }();\n}",
@@ -297,6 +299,10 @@ struct K {
     int v[N];
     __device__ int n() const { return N; }
 };
+struct Tagged {
+    int tag;
+    union { int bits; float value; };
+};
 template <class T> struct Add {
     __device__ T operator()(T a, T b) const { return a + b; }
 };
@@ -331,6 +337,10 @@ extern "C" __global__ void details(int *o)
     o[9] = K::N + K().n() + (int)(K::F * 2);
     int xs[3] = {1, 2, 3};
     o[10] = fold(xs, 3, Add<int>());
+    Tagged u;
+    u.value = 1.0f;
+    u.tag = 2;
+    o[11] = u.bits == 0x3f800000 ? u.tag : -1;
 }
 """
 
@@ -340,7 +350,7 @@ def test_member_initializers_arrays_of_objects_template_members_static_constants
     cush.ok("alloc managed 64B as dout")
     cush.ok("launch dt.details dout grid 1 block 1")
     cush.ok("sync")
-    assert values(cush, "dout", "int32", 11).tolist() == [5, 105, 30, 5, 21, 4, 11, 10, 8, 13, 6]
+    assert values(cush, "dout", "int32", 12).tolist() == [5, 105, 30, 5, 21, 4, 11, 10, 8, 13, 6, 2]
 
 
 OVERLOADS = r"""

@@ -34,7 +34,11 @@ class ClassesMixin:
         for f in t.get_fields():  # a template's instantiation (`Pair<int>`) shows its fields only here
             if f.is_bitfield():
                 self.refuse(f, "a bit-field")
-            fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
+            ftype, offset = self.ctype(f.type), f.get_field_offsetof() // 8
+            if f.is_anonymous() and isinstance(ftype, Struct):  # `union { int i; float f; };`: s.f is a member
+                fields.extend((n, sub, offset + o) for n, sub, o in ftype.fields)
+                continue
+            fields.append((f.spelling, ftype, offset))
             own = [c for c in f.get_children() if c.kind.name not in NOT_EXPRESSIONS]
             if own and _initialised(self._tokens(f), f.spelling):
                 self.member_inits[(name, f.spelling)] = own[-1]
@@ -86,6 +90,8 @@ class ClassesMixin:
             k = c.kind.name
             if k == "CXX_BASE_SPECIFIER":
                 self.refuse(c, "a class with a base class (inheritance)")
+            if k == "FIELD_DECL" and c.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+                self.refuse(c, "a reference member")
             if k in METHODS and c.is_virtual_method():
                 self.refuse(c, "virtual methods")
             if k == "DESTRUCTOR" and any(s.kind.name == "COMPOUND_STMT" and list(s.get_children())
