@@ -261,19 +261,25 @@ extern "C" __global__ void lambdas(int *out)
     out[6 * t + 4] = copy(1);
     auto again = copy;
     out[6 * t + 5] = again(0);
+    int a = t;
+    auto count = [a]() mutable { a += 1; return a; };  /* its own a, kept between calls */
+    int first = count();
+    out[192 + 2 * t] = first;
+    out[192 + 2 * t + 1] = count() * 100 + a;
 }
 """
 
 
 def test_lambdas_copy_or_refer_to_what_they_capture_as_cpp_says(cush, tmp_path):
     load(cush, tmp_path, LAMBDAS, "lam")
-    cush.ok("alloc managed 768B as lout")
+    cush.ok("alloc managed 1024B as lout")
     cush.ok("launch lam.lambdas lout grid 1 block 32")
     cush.ok("sync")
     t = np.arange(32)
     expected = np.stack([6 + 5 + 2 + 2 * t, 7 + t, np.full(32, 10), t * t, 2 + 5 + 10 + 2 * t, 5 + 10 + 2 * t],
                         axis=1)
-    assert values(cush, "lout", "int32", 192).tolist() == expected.reshape(-1).tolist()
+    counted = np.stack([t + 1, (t + 2) * 100 + t], axis=1)
+    assert values(cush, "lout", "int32", 256).tolist() == expected.reshape(-1).tolist() + counted.reshape(-1).tolist()
 
 
 DETAILS = r"""

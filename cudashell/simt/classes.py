@@ -247,8 +247,15 @@ class ClassesMixin:
         """A lambda's captures in clang's order — (a cursor naming the variable, its field's type, by
         reference) — the order of the closure's fields: clang lists each capture that has an initial value
         (explicit ones, then `[=]`'s), and `[&]`'s follow in the order the body first uses them."""
-        listed = [_unwrap(c) for c in lam.get_children()
-                  if c.kind.name not in ("PARM_DECL", "COMPOUND_STMT", "TYPE_REF") and not c.kind.name.endswith("_ATTR")]
+        listed, named = [], set()
+        for c in lam.get_children():  # `[a]` lists a twice: its name, then its copy
+            c = _unwrap(c)
+            if c.kind.name in ("PARM_DECL", "COMPOUND_STMT", "TYPE_REF") or c.kind.name.endswith("_ATTR"):
+                continue
+            if c.referenced is not None and c.referenced.hash in named:
+                continue
+            named.add(c.referenced.hash if c.referenced is not None else None)
+            listed.append(c)
         intro = []
         for t in lam.get_tokens():
             if t.spelling == "]":
@@ -271,7 +278,7 @@ class ClassesMixin:
                     listed.append(use)
         fields = list(lam.type.get_canonical().get_fields())
         if len(listed) != len(fields):
-            self.refuse(lam, "this lambda's captures")
+            self.refuse(lam, "a lambda capturing 'this' (a member used in its body)")
         return [(r, f.type, f.type.kind == self.ci.TypeKind.LVALUEREFERENCE) for r, f in zip(listed, fields)]
 
     def _captured_by_reference(self, lam) -> set:
