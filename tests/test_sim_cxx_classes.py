@@ -213,6 +213,8 @@ def test_constructors_with_defaults_initializer_lists_member_initializers_and_an
      "base class (inheritance)", ":2:12"),
     ("struct A { int x; __device__ ~A() { x = 0; } };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
      "destructor that does something", ":1:30"),
+    (("struct A { int x; __device__ ~A(); };\n__device__ A::~A() { x = 0; }\n"
+      "__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }"), "destructor that does something", ":1:30"),
     ("struct A { static int count; int x; };\n__global__ void k(int *o) { A a; a.x = 1; o[0] = a.x; }",
      "static data member that is not const", ":1:23"),
     (("struct R { int &r; __device__ R(int &x) : r(x) {} };\n"

@@ -95,7 +95,7 @@ class ClassesMixin:
             if k in METHODS and c.is_virtual_method():
                 self.refuse(c, "virtual methods")
             if k == "DESTRUCTOR" and any(s.kind.name == "COMPOUND_STMT" and list(s.get_children())
-                                         for s in c.get_children()):
+                                         for s in (c.get_definition() or c).get_children()):
                 self.refuse(c, "a destructor that does something")
             if k == "VAR_DECL" and not c.type.is_const_qualified():
                 self.refuse(c, "a static data member that is not const")
