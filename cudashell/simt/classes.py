@@ -13,6 +13,7 @@ from .ctype import Array, Pointer, Scalar, Struct
 
 METHODS = ("CXX_METHOD", "CONSTRUCTOR", "CONVERSION_FUNCTION")
 NOT_EXPRESSIONS = ("TYPE_REF", "TEMPLATE_REF", "NAMESPACE_REF", "MEMBER_REF")
+RECORDS = ("STRUCT_DECL", "CLASS_DECL", "UNION_DECL", "CLASS_TEMPLATE")
 
 
 class ClassesMixin:
@@ -119,14 +120,14 @@ class ClassesMixin:
     def _written_method(self, ref):
         """The definition of a member function the user wrote for the device (not one clang made implicitly,
         like a copy, and not the prelude's) or of a friend function defined in a class, or None."""
-        friend = ref.kind.name == "FUNCTION_DECL" and ref.get_definition() is not None \
-            and ref.get_definition().lexical_parent is not None \
-            and ref.get_definition().lexical_parent.kind.name in ("STRUCT_DECL", "CLASS_DECL", "CLASS_TEMPLATE")
-        if ref.kind.name not in METHODS and not friend:
+        if ref.kind.name not in (*METHODS, "FUNCTION_DECL"):
             return None
         definition = ref.get_definition()
         if definition is None or not self._user(definition):
             return None
+        inside = definition.lexical_parent
+        if ref.kind.name == "FUNCTION_DECL" and (inside is None or inside.kind.name not in RECORDS):
+            return None  # a free function: not a friend defined in its class
         kinds = {c.kind.name for c in definition.get_children()}
         if "COMPOUND_STMT" not in kinds:
             return None

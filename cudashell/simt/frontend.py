@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import ir
-from .classes import NOT_EXPRESSIONS, ClassesMixin, callee_at
+from .classes import NOT_EXPRESSIONS, RECORDS, ClassesMixin, callee_at
 from .compile_error import CompileError
 from .ctype import (
     BOOL,
@@ -703,7 +703,7 @@ class Program(ClassesMixin):
         if rk in ("VAR_DECL", "PARM_DECL"):
             if ref.hash in self.captured:  # inside a lambda: the closure's copy, or its pointer
                 return self._capture(ref, loc)
-            if ref.semantic_parent is not None and ref.semantic_parent.kind.name in ("STRUCT_DECL", "CLASS_DECL"):
+            if ref.semantic_parent is not None and ref.semantic_parent.kind.name in RECORDS:
                 return self._static_member(cur, loc)  # `S::N`
             if ref.hash in self.scope:
                 v = self.scope[ref.hash]
