@@ -726,6 +726,50 @@ def ref_pack_vectors(d, tile=64):
 
 
 # ------------------------------------------------------------------ the corpus
+def julia_steps(dim: int = 40) -> np.ndarray:
+    """julia_complex.cu's escape steps, with nvcc's contractions: r*a.r - i*a.i is fma(r, a.r, -(i*a.i)),
+    i*a.r + r*a.i is fma(i, a.r, r*a.i), r*r + i*i is fma(r, r, i*i)."""
+    half = dim // 2
+    ys, xs = np.mgrid[0:dim, 0:dim]
+    ar = (f32(1.5) * (half - xs).astype(np.float32)) / f32(half)
+    ai = (f32(1.5) * (half - ys).astype(np.float32)) / f32(half)
+    out = np.full((dim, dim), 200, np.int32)
+    alive = np.ones((dim, dim), bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(200):
+            ar, ai = fma32(ar, ar, -(ai * ai)) + f32(-0.8), fma32(ai, ar, ar * ai) + f32(0.156)
+            escaped = alive & (fma32(ar, ar, ai * ai) > f32(1000))
+            out[escaped] = k
+            alive &= ~escaped
+    return out.reshape(-1)
+
+
+def block_tree_sums(data: np.ndarray, block: int) -> np.ndarray:
+    """Each block's sum in a shared-memory tree's order (s[t] += s[t + stride], stride halving), as the
+    element type rounds each addition; the tail past the data is zeros."""
+    blocks = -(-len(data) // block)
+    tree = np.zeros(blocks * block, data.dtype)
+    tree[:len(data)] = data
+    tree = tree.reshape(blocks, block)
+    stride = block // 2
+    with np.errstate(over="ignore"):
+        while stride:
+            tree[:, :stride] = tree[:, :stride] + tree[:, stride:2 * stride]
+            stride //= 2
+    return tree[:, 0].copy()
+
+
+def ref_link_and_walk(d, n=300):
+    order = [(j * 37) % n for j in range(n)]
+    sums, lengths = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    suffix = np.cumsum(d["lkeys"][order][::-1].astype(np.int64))[::-1]  # the keys from position j to the end
+    suffix = suffix.astype(np.int32)  # wrapped as the kernel's int sum wraps
+    for j, at in enumerate(order):
+        sums[at] = suffix[j]
+        lengths[at] = n - j
+    return {"lsums": sums, "llens": lengths}
+
+
 def B(name, kind, dtype, count, init=Fill(), output=False) -> Buf:
     return Buf(name, kind, dtype, count, init, output)
 
@@ -1045,10 +1089,6 @@ CASES: list[Case] = [
                   O("sums", "device", "int32", 64), O("hops", "device", "int32", 64), O("last", "device", "int32", 64)),
          reference=ref_linked_list),
     # -------------------------------------------------- outside the subset: the simulator must refuse
-    Case("refuse_class_template", "a class template", file=K / "refuse_class_template.cu",
-         refused=("template", "class")),
-    Case("refuse_class_methods", "a class with member functions", file=K / "refuse_class_methods.cu",
-         refused=("class", "method", "member")),
     Case("refuse_texture", "a texture fetch", file=K / "refuse_texture.cu", refused=("texture", "tex1Dfetch")),
     Case("refuse_cooperative_groups", "cooperative groups' grid-wide sync (it needs a cooperative launch)",
          file=K / "refuse_cooperative_groups.cu", refused=("cooperative launch",)),
@@ -1090,6 +1130,27 @@ CASES: list[Case] = [
          buffers=(B("pin", "device", "int32", 192, rand(65)), O("pairs", "device", "int32", 384),
                   O("packed", "device", "uint8", 768)),
          reference=ref_pack_vectors),
+    # -------------------------------------------------- issue 34: structs and classes (i34-cls)
+    Case("class_template_pair", "a struct template instantiated for int, filled by a braced list", "pairSum",
+         "out", 1, 32, file=K / "class_template_pair.cu", buffers=(O("out", "device", "int32", 32),),
+         reference=lambda b: {"out": np.full(32, 7, np.int32)}),
+    Case("class_methods_counter", "a class with member functions, one const", "countUp", "out 10", 1, 32,
+         file=K / "class_methods_counter.cu", buffers=(O("out", "device", "int32", 32),),
+         reference=lambda b: {"out": np.full(32, 45, np.int32)}),
+    Case("julia_struct_methods", "a Julia set with a complex-number struct: constructor, member operators, method",
+         "juliaKernel", "steps", (3, 3), (16, 16), file=K / "julia_struct.cu",
+         buffers=(O("steps", "device", "int32", 40 * 40),), reference=lambda d: {"steps": julia_steps(40)}),
+    *[Case(f"shared_memory_template_{dtype}", f"a block reduction through a SharedMemory<T> struct template ({dtype})",
+           kernel, "smin smout 1000", 8, 128, file=K / "shared_memory_template.cu", module="smt",
+           shared=128 * np.dtype(dtype).itemsize,
+           buffers=(B("smin", "device", dtype, 1000, rand(62)), O("smout", "device", dtype, 8)),
+           reference=lambda d: {"smout": block_tree_sums(d["smin"], 128)})
+      for kernel, dtype in (("reduceInt", "int32"), ("reduceFloat", "float32"), ("reduceDouble", "float64"))],
+    Case("linked_list_link_and_walk", "a self-referential struct: a block links a list in device memory, then walks it",
+         "linkAndWalk", "lnodes lkeys lsums llens 300", 1, 128, file=K / "linked_list_walk.cu",
+         buffers=(B("lnodes", "device", "int32", 300 * 4), B("lkeys", "device", "int32", 300, rand(63)),
+                  O("lsums", "device", "int32", 300), O("llens", "device", "int32", 300)),
+         reference=ref_link_and_walk),
 ]
 
 RUNNABLE = [c for c in CASES if not c.refused]

@@ -55,12 +55,21 @@ class Array:
         return f"{self.elem}[{self.n or ''}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Struct:
+    """Equal by name and layout, not by fields: a struct may hold a pointer to itself (`node *next`), and its
+    fields are filled in after it is made so that the pointer can name it."""
     name: str
     fields: tuple  # ((name, type, byte offset), …)
     size: int
     align: int
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Struct) and (self.name, self.size, self.align) == (other.name, other.size,
+                                                                                     other.align)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.size))
 
     def field(self, name: str):
         for f in self.fields:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import ir
+from .classes import NOT_EXPRESSIONS, RECORDS, ClassesMixin, callee_at
 from .compile_error import CompileError
 from .coopfront import HANDLE, declared_by_cg
 from .coopfront import call as cg_call
@@ -167,10 +168,9 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
 ARGS = ["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-std=c++17",
         "-Wno-unknown-cuda-version"]
 REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
-    "CLASS_TEMPLATE": "class templates", "CLASS_DECL": "classes", "CXX_METHOD": "classes with methods",
-    "CONSTRUCTOR": "classes with constructors", "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
+    "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
     "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
-    "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "LAMBDA_EXPR": "lambdas", "CXX_TRY_STMT": "exceptions",
+    "GOTO_STMT": "goto", "LABEL_STMT": "labels and goto", "CXX_TRY_STMT": "exceptions",
     "CXX_NEW_EXPR": "new", "CXX_DELETE_EXPR": "delete",
 }
 
@@ -195,7 +195,7 @@ def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | N
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
             raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}",
                                (where[line][0], where[line][1], col))
-    text = instantiate(text, lambda t: _tu(t), lambda tu, off: _where(where, tu, off))
+    text = instantiate(text, lambda t: _tu(t), lambda location: _where(where, location))
     tu = _tu(text)
     return Program(tu, text, where)
 
@@ -209,11 +209,15 @@ def _tu(text: str):
     return tu
 
 
-def _where(where, tu, offset):  # pragma: no cover - only for templates' errors
-    return None
+def _where(where, location):
+    """A place in a round of templates.py's text as the user's file:line:col (its copies keep the lines)."""
+    line = location.line - DECL_LINES
+    if line < 1 or line > len(where):
+        return None
+    return (where[line - 1][0], where[line - 1][1], location.column)
 
 
-class Program:
+class Program(ClassesMixin):
     """The functions of one source, converted; `kernels` are the __global__ ones, with their parameters."""
 
     def __init__(self, tu, text: str, where: list):
@@ -222,6 +226,13 @@ class Program:
         self.text = DECLS + text
         self.structs: dict = {}
         self.functions: dict[str, ir.Function] = {}
+        self.method_names: dict = {}  # a member function's definition (its cursor's hash) → its function's name
+        self.this = self.made = None  # in a member function: `this`, and a constructor's object
+        self.returns_ref = False  # the function being converted returns a reference
+        self.captured: dict = {}  # in a lambda's body: a captured variable's hash → (field, by reference)
+        self.lambdas: dict = {}  # a lambda's closure type (its declaration's hash) → the lambda expression
+        self.member_inits: dict = {}  # (struct's name, member) → the member's own initializer's cursor
+        self.overloads: dict = {}  # a user function's USR → its name in `functions` (overloads get `#2`, …)
         user = self.ci.SourceRange.from_locations(  # the prelude's tokens are never looked up: not made
             tu.get_location("__cush__.cu", len(DECLS.encode())), tu.cursor.extent.end)
         toks = list(tu.get_tokens(extent=user))
@@ -306,21 +317,7 @@ class Program:
         if k == K.RECORD and declared_by_cg(t.get_declaration()):
             return HANDLE  # a cooperative group's handle: a register value (coop.py)
         if k == K.RECORD:
-            decl = t.get_declaration()
-            name = decl.spelling or f"anon{decl.hash}"
-            if name not in self.structs:
-                if any(c.kind.name in ("CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR") for c in decl.get_children()):
-                    self.refuse(decl, "a class with methods")
-                fields = []
-                for f in decl.get_children():
-                    if f.kind.name != "FIELD_DECL":
-                        continue
-                    if f.is_bitfield():
-                        self.refuse(f, "a bit-field")
-                    fields.append((f.spelling, self.ctype(f.type), t.get_offset(f.spelling) // 8))
-                fields = tuple(fields)
-                self.structs[name] = Struct(name, fields, t.get_size(), t.get_align())
-            return self.structs[name]
+            return self._record(t)
         raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: the type '{t.spelling}'", None)
 
     def type_of(self, cur):
@@ -341,16 +338,20 @@ class Program:
                 return  # a declaration; its definition comes elsewhere
             if "CUDAGLOBAL_ATTR" not in attrs and "CUDADEVICE_ATTR" not in attrs:
                 return  # host code: not the simulator's to run
-            kernel = "CUDAGLOBAL_ATTR" in attrs
-            key = cur.spelling if kernel else self._qualified(cur)  # a kernel is launched by its own name
-            self.functions[key] = self._function(cur, body[0], kernel, key)
+            kernel = "CUDAGLOBAL_ATTR" in attrs  # a kernel is launched by its own name; a device function is
+            # `X::f` in namespace X, and an overload (`operator*(V, float)`, `operator*(float, V)`) has its own name
+            name = self._function_name(cur, cur.spelling if kernel else self._qualified(cur))
+            self.functions[name] = self._function(cur, body[0], kernel, name=name)
             if kernel:
-                self.kernel_names.append(cur.spelling)
+                self.kernel_names.append(name)
         elif kind == "FUNCTION_TEMPLATE":
             return  # instantiated copies (templates.py) are what runs
-        elif kind in ("STRUCT_DECL", "TYPEDEF_DECL", "ENUM_DECL", "UNION_DECL", "TYPE_ALIAS_DECL",
+        elif kind in ("CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION", "CXX_METHOD", "CONSTRUCTOR",
+                      "CONVERSION_FUNCTION", "DESTRUCTOR"):
+            return  # clang instantiates class templates; a member function is converted when it is called
+        elif kind in ("STRUCT_DECL", "CLASS_DECL", "TYPEDEF_DECL", "ENUM_DECL", "UNION_DECL", "TYPE_ALIAS_DECL",
                       "STATIC_ASSERT", "UNEXPOSED_DECL", *NAMESPACE_NAMES):
-            if kind == "STRUCT_DECL":
+            if kind in ("STRUCT_DECL", "CLASS_DECL"):
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
@@ -414,27 +415,32 @@ class Program:
             parent = parent.semantic_parent
         return "::".join(reversed(parts))
 
-    def _function(self, cur, body, kernel: bool, key: str | None = None) -> ir.Function:
-        key = key or cur.spelling
-        self.fn = key
+    def _function(self, cur, body, kernel: bool, name: str | None = None, owner=None) -> ir.Function:
+        name = name or cur.spelling
+        self.fn = name
         self.scope: dict[str, ir.Var] = {}
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
         self.addressed = self._addressed(body)
-        params, defaults = [], []
+        params = self._member_params(cur, owner, self.loc(cur))
+        defaults = [None] * len(params)
         for p in cur.get_children():
             if p.kind.name != "PARM_DECL":
                 continue
             v = self._var(p)
             params.append(v)
-            init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF")]
+            init = [c for c in p.get_children() if c.kind.name not in ("TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF")]
             defaults.append(self.expr(init[-1]) if init else None)
         ret = self.ctype(cur.result_type)
-        fn = ir.Function(key, params, ret, self.stmt(body), kernel, self.loc(cur), defaults)
+        self.returns_ref = cur.result_type.kind == self.ci.TypeKind.LVALUEREFERENCE
+        code = self.stmt(body)
+        if self.made is not None:  # a constructor: it returns the object it made
+            ret, code = self.made.type, self._constructed(cur, owner, code, self.loc(cur))
+        fn = ir.Function(name, params, ret, code, kernel, self.loc(cur), defaults)
         stmts, toks = fn.body.stmts, self._tokens(cur)
         head = toks[:toks.index("{")] if "{" in toks else toks  # the declaration before the body
         if stmts and isinstance(stmts[-1], ir.Return) and _straight(stmts[:-1]) and not kernel \
-                and "noinline" not in head:
+                and self.made is None and not self.returns_ref and "noinline" not in head:
             fn.returns, fn.prologue = stmts[-1].value, stmts[:-1]
         _check(fn.body)
         return fn
@@ -459,6 +465,8 @@ class Program:
                 inner = kids[0]
 
         def walk(c):
+            if c.kind.name == "LAMBDA_EXPR":
+                found.update(self._captured_by_reference(c))
             if c.kind.name == "UNARY_OPERATOR" and self._tok_after(c.extent.start.offset) == "&":
                 mark(list(c.get_children())[0])
             if c.kind.name == "CALL_EXPR" and c.referenced is not None and not declared_by_cg(c.referenced):
@@ -482,10 +490,13 @@ class Program:
             n += 1
             unique = f"{name}#{n}"
         self.names.add(unique)
+        reference = decl.type.kind == self.ci.TypeKind.LVALUEREFERENCE
+        if reference and not self._by_address(decl):  # `const float &`: a value
+            t, reference = t.to, False
         mem = isinstance(t, (Array, Struct)) or decl.hash in self.addressed
         v = ir.Var(self.loc(decl), t, unique, mem)
         self.scope[decl.hash] = v
-        if decl.type.kind == self.ci.TypeKind.LVALUEREFERENCE:
+        if reference:
             self.refs.add(decl.hash)
         return v
 
@@ -515,6 +526,10 @@ class Program:
         if k == "CONTINUE_STMT":
             return ir.Jump(loc, "continue")
         if k == "RETURN_STMT":
+            if not kids and self.made is not None:  # `return;` in a constructor: the object is its result
+                return ir.Return(loc, ir.Var(loc, self.made.type, self.made.name, True))
+            if kids and self.returns_ref:  # `return *this;` from a `T &` function: where it is
+                return ir.Return(loc, self._reference_to(self.expr(kids[0]), loc))
             return ir.Return(loc, self.expr(kids[0]) if kids else None)
         if k == "SWITCH_STMT":
             return self._switch(cur, kids, loc)
@@ -551,6 +566,8 @@ class Program:
             and exprs and not (isinstance(v.type, Array) and toks[toks.index(cur.spelling) + 1:][:1] == ["["]
                                and "=" not in toks and "{" not in toks)
         init = self.expr(exprs[-1]) if has_init else None
+        if init is None and exprs and not shared and self._constructs(exprs[-1]):
+            init = self._constructed_each(v.type, self.expr(exprs[-1]))  # `T x;` runs T's default constructor
         if shared and init is not None:
             self.refuse(cur, "an initializer on __shared__ memory")
         return ir.Decl(self.loc(cur), v, init, shared, storage == "EXTERN")
@@ -644,8 +661,14 @@ class Program:
         if k == "STRING_LITERAL":
             pieces = [t for t in self._tokens(cur) if t.endswith('"')]  # "ab" "cd" is one literal
             return ir.Const(loc, Pointer(Scalar("int8")), b"".join(_string_value(t) for t in pieces))
+        if k == "DECL_REF_EXPR" and cur.referenced is None and kids:  # `N` in an instantiated `template <int N>`
+            return self._cast(self.expr(kids[-1]), self.type_of(cur), loc)
         if k == "DECL_REF_EXPR":
             return self._ref(cur, loc)
+        if k == "CXX_THIS_EXPR":
+            return self._this(cur)
+        if k == "LAMBDA_EXPR":
+            return self._lambda(cur, loc)
         if k == "MEMBER_REF_EXPR":
             return self._member(cur, kids, loc)
         if k == "ARRAY_SUBSCRIPT_EXPR":
@@ -673,7 +696,7 @@ class Program:
             if isinstance(t, (Scalar, Pointer)):  # `int a{5}`, `int b = {}`: the one value, or zero
                 return self._cast(items[0], t, loc) if items else ir.Const(loc, t, np.zeros((), t.dtype)[()]
                                                                               if isinstance(t, Scalar) else 0)
-            return ir.InitList(loc, t, items)
+            return self._braced(t, items, loc)
         if k == "CXX_UNARY_EXPR":  # sizeof / alignof: clang's value
             toks = self._tokens(cur)
             if toks and toks[0] in ("sizeof", "alignof", "__alignof__", "_Alignof"):
@@ -747,6 +770,10 @@ class Program:
             self.refuse(cur, f"'{cur.spelling}'")
         rk = ref.kind.name
         if rk in ("VAR_DECL", "PARM_DECL"):
+            if ref.hash in self.captured:  # inside a lambda: the closure's copy, or its pointer
+                return self._capture(ref, loc)
+            if ref.semantic_parent is not None and ref.semantic_parent.kind.name in RECORDS:
+                return self._static_member(cur, loc)  # `S::N`
             if ref.hash in self.scope:
                 v = self.scope[ref.hash]
                 var = ir.Var(loc, v.type, v.name, v.in_memory)
@@ -773,7 +800,7 @@ class Program:
         self.refuse(cur, f"a reference to {rk.lower()}")
 
     def _member(self, cur, kids, loc) -> ir.Expr:
-        base = self.expr(kids[0])
+        base = self.expr(kids[0]) if kids else self._this(cur)  # `r` inside a method is `this->r`
         if isinstance(base, ir.Special):
             if base.name == "warpSize":
                 self.refuse(cur, "warpSize.member")
@@ -782,7 +809,10 @@ class Program:
         st = base.type.to if arrow else base.type
         if not isinstance(st, Struct):
             self.refuse(cur, "a member of something that is not a struct")
-        name, ftype, offset = st.field(cur.spelling)
+        try:
+            name, ftype, offset = st.field(cur.spelling)
+        except KeyError:
+            self.refuse(cur, f"the member '{cur.spelling}' of a base class (inheritance)")
         return ir.Member(loc, ftype, base, name, offset, arrow)
 
     def _unary(self, cur, kids, loc) -> ir.Expr:
@@ -805,24 +835,28 @@ class Program:
     def _call(self, cur, kids, loc) -> ir.Expr:
         ref = cur.referenced
         t = self.type_of(cur)
-        name = cur.spelling
+        name = self._callee_name(ref, cur.spelling)
         if ref is None:
             self.refuse(cur, f"the call '{name}'")
         if self._cooperative(ref):
             return cg_call(self, cur, kids, loc)
+        written = self._written_method(ref)
+        if written is not None:
+            return self._method_call(cur, kids, loc, written)
         if ref.kind.name == "CXX_METHOD" and name == "operator=" and len(kids) == 3:  # a struct's implicit copy
             return ir.Assign(loc, t, "=", self.expr(kids[0]), self.expr(kids[2]))
         if ref.kind.name == "CONSTRUCTOR":  # a struct's implicit copy (or default) constructor
-            args = [self.expr(c) for c in kids]
+            args = [self.expr(c) for c in kids if c.kind.name not in NOT_EXPRESSIONS]
             if len(args) == 1 and isinstance(t, Struct):
                 return args[0]
             if not args:
-                return ir.InitList(loc, t, [])
+                return self._default_object(t, loc)
             self.refuse(cur, "a constructor")
-        args = [self.expr(c) for c in kids[1:]]
+        callee = callee_at(kids, ref) if name.startswith("operator") else 0  # `a + b`: [a, operator+, b]
+        args = [self.expr(c) for i, c in enumerate(kids) if i != callee]
         params = [p for p in ref.get_children() if p.kind.name == "PARM_DECL"]
         definition = ref.get_definition()
-        key = self._qualified(ref)
+        key = self._callee_name(ref, self._qualified(ref))
         if key in self.functions or (definition is not None and self._user(definition)):
             fn = self.functions.get(key)
             if fn is None and not {c.kind.name for c in definition.get_children()} & DEVICE_ATTRS:
@@ -838,10 +872,10 @@ class Program:
                     a = fn.defaults[i]
                     if a is None:
                         self.refuse(cur, f"a call to '{name}' without argument {i + 1}")
-                elif i < len(decls) and decls[i].type.kind == self.ci.TypeKind.LVALUEREFERENCE:
-                    a = ir.Unary(loc, p.type, "&", a)  # a reference parameter gets the argument's address
+                elif i < len(decls):
+                    a = self._pass(a, decls[i], loc)  # a reference parameter gets the argument's address
                 filled.append(a)
-            return ir.Call(loc, t, key, filled)
+            return self._result(ref, ir.Call(loc, t, key, filled))
         if name == "printf":
             fmt = args[0]
             while isinstance(fmt, (ir.Cast, ir.Decay)):

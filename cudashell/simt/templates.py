@@ -11,12 +11,12 @@ from .prelude import DECLS
 ROUNDS = 8  # nested templates: each round instantiates one more level
 
 
-def instantiate(text: str, parse, _where) -> str:
+def instantiate(text: str, parse, where) -> str:
     if "template" not in text:
         return text
     for _ in range(ROUNDS):
         tu = parse(text)
-        edits = _edits(tu, text)
+        edits = _edits(tu, text, where)
         if not edits:
             return text
         data = text.encode()
@@ -26,7 +26,7 @@ def instantiate(text: str, parse, _where) -> str:
     return text
 
 
-def _edits(tu, text: str) -> list:
+def _edits(tu, text: str, where) -> list:
     base = len(DECLS.encode())
     templates = {}  # name → (cursor, [param names])
     calls = []  # (call cursor's callee, specialization decl)
@@ -61,11 +61,14 @@ def _edits(tu, text: str) -> list:
         for i in range(spec.get_num_template_arguments()):
             kind = spec.get_template_argument_kind(i).name
             if kind == "TYPE":
-                args.append(spec.get_template_argument_type(i).get_canonical().spelling)
+                spelled = spec.get_template_argument_type(i).get_canonical().spelling
+                if "(lambda at " in spelled:  # a closure has no name to write a copy with
+                    raise _unsupported(callee, "a lambda passed to a function template", where)
+                args.append(spelled)
             elif kind == "INTEGRAL":
                 args.append(str(spec.get_template_argument_value(i)))
             else:
-                raise _unsupported(spec, "a template argument that is not a type or an integer")
+                raise _unsupported(callee, "a template argument that is not a type or an integer", where)
         key = (name, tuple(args))
         if key not in made:
             template, params = templates[name][0]
@@ -118,5 +121,5 @@ def _copy(template, params: list, args: list, mangled: str, toks, base: int) -> 
     return " ".join(out)
 
 
-def _unsupported(cur, what):
-    return CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", None)
+def _unsupported(cur, what, where):
+    return CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: {what}", where(cur.location))

@@ -1,5 +1,4 @@
-/* Out of the simulator's subset: a class with member functions. `kernel load` must refuse it on the
- * simulator. (nvcc compiles it.) */
+/* A class with member functions, one of them const (once refused by the simulator). */
 
 class Counter {
 public:

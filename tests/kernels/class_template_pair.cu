@@ -1,5 +1,4 @@
-/* Out of the simulator's subset: a class template. `kernel load` must refuse it on the simulator,
- * saying so, rather than run something else. (nvcc compiles it.) */
+/* A struct template instantiated for int, filled by a braced list (once refused by the simulator). */
 
 template <typename T>
 struct Pair {
