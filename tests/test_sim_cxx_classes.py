@@ -27,7 +27,7 @@ def load(c, tmp_path, source: str, module: str) -> None:
 
 
 def test_a_julia_set_with_a_complex_number_struct_gives_the_reference_steps(cush):
-    cush.ok(f'kernel load "{KERNELS / "julia_complex.cu"}" as jl')
+    cush.ok(f'kernel load "{KERNELS / "julia_struct.cu"}" as jl')
     cush.ok("alloc managed 6400B as steps")
     cush.ok("launch jl.juliaKernel steps grid 3,3 block 16,16")
     cush.ok("sync")
