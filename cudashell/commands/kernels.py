@@ -26,6 +26,7 @@ from ..output.render import (
     timing_note,
 )
 from ..output.results import Result, TimingData, hexptr, timing_data
+from ..simt.variables import module_variables
 from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 
@@ -280,6 +281,7 @@ def c_kernel_load(w, a, i, text):
     expanded = with_includes(source, where)
     w.user_source(expanded, {prefix + k.name: k for k in parse_kernels(expanded)})
     w.emit(f"// kernel load {path}: its source is above main", i)
+    w.module_variables(expanded, module_variables(expanded, where), mod or Path(path).stem, i)
 
 
 def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
@@ -329,6 +331,7 @@ def c_kernel_define(w, a, i, text):
         names[name] = found[0]
     w.user_source(expanded, names)
     w.emit(f"// kernel define {name}: its source is above main", i)
+    w.module_variables(expanded, module_variables(expanded, known.path if known is not None else None), name, i)
 
 
 @command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)", exported=False)

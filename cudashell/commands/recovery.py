@@ -127,9 +127,7 @@ def reset(session, backend, args):
     kernels, kernel_failures = _reload_kernels(session, backend)
     rows, dropped = [], {}
     for buf in list(session.buffers.values()):
-        if buf.symbol:  # a module's variable: made again by its module's load
-            if buf.name in saved:
-                backend.restore(buf, saved.pop(buf.name))
+        if buf.symbol:  # a module's variable: made again, from the source, by its module's load
             continue
         try:
             rows.append(_rebuild_buffer(session, backend, buf, saved, lost))

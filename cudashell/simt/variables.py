@@ -1,0 +1,65 @@
+"""The names of a module's `__constant__`, `__device__` and `__managed__` variables, as the GPU side needs them to
+ask the driver for each (cuModuleGetGlobal) after nvcc compiled the source: read by the same front end as the
+simulator's (pcpp, then clang), but only the file-scope declarations — a source the interpreter cannot run still
+has its variables listed, since nvcc, not the simulator, compiles it there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .compile_error import CompileError
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    space: str  # constant | global | managed
+    dtype: str  # its element's numpy dtype, uint8 for a struct
+    size: int  # bytes
+    linkage: str  # "external", or "internal" (`static`: its name in the module is mangled, _ZL<len><name>)
+    namespaced: bool  # declared in a namespace: its name in the module is mangled with it (not looked up)
+
+    @property
+    def module_names(self) -> tuple[str, ...]:
+        """The names it may have in the compiled module, the plain one first."""
+        return (self.name, f"_ZL{len(self.name)}{self.name}") if self.linkage == "internal" else (self.name,)
+
+
+_DTYPES = {"INT": "int32", "UINT": "uint32", "CHAR_S": "int8", "SCHAR": "int8", "UCHAR": "uint8", "CHAR_U": "uint8",
+           "SHORT": "int16", "USHORT": "uint16", "LONG": "int64", "ULONG": "uint64", "LONGLONG": "int64",
+           "ULONGLONG": "uint64", "FLOAT": "float32", "DOUBLE": "float64", "POINTER": "uint64"}
+
+
+def module_variables(source: str, path: str | None = None) -> list[Variable]:
+    """The file-scope variables of a source in device memory, in the order declared (a definition once)."""
+    from .frontend import _tu, preprocess
+    from .prelude import DECL_LINES
+    from .symbols import space_of
+
+    name = Path(path).name if path else "kernel.cu"
+    try:
+        text, _ = preprocess(source, name, [Path(path).parent] if path else [])
+        tu = _tu(text)
+    except CompileError:
+        return []  # what the front end cannot read, nvcc did: its variables are not listed
+    found: dict[str, Variable] = {}
+
+    def walk(cursor, namespaced: bool):
+        for cur in cursor.get_children():
+            if cur.location.file is None or cur.location.line <= DECL_LINES:
+                continue
+            kind = cur.kind.name
+            if kind in ("LINKAGE_SPEC", "NAMESPACE"):
+                walk(cur, namespaced or kind == "NAMESPACE")
+            elif kind == "VAR_DECL":
+                space = space_of(cur)
+                if space is not None and cur.spelling not in found:
+                    t = cur.type.get_canonical()
+                    while t.kind.name in ("CONSTANTARRAY", "INCOMPLETEARRAY"):
+                        t = t.element_type.get_canonical()
+                    found[cur.spelling] = Variable(cur.spelling, space, _DTYPES.get(t.kind.name, "uint8"),
+                                                   max(cur.type.get_size(), 0), "internal" if cur.storage_class.name == "STATIC" else "external",
+                                                   namespaced)
+    walk(tu.cursor, False)
+    return list(found.values())
