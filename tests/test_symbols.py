@@ -198,3 +198,20 @@ def test_the_gpu_lists_a_files_variables_under_its_module_name(tmp_path):
                                                                         ("conv.hits", "global", 4)]
     finally:
         cush.shell.close()
+
+
+def test_ldg_and_const_restrict_loads_are_counted_as_the_read_only_path(sim):
+    sim.ok("kernel define r <<< __global__ void r(const float * __restrict__ a, float *b, const float *c) "
+           "{ int i = threadIdx.x; b[i] = a[i] + __ldg(&c[i]) + c[i]; } >>>")
+    sim.ok("alloc device 256 as a; alloc device 256 as b")
+    counts = sim.ok("launch r a b a block 64")["counts"]
+    assert (counts["loads"], counts["readonly_loads"]) == (6, 4)  # a[i] and __ldg: 2 warps each; c[i] is not
+
+
+def test_the_worker_numbers_a_modules_variables_as_it_numbers_allocations():
+    from cudashell.backends.worker import Worker
+
+    worker = Worker(None, None, "sim", 0)
+    kernels, symbols = worker.handle("load_kernels", ("__device__ int n = 2; __global__ void k() { n++; }",))
+    assert [k.name for k in kernels] == ["k"] and len(symbols) == 1
+    assert isinstance(symbols[0].handle, int) and worker.allocs[symbols[0].handle].space == "global"

@@ -60,6 +60,7 @@ class KernelReport:
     accesses: tuple[Access, ...] = ()  # with show-access
     constant_requests: int = 0  # warp loads of __constant__ memory
     constant_addresses: int = 0  # the distinct addresses they touched: one a request is a broadcast
+    readonly_loads: int = 0  # warp loads by the read-only data path (`__ldg`, `const T* __restrict__`)
 
     @property
     def moved(self) -> int:
@@ -76,7 +77,8 @@ class KernelReport:
                 "atomics": self.atomics, "warp_instructions": self.warp_instructions,
                 "constant": {"requests": self.constant_requests, "addresses": self.constant_addresses,
                              "addresses_per_request": (self.constant_addresses / self.constant_requests
-                                                       if self.constant_requests else 0.0)}}
+                                                       if self.constant_requests else 0.0)},
+                "readonly_loads": self.readonly_loads}
 
     def access_map(self) -> dict:
         """Per buffer and element, which threads read and wrote it (the first 64 elements touched of each)."""

@@ -383,7 +383,7 @@ class KernelsLoaded(Result, kind="kernels"):
         d = self.data
         return ["loaded " + ", ".join(d["loaded"])] + [
             f"  {s['name']}: __{'device' if s['kind'] == 'global' else s['kind']}__ {format_size(s['size'])} at "
-            f"{s['device_ptr']} (a buffer: memcpy, checksum, fill …)" for s in d["symbols"]]
+            f"{s['device_ptr']} (a buffer: memcpy, checksum, compare, a kernel argument)" for s in d["symbols"]]
 
 
 class LaunchAccessElement(TypedDict):
@@ -439,6 +439,7 @@ LaunchDataCounts = TypedDict("LaunchDataCounts", {
     "atomics": int,
     "warp_instructions": int,
     "constant": LaunchDataCountsConstant,
+    "readonly_loads": int,  # of `loads`, those by the read-only data path (__ldg, const __restrict__ parameters)
 })
 
 

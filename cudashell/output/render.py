@@ -263,6 +263,9 @@ def counts_lines(c) -> list[str]:
         out.append(f"  constant memory: {k['requests']} requests, {k['addresses']} distinct addresses"
                    + (" (every request a broadcast)" if per <= 1.0 else
                       f" ({per:.1f} a request: the constant cache serves them one after another)"))
+    if c.get("readonly_loads"):
+        out.append(f"  read-only data path (__ldg, const __restrict__): {c['readonly_loads']} of the "
+                   f"{c['loads']} warp loads")
     if c["atomics"]:
         out.append(f"  atomics: {c['atomics']} warp requests")
     out.append(f"  warp instructions: {c['warp_instructions']} (statements × active warps)")

@@ -369,6 +369,9 @@ class Program:
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
         self.addressed = self._addressed(body)
+        self.readonly_params = {p.spelling for p in cur.get_children() if p.kind.name == "PARM_DECL"
+                                and p.type.kind == self.ci.TypeKind.POINTER and p.type.is_restrict_qualified()
+                                and p.type.get_pointee().is_const_qualified()}
         params, defaults = [], []
         for p in cur.get_children():
             if p.kind.name != "PARM_DECL":
@@ -598,7 +601,7 @@ class Program:
             a, b = self.expr(kids[0]), self.expr(kids[1])
             if isinstance(b.type, Pointer):
                 a, b = b, a
-            return ir.Index(loc, self.type_of(cur), a, b)
+            return ir.Index(loc, self.type_of(cur), a, b, isinstance(a, ir.Var) and a.name in self.readonly_params)
         if k == "UNARY_OPERATOR":
             return self._unary(cur, kids, loc)
         if k == "BINARY_OPERATOR":

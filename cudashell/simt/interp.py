@@ -306,6 +306,15 @@ class Machine:
             return vals != 0
         return vals
 
+    def load_readonly(self, addr, t, m, loc=None):
+        """A load by the read-only data path (`__ldg`, a `const T* __restrict__` parameter): the same bytes,
+        counted apart."""
+        self.mem.readonly = True
+        try:
+            return self.load_mem(addr, t, m, loc)
+        finally:
+            self.mem.readonly = False
+
     def store(self, addr, t, value, m, loc=None) -> None:
         dt = dtype_of(t)
         v = np.asarray(value).astype(dt, copy=False)
@@ -349,6 +358,8 @@ class Machine:
             p = self.place(e, m)
             if isinstance(p[2], (Struct, Array)):
                 return p[1]
+            if t is ir.Index and e.readonly:
+                return self.load_readonly(p[1], p[2], m, e.loc)
             return self.load_mem(p[1], p[2], m, e.loc)
         if t is ir.Special:
             return self.special[e.name]

@@ -68,6 +68,7 @@ class Assign(Expr):
 class Index(Expr):
     base: Expr  # a pointer
     index: Expr
+    readonly: bool = False  # through a `const T* __restrict__` parameter: a load by the read-only data path
 
 
 @dataclass(eq=False)

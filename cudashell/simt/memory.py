@@ -76,6 +76,7 @@ class Traffic:
     useful: dict = field(default_factory=dict)  # kind → bytes the threads asked for (sectors × 32 is what moved)
     constant_requests: int = 0  # warp loads of __constant__ memory …
     constant_addresses: int = 0  # … and the distinct addresses each touched (the constant cache serves one a pass)
+    readonly_loads: int = 0  # warp loads by the read-only data path (__ldg, const __restrict__ parameters)
 
     def add(self, kind: str, requests: int, sectors: int, useful: int) -> None:
         self.requests[kind] = self.requests.get(kind, 0) + requests
@@ -107,8 +108,12 @@ def _constant(offsets: np.ndarray, lanes: np.ndarray, stride: int | None) -> tup
         warps = len(offsets) // WARP
         return warps, warps if stride == 0 else len(offsets)
     warp = lanes >> 5
-    keys = np.sort((warp << 32) | offsets)
-    distinct = 1 + int(np.count_nonzero(keys[1:] != keys[:-1])) if len(keys) else 0
+    keys = (warp << 32) | offsets
+    step = keys[1:] - keys[:-1]
+    if (step < 0).any():  # sorted only when the lanes' addresses go back somewhere (a warp's own order)
+        keys = np.sort(keys)
+        step = keys[1:] - keys[:-1]
+    distinct = 1 + int(np.count_nonzero(step)) if len(keys) else 0
     return 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0, distinct
 
 
@@ -186,6 +191,7 @@ class Memory:
         self.sp = 0  # local memory in use, per lane (a stack: frames in call order)
         self.watch = None  # racecheck, when on
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
+        self.readonly = False  # the load under way goes by the read-only data path (__ldg)
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -285,6 +291,8 @@ class Memory:
                     self.traffic.stores += req
                 else:
                     self.traffic.loads += req
+                    if self.readonly:
+                        self.traffic.readonly_loads += req
             view = region.view(dtype)
             ix = (a - region.start) >> shift
             if self.trace is not None and count:

@@ -9,7 +9,6 @@ MACROS = {
     "__NVCC__": "1",
     "NULL": "0",
     "assert(e)": "__cush_assert((e), #e)",
-    "__restrict__": "",
     "__noinline__": "",
     "__inline__": "inline",
 }

@@ -284,4 +284,5 @@ def _kernel_report(report) -> KernelReport:
     t = report.traffic
     return KernelReport({kind: MemoryTraffic(n, t.sectors[kind], t.useful[kind]) for kind, n in t.requests.items()},
                         t.loads, t.stores, t.shared_requests, t.shared_wavefronts, t.atomics, t.instructions,
-                        tuple(Access(*a) for a in report.access), t.constant_requests, t.constant_addresses)
+                        tuple(Access(*a) for a in report.access), t.constant_requests, t.constant_addresses,
+                        t.readonly_loads)
