@@ -31,15 +31,16 @@ _DTYPES = {"INT": "int32", "UINT": "uint32", "CHAR_S": "int8", "SCHAR": "int8", 
            "ULONGLONG": "uint64", "FLOAT": "float32", "DOUBLE": "float64", "POINTER": "uint64"}
 
 
-def module_variables(source: str, path: str | None = None) -> list[Variable]:
-    """The file-scope variables of a source in device memory, in the order declared (a definition once)."""
+def module_variables(source: str, path: str | None = None, root: Path | None = None) -> list[Variable]:
+    """The file-scope variables of a source in device memory, in the order declared (a definition once). With
+    `root` (grading), no file outside it is opened."""
     from .frontend import _tu, preprocess
     from .prelude import DECL_LINES
     from .symbols import space_of
 
     name = Path(path).name if path else "kernel.cu"
     try:
-        text, _ = preprocess(source, name, [Path(path).parent] if path else [])
+        text, _ = preprocess(source, name, [Path(path).parent] if path else [], root)
         tu = _tu(text)
     except CompileError:
         return []  # what the front end cannot read, nvcc did: its variables are not listed

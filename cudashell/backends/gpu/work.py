@@ -180,7 +180,7 @@ class Work:
         from ...simt.variables import module_variables
 
         found = []
-        for var in module_variables(with_includes(source, path), path):
+        for var in module_variables(with_includes(source, path), path, self.root):
             if var.namespaced:
                 continue
             for name in var.module_names:

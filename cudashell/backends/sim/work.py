@@ -166,10 +166,11 @@ class Work:
         """One variable of a module being loaded: an allocation of its own in the current context, its bytes the
         source's initialiser (fresh each load, as the driver makes them), bound where the program's kernels find it."""
         kind = "managed" if decl.space == "managed" else "device"
+        region = "alias" if kind == "device" and not self.profile.unified_addressing else kind  # as alloc's
         ctx = self.cur
-        a = SimAlloc(kind, decl.type.size, SparseBytes(decl.type.size, self.budget), region=kind,
+        a = SimAlloc(kind, decl.type.size, SparseBytes(decl.type.size, self.budget), region=region,
                      device=self._context(ctx).device, ctx=ctx, space=decl.space)
-        a.addr = self._addresses(kind, a.size, kind)
+        a.addr = self._addresses(region, a.size, kind)
         if any(decl.initial):  # an untouched allocation reads as zeros
             a.data.write(0, np.frombuffer(decl.initial, np.uint8).copy())
         self.live.add(a)
@@ -186,12 +187,12 @@ class Work:
         uva = self.profile.unified_addressing
         regions = []
         for a in self.live:
-            if a.space == "constant":  # read through the constant cache: counted as its own kind
-                kind, ok, addr = "constant" if a.device == c.device else "peer", True, a.addr
-            elif a.kind == "device":
+            if a.kind == "device":
                 kind = "device" if a.device == c.device else "peer"
                 ok = (uva or a.ctx == ctx) if kind == "device" else (c.primary and (c.device, a.device) in self.peers)
                 addr = a.addr
+                if kind == "device" and a.space == "constant":  # read through the constant cache: its own counts
+                    kind = "constant"
             elif a.kind == "managed":
                 kind, ok, addr = "managed", True, a.addr
             else:
