@@ -215,3 +215,9 @@ def test_the_worker_numbers_a_modules_variables_as_it_numbers_allocations():
     kernels, symbols = worker.handle("load_kernels", ("__device__ int n = 2; __global__ void k() { n++; }",))
     assert [k.name for k in kernels] == ["k"] and len(symbols) == 1
     assert isinstance(symbols[0].handle, int) and worker.allocs[symbols[0].handle].space == "global"
+
+
+def test_a_write_to_constant_memory_is_refused_though_the_definition_comes_after_the_function(sim):
+    err = sim.fails("kernel define f <<< extern __constant__ int k[2]; __device__ void set() { k[0] = 1; } "
+                    "__constant__ int k[2] = {1}; __global__ void f() { set(); } >>>")
+    assert err["code"] == "USAGE" and "__constant__ variable 'k' is written" in err["message"]

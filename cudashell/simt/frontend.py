@@ -235,6 +235,8 @@ class Program:
         self.addresses: dict = {}  # their Vars' names → the address a load gave them (the backend binds it)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
+        for fn in self.functions.values() if self.symbols else ():  # once every variable is declared
+            refuse_constant_writes(self, fn)
         if not self.kernel_names:
             raise CompileError("USAGE", "no __global__ function found", None)
 
@@ -385,8 +387,6 @@ class Program:
         fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
                            for p in cur.get_children() if p.kind.name == "PARM_DECL"]
         _check(fn.body)
-        if self.symbols:
-            refuse_constant_writes(self, fn)
         return fn
 
     def _addressed(self, body) -> set:
