@@ -221,3 +221,11 @@ def test_a_write_to_constant_memory_is_refused_though_the_definition_comes_after
     err = sim.fails("kernel define f <<< extern __constant__ int k[2]; __device__ void set() { k[0] = 1; } "
                     "__constant__ int k[2] = {1}; __global__ void f() { set(); } >>>")
     assert err["code"] == "USAGE" and "__constant__ variable 'k' is written" in err["message"]
+
+
+def test_reset_keeps_two_loads_of_one_source_apart(sim, tmp_path):
+    (tmp_path / "c.cu").write_text("__device__ int n = 1;\n__global__ void inc() { n += 1; }\n")
+    sim.ok(f"kernel load {tmp_path / 'c.cu'} as a; kernel load {tmp_path / 'c.cu'} as b")
+    sim.ok("reset; launch a.inc block 1; launch a.inc block 1; launch b.inc block 1")
+    sim.ok("alloc pageable 8 as h; memcpy d2h a.n h[0:+4]; memcpy d2h b.n h[4:+4]")
+    assert ints(sim, "h", 2) == [3, 2]

@@ -224,10 +224,9 @@ def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: 
             raise ShellError("NAME_TAKEN", f"a buffer named '{module}.{sym.name}' exists (the module's variable "
                              f"{sym.name} would take it)", "load it `as` another name", col)
     for name, k in named:
-        session.kernels[name] = k
-    origin = (kernels[0].source, kernels[0].path or None) if kernels else ()
+        session.kernels[name] = replace(k, module=module)
     for sym in symbols:
-        session.add_buffer(replace(symbol_buffer(session, sym, module), origin=origin))
+        session.add_buffer(symbol_buffer(session, sym, module))
     return [f"{name}{k.signature()[len(k.name):]}" for name, k in named]
 
 

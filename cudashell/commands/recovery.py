@@ -35,10 +35,10 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     """Compile each loaded source again and point its kernels at the new functions."""
     by_source: dict[tuple, list[str]] = {}
     for name, k in session.kernels.items():
-        if not k.builtin:
-            by_source.setdefault((k.source, k.path or None), []).append(name)
+        if not k.builtin:  # one load a module: two loads of one source have variables of their own
+            by_source.setdefault((k.source, k.path or None, k.module), []).append(name)
     done, failed = [], {}
-    for (source, path), names in by_source.items():
+    for (source, path, module), names in by_source.items():
         try:
             loaded, symbols = backend.load_kernels(source, path, session.root)
         except ShellError as e:
@@ -47,17 +47,17 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
                 del session.kernels[n]
             continue
         fresh = {k.symbol: k.handle for k in loaded}
-        _rebind_symbols(session, (source, path), {s.name: s for s in symbols})
+        _rebind_symbols(session, module, {s.name: s for s in symbols})
         for n in names:
             session.kernels[n] = replace(session.kernels[n], handle=fresh[session.kernels[n].symbol])
             done.append(n)
     return done, failed
 
 
-def _rebind_symbols(session, origin: tuple, symbols: dict) -> None:
+def _rebind_symbols(session, module: str, symbols: dict) -> None:
     """A module's variables at their fresh addresses (initialised from the source again, as a load makes them)."""
     for buf in session.buffers.values():
-        sym = symbols.get(buf.source_name) if buf.symbol and buf.origin == origin else None
+        sym = symbols.get(buf.source_name) if buf.symbol and buf.module == module else None
         if sym is not None:
             buf.handle, buf.device_ptr = sym.handle, sym.address
             buf.host_ptr = sym.address if buf.kind == "managed" else None

@@ -41,6 +41,7 @@ class Kernel:
     counted: bool = True  # a built-in whose last parameter is the element count n (the launch passes it)
     block: int = 256  # a launch's block when none is given
     runs_for: Callable | None = field(default=None, compare=False)  # (arguments) -> seconds: the simulator's time
+    module: str = ""  # user kernels: the module (one load) it came from, whose variables its launches reach
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"

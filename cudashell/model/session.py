@@ -34,9 +34,8 @@ class Buffer:
     pending: dict = field(default_factory=dict)  # backend token → stream name, of GPU work on it not yet done
     view: str = "uint8"  # the dtype it was last filled or computed as: how `show` reads it unless told
     symbol: str = ""  # a loaded module's variable: its space (constant, global, managed); "" for an allocation
-    module: str = ""  # … the module it belongs to (its memory lives as long as the module) …
+    module: str = ""  # … the module it belongs to (its memory lives as long as the module; `reset` loads it again) …
     source_name: str = ""  # … and its name in the source (`cudaMemcpyToSymbol(mask, …)`)
-    origin: tuple = field(default=(), repr=False)  # … and the module's (source, path), which `reset` loads again
 
     @property
     def shown_kind(self) -> str:
