@@ -251,7 +251,10 @@ def _symbol_rows(session, module: str, symbols) -> list[dict]:
          "kernel load kernels/mine.cu as mine", "nvcc via pycuda.compiler, then cuModuleLoadData",
          args=(Arg("FILE", "cuda-file"),), opts=(Opt("as", Arg("MOD", "newname")),),
          details="Paths are relative to the calling script. With `as MOD` the kernels are named MOD.kernel. "
-                 "Pointer parameters take buffers (written unless const); scalars take numbers.")
+                 "Pointer parameters take buffers (written unless const); scalars take numbers. The module's "
+                 "`__constant__`, `__device__` and `__managed__` variables become buffers named MOD.NAME (the "
+                 "file's stem without `as`): fresh each load, initialised from the source; `memcpy` to or from "
+                 "one is cudaMemcpyToSymbol / cudaMemcpyFromSymbol.")
 def kernel_load(session, backend, args):
     path = Path(args.get("FILE"))
     if not path.is_absolute():
@@ -303,7 +306,8 @@ def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
          "threadIdx.x; if (i < n) a[i] *= 2; } >>>", "nvcc via pycuda.compiler (SourceModule)",
          args=(Arg("NAME", "newname"), Arg("SOURCE", "cuda-source")),
          details="The CUDA C goes between <<< and >>>; in a script it may span lines. If the source's one "
-                 "kernel has another name, it is registered as NAME.")
+                 "kernel has another name, it is registered as NAME. The source's `__constant__`, `__device__` and "
+                 "`__managed__` variables become buffers named NAME.VAR.")
 def kernel_define(session, backend, args):
     name, source = args.get("NAME"), args.get("SOURCE")
     # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
