@@ -229,3 +229,10 @@ def test_reset_keeps_two_loads_of_one_source_apart(sim, tmp_path):
     sim.ok("reset; launch a.inc block 1; launch a.inc block 1; launch b.inc block 1")
     sim.ok("alloc pageable 8 as h; memcpy d2h a.n h[0:+4]; memcpy d2h b.n h[4:+4]")
     assert ints(sim, "h", 2) == [3, 2]
+
+
+def test_a_kernel_overrunning_a_device_array_is_told_the_variables_name(sim):
+    sim.ok("kernel define k <<< __device__ int t[4]; __global__ void k() { t[threadIdx.x] = 1; } >>>")
+    sim.ok("launch k block 5")
+    err = sim.fails("sync")
+    assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and "0 bytes after the nearest allocation t (" in err["message"]

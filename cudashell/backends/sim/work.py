@@ -169,7 +169,7 @@ class Work:
         region = "alias" if kind == "device" and not self.profile.unified_addressing else kind  # as alloc's
         ctx = self.cur
         a = SimAlloc(kind, decl.type.size, SparseBytes(decl.type.size, self.budget), region=region,
-                     device=self._context(ctx).device, ctx=ctx, space=decl.space)
+                     device=self._context(ctx).device, ctx=ctx, space=decl.space, label=decl.name)
         a.addr = self._addresses(region, a.size, kind)
         if any(decl.initial):  # an untouched allocation reads as zeros
             a.data.write(0, np.frombuffer(decl.initial, np.uint8).copy())
@@ -200,7 +200,7 @@ class Work:
                 kind = "zero-copy"
                 ok = a.dptr is not None and (uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx) \
                     or (a.kind == "pageable" and not a.registered and self.profile.pageable_memory_access)
-            regions.append(Region(named.get(id(a), f"a {a.kind} allocation"), addr, a.size, kind, ok,
+            regions.append(Region(named.get(id(a), a.label or f"a {a.kind} allocation"), addr, a.size, kind, ok,
                                   a.readonly or a.space == "constant",
                                   read=lambda a=a: a.data.read(0, a.size), owner=a))
         return regions
