@@ -236,3 +236,12 @@ def test_a_kernel_overrunning_a_device_array_is_told_the_variables_name(sim):
     sim.ok("launch k block 5")
     err = sim.fails("sync")
     assert err["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and "0 bytes after the nearest allocation t (" in err["message"]
+
+
+def test_destroying_a_context_unloads_its_modules_variables(cush):
+    cush.ok("context create as c1")
+    cush.ok(COUNTER)
+    assert cush.buffer("bump.counter")["context"] == "c1"
+    cush.ok("context use gpu0; context destroy c1")
+    err = cush.fails("alloc pageable 4 as h; memcpy d2h bump.counter h")
+    assert err["code"] == "NO_SUCH_BUFFER" and "c1" in err["message"]

@@ -250,9 +250,10 @@ class Session:
         return self.contexts[name]
 
     def holdings(self, ctx: str) -> list[str]:
-        """What lives in a context: the buffers, streams and events made in it, by name."""
+        """What lives in a context: the buffers, streams and events made in it, by name (a module's variables
+        aside: destroying the context unloads its modules)."""
         return [n for group in (self.buffers, self.streams, self.events)
-                for n, x in group.items() if x.context == ctx]
+                for n, x in group.items() if x.context == ctx and not getattr(x, "symbol", "")]
 
     # -------------------------------------------------------------- buffers
     def buffer(self, name: str, col: int | None = None) -> Buffer:

@@ -178,6 +178,15 @@ class Work:
         program.addresses[f"@{decl.name}"] = a.addr
         return ModuleSymbol(decl.name, decl.space, a.size, a.addr, decl.dtype, a)
 
+    def _unload_variables(self, ctx) -> None:
+        """A context's modules go with it (cuCtxDestroy unloads them): so do their variables' allocations."""
+        for a in [a for a in self.live if a.space and a.ctx == ctx]:
+            self.addresses.give(a.region, a.addr, a.size)
+            a.data.release()
+            a.freed = True
+            self.live.discard(a)
+            self._count(a, -1)
+
     def _regions(self, ctx, named: dict) -> list:
         """Every live allocation as a kernel in context `ctx` sees it: the address it uses, whether it may touch
         it, and what its traffic costs (device memory, the bus for mapped host memory, the link for a peer's)."""
