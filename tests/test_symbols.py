@@ -245,3 +245,35 @@ def test_destroying_a_context_unloads_its_modules_variables(cush):
     cush.ok("context use gpu0; context destroy c1")
     err = cush.fails("alloc pageable 4 as h; memcpy d2h bump.counter h")
     assert err["code"] == "NO_SUCH_BUFFER" and "c1" in err["message"]
+
+
+# ------------------------------------------------------------------ the GPU side's reading of a module's variables
+VARIABLES = '''
+__constant__ float c[1024];  // __device__ int commented;
+static __device__ double s[3] = {1, 2};
+__device__ float f(float x) { return x; }
+extern "C" { __device__ unsigned counter = 5; }
+namespace q { __device__ int z; }
+struct P { int a; };
+__managed__ P pp;
+__global__ void k(float *o) { o[0] = c[1]; }
+'''
+
+
+def test_the_gpu_side_reads_a_modules_variables_with_the_front_end():
+    from cudashell.simt.variables import module_variables
+
+    found = {v.name: (v.space, v.dtype, v.size, v.module_names, v.namespaced) for v in module_variables(VARIABLES)}
+    assert found == {"c": ("constant", "float32", 4096, ("c",), False),
+                     "s": ("global", "float64", 24, ("s", "_ZL1s"), False),
+                     "counter": ("global", "uint32", 4, ("counter",), False),
+                     "z": ("global", "int32", 4, ("z",), True),
+                     "pp": ("managed", "uint8", 4, ("pp",), False)}
+
+
+def test_a_source_the_front_end_cannot_read_has_its_variables_found_by_their_shape():
+    from cudashell.simt.variables import module_variables
+
+    found = module_variables('#include "not-here.h"\n' + VARIABLES)
+    assert [(v.name, v.space) for v in found] == [("c", "constant"), ("s", "global"), ("counter", "global"),
+                                                  ("pp", "managed")]  # not `z`: in a namespace, not at a line's start

@@ -5,6 +5,7 @@ has its variables listed, since nvcc, not the simulator, compiles it there."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,25 @@ class Variable:
         return (self.name, f"_ZL{len(self.name)}{self.name}") if self.linkage == "internal" else (self.name,)
 
 
+# a declaration (not a function's: no parenthesis before its `;` or `=`) with a memory-space qualifier
+_DECLARED = re.compile(r"^[ \t]*(?:extern\s+\"C\"\s*\{\s*)?((?:(?:static|extern|const|volatile|__device__|__constant__|__managed__)\s+)+)"
+                       r"[\w:<>,\s*]*?\b(\w+)\s*(?:\[[^\]]*\]\s*)*(?:=|;)", re.M)
+
+
+def _by_pattern(source: str) -> list[Variable]:
+    """Where the front end cannot read the source: its variables found by their declarations' shape (the driver
+    confirms each name, and gives its size); their element type is not known here (shown as bytes)."""
+    found: dict[str, Variable] = {}
+    for m in _DECLARED.finditer(re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)):
+        words = m.group(1).split()
+        space = "managed" if "__managed__" in words else "constant" if "__constant__" in words else \
+            "global" if "__device__" in words else None
+        if space is not None and m.group(2) not in found:
+            found[m.group(2)] = Variable(m.group(2), space, "uint8", 0,
+                                         "internal" if "static" in words else "external", False)
+    return list(found.values())
+
+
 _DTYPES = {"INT": "int32", "UINT": "uint32", "CHAR_S": "int8", "SCHAR": "int8", "UCHAR": "uint8", "CHAR_U": "uint8",
            "SHORT": "int16", "USHORT": "uint16", "LONG": "int64", "ULONG": "uint64", "LONGLONG": "int64",
            "ULONGLONG": "uint64", "FLOAT": "float32", "DOUBLE": "float64", "POINTER": "uint64"}
@@ -42,8 +62,10 @@ def module_variables(source: str, path: str | None = None, root: Path | None = N
     try:
         text, _ = preprocess(source, name, [Path(path).parent] if path else [], root)
         tu = _tu(text)
-    except CompileError:
-        return []  # what the front end cannot read, nvcc did: its variables are not listed
+    except CompileError as e:  # nvcc read what the front end cannot (or clang is not installed here)
+        if e.code == "OUTSIDE_SUBMISSION":
+            raise
+        return _by_pattern(source)
     found: dict[str, Variable] = {}
 
     def walk(cursor, namespaced: bool):
