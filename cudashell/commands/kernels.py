@@ -241,7 +241,7 @@ def symbol_buffer(session, sym, module: str) -> Buffer:
                   source_name=sym.name)
 
 
-def _symbol_rows(session, module: str, symbols) -> list[dict]:
+def _symbol_rows(module: str, symbols) -> list[dict]:
     return [{"name": f"{module}.{s.name}", "kind": s.space, "size": s.size, "device_ptr": hexptr(s.address)}
             for s in symbols]
 
@@ -270,7 +270,7 @@ def kernel_load(session, backend, args):
     module = args.get("MOD") or path.stem
     return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE"), symbols,
                                               module),
-                          "from": str(path), "symbols": _symbol_rows(session, module, symbols)})
+                          "from": str(path), "symbols": _symbol_rows(module, symbols)})
 
 
 @c_writer("kernel load")
@@ -320,7 +320,7 @@ def kernel_define(session, backend, args):
         kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
                           kernels[0].source, kernels[0].path)]
     return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME"), symbols, name),
-                          "from": None, "symbols": _symbol_rows(session, name, symbols)})
+                          "from": None, "symbols": _symbol_rows(name, symbols)})
 
 
 @c_writer("kernel define")

@@ -45,6 +45,9 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
             for n in names:
                 failed[n] = e.code
                 del session.kernels[n]
+            for n in [n for n, b in session.buffers.items() if b.symbol and b.module == module]:
+                del session.buffers[n]  # its module did not load again
+                session.gone[n] = f"went with module {module}, which did not load again ({e.code})"
             continue
         fresh = {k.symbol: k.handle for k in loaded}
         _rebind_symbols(session, module, {s.name: s for s in symbols})
