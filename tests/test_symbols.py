@@ -277,3 +277,11 @@ def test_a_source_the_front_end_cannot_read_has_its_variables_found_by_their_sha
     found = module_variables('#include "not-here.h"\n' + VARIABLES)
     assert [(v.name, v.space) for v in found] == [("c", "constant"), ("s", "global"), ("counter", "global"),
                                                   ("pp", "managed")]  # not `z`: in a namespace, not at a line's start
+
+
+def test_more_constant_memory_than_the_bank_holds_is_refused_as_ptxas_refuses_it(sim):
+    sim.ok("kernel define fits <<< __constant__ float a[8192]; __constant__ float b[8192]; "
+           "__global__ void fits(float *o) { o[0] = a[0] + b[0]; } >>>")
+    err = sim.fails("kernel define over <<< __constant__ float a[8192]; __constant__ float b[8193]; "
+                    "__global__ void over(float *o) { o[0] = a[0] + b[0]; } >>>")
+    assert err["code"] == "USAGE" and "65540 bytes" in err["message"]

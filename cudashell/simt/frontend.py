@@ -29,7 +29,14 @@ from .ctype import (
     Struct,
 )
 from .prelude import DECL_LINES, DECLS, MACROS
-from .symbols import declare, reference, refuse_constant_writes, space_of, string_value
+from .symbols import (
+    check_constant_total,
+    declare,
+    reference,
+    refuse_constant_writes,
+    space_of,
+    string_value,
+)
 from .templates import instantiate
 
 
@@ -235,8 +242,10 @@ class Program:
         self.addresses: dict = {}  # their Vars' names → the address a load gave them (the backend binds it)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
-        for fn in self.functions.values() if self.symbols else ():  # once every variable is declared
-            refuse_constant_writes(self, fn)
+        if self.symbols:  # once every variable is declared
+            check_constant_total(self)
+            for fn in self.functions.values():
+                refuse_constant_writes(self, fn)
         if not self.kernel_names:
             raise CompileError("USAGE", "no __global__ function found", None)
 

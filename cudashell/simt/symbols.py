@@ -129,6 +129,17 @@ def _fill(program, cur, t, data: bytearray, offset: int) -> None:
     data[offset:offset + len(raw)] = raw
 
 
+CONSTANT_BANK = 64 * 1024  # bytes of __constant__ variables a module may have (ptxas refuses more)
+
+
+def check_constant_total(program) -> None:
+    """ptxas refuses a module whose __constant__ variables take more than the 64 KiB constant bank."""
+    total = sum(s.type.size for s in program.symbols.values() if s.space == "constant")
+    if total > CONSTANT_BANK:
+        raise CompileError("USAGE", f"the module's __constant__ variables take {total} bytes: ptxas refuses more "
+                           f"than {CONSTANT_BANK} (the constant bank)", None)
+
+
 def refuse_constant_writes(program, fn: ir.Function) -> None:
     """nvcc refuses device code that writes a `__constant__` variable (an assignment, ++/--, an atomic on its
     address): so does the simulator, at `kernel define`/`load`."""
