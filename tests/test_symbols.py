@@ -285,3 +285,25 @@ def test_more_constant_memory_than_the_bank_holds_is_refused_as_ptxas_refuses_it
     err = sim.fails("kernel define over <<< __constant__ float a[8192]; __constant__ float b[8193]; "
                     "__global__ void over(float *o) { o[0] = a[0] + b[0]; } >>>")
     assert err["code"] == "USAGE" and "65540 bytes" in err["message"]
+
+
+def test_initialisers_of_every_shape_give_the_bytes_nvcc_would():
+    from cudashell.simt.frontend import parse
+
+    source = ('struct Q { int a[2]; float b; };\n'
+              '__device__ Q q = {{1, 2}, 3};\n__device__ int grid2[2][2] = {{1, 2}, {3}};\n'
+              '__constant__ char s[] = "hi";\n__device__ unsigned long long u = -1;\n__device__ float *p = nullptr;\n'
+              '__device__ int braced{7};\n__device__ double third = 1.0 / 3;\n'
+              '__global__ void k(int *o) { o[0] = 0; }\n')
+    symbols = parse(source).symbols
+    assert symbols["q"].initial == struct.pack("<iif", 1, 2, 3.0) and symbols["q"].dtype == "uint8"
+    assert symbols["grid2"].initial == struct.pack("<4i", 1, 2, 3, 0) and symbols["grid2"].dtype == "int32"
+    assert symbols["s"].initial == b"hi\0" and symbols["u"].initial == b"\xff" * 8
+    assert symbols["p"].initial == bytes(8) and symbols["braced"].initial == struct.pack("<i", 7)
+    assert symbols["third"].initial == struct.pack("<d", 1.0 / 3)
+
+
+def test_an_initialiser_the_simulator_cannot_know_is_refused_by_name(sim):
+    err = sim.fails("kernel define k <<< __device__ int x; __device__ int *px = &x; "
+                    "__global__ void k(int *o) { o[0] = *px; } >>>")
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM" and "(kernel define):1:" in err["message"]

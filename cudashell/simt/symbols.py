@@ -120,7 +120,7 @@ def _fill(program, cur, t, data: bytearray, offset: int) -> None:
         if items:
             _fill(program, items[0], t, data, offset)
         return
-    value = program._evaluate(cur)
+    value = _null(program, cur) if isinstance(t, Pointer) else program._evaluate(cur)
     if value is None or (isinstance(t, Pointer) and value != 0):
         program.refuse(cur, "an initialiser of module memory that is not a constant")
     dtype = np.dtype(np.uint64) if isinstance(t, Pointer) else t.dtype
@@ -138,6 +138,21 @@ def check_constant_total(program) -> None:
     if total > CONSTANT_BANK:
         raise CompileError("USAGE", f"the module's __constant__ variables take {total} bytes: ptxas refuses more "
                            f"than {CONSTANT_BANK} (the constant bank)", None)
+
+
+def _null(program, cur) -> int | None:
+    """0 for a null pointer constant (`0`, `NULL`, `nullptr`, through clang's implicit casts), else None: a
+    pointer's initial bytes are known only then (an address is the load's to give)."""
+    while cur.kind.name in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR"):
+        kids = [c for c in cur.get_children() if c.kind.name != "TYPE_REF"]
+        if len(kids) != 1:
+            return None
+        cur = kids[0]
+    if cur.kind.name == "CXX_NULL_PTR_LITERAL_EXPR":
+        return 0
+    if cur.kind.name == "INTEGER_LITERAL":
+        return 0 if program._evaluate(cur) == 0 else None
+    return None
 
 
 def refuse_constant_writes(program, fn: ir.Function) -> None:
