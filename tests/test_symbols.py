@@ -307,3 +307,16 @@ def test_an_initialiser_the_simulator_cannot_know_is_refused_by_name(sim):
     err = sim.fails("kernel define k <<< __device__ int x; __device__ int *px = &x; "
                     "__global__ void k(int *o) { o[0] = *px; } >>>")
     assert err["code"] == "NOT_SUPPORTED_ON_SIM" and "(kernel define):1:" in err["message"]
+
+
+def test_a_constant_read_by_its_name_goes_by_the_constant_cache_and_through_a_pointer_by_the_generic_path(sim):
+    sim.ok("kernel define sc <<< __constant__ float factor = 2.0f; __constant__ float tab[32]; "
+           "struct S { float a, b; }; __constant__ S s = {1.0f, 3.0f}; "
+           "__global__ void sc(float *a, const float *p) { int i = threadIdx.x; "
+           "a[i] = a[i] * factor + tab[i] + s.b + p[i]; } >>>")
+    sim.ok("alloc device 128 as a")
+    counts = sim.ok("launch sc a sc.tab block 32")["counts"]
+    assert counts["constant"] == {"requests": 3, "addresses": 34, "addresses_per_request": 11.33}  # rounded to 4 digits
+    assert counts["global"]["device"]["requests"] == 3  # a[i] read and written, and p[i]: tab through a pointer
+    sim.ok("alloc pageable 128 as h; memcpy d2h a h")
+    assert sim.ok("show h dtype float32 count 2")["values"] == [3.0, 3.0]

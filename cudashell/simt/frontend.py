@@ -31,6 +31,7 @@ from .ctype import (
 from .prelude import DECL_LINES, DECLS, MACROS
 from .symbols import (
     check_constant_total,
+    constant_path,
     declare,
     reference,
     refuse_constant_writes,
@@ -239,6 +240,7 @@ class Program:
         self.global_shared: dict = {}  # their cursors' hashes → Var
         self.symbols: dict = {}  # the module's __constant__/__device__/__managed__ variables (symbols.SymbolDecl)
         self.module_vars: dict = {}  # their USRs → Var (an extern declaration and its definition share one)
+        self.constant_vars: set = set()  # the names of those Vars in __constant__ memory
         self.addresses: dict = {}  # their Vars' names → the address a load gave them (the backend binds it)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
@@ -610,7 +612,9 @@ class Program:
             a, b = self.expr(kids[0]), self.expr(kids[1])
             if isinstance(b.type, Pointer):
                 a, b = b, a
-            return ir.Index(loc, self.type_of(cur), a, b, isinstance(a, ir.Var) and a.name in self.readonly_params)
+            path = "readonly" if isinstance(a, ir.Var) and a.name in self.readonly_params else \
+                "constant" if self.constant_vars and constant_path(self, a) else ""
+            return ir.Index(loc, self.type_of(cur), a, b, path)
         if k == "UNARY_OPERATOR":
             return self._unary(cur, kids, loc)
         if k == "BINARY_OPERATOR":
@@ -743,7 +747,8 @@ class Program:
         if not isinstance(st, Struct):
             self.refuse(cur, "a member of something that is not a struct")
         name, ftype, offset = st.field(cur.spelling)
-        return ir.Member(loc, ftype, base, name, offset, arrow)
+        path = "constant" if self.constant_vars and not arrow and constant_path(self, base) else ""
+        return ir.Member(loc, ftype, base, name, offset, arrow, path)
 
     def _unary(self, cur, kids, loc) -> ir.Expr:
         start = cur.extent.start.offset

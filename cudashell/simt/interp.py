@@ -306,14 +306,14 @@ class Machine:
             return vals != 0
         return vals
 
-    def load_readonly(self, addr, t, m, loc=None):
-        """A load by the read-only data path (`__ldg`, a `const T* __restrict__` parameter): the same bytes,
-        counted apart."""
-        self.mem.readonly = True
+    def load_by(self, path: str, addr, t, m, loc=None):
+        """A load by the read-only data path (`__ldg`, a `const T* __restrict__` parameter) or the constant cache
+        (a __constant__ variable by its name): the same bytes, counted as that path moves them."""
+        self.mem.path = path
         try:
             return self.load_mem(addr, t, m, loc)
         finally:
-            self.mem.readonly = False
+            self.mem.path = ""
 
     def store(self, addr, t, value, m, loc=None) -> None:
         dt = dtype_of(t)
@@ -358,8 +358,8 @@ class Machine:
             p = self.place(e, m)
             if isinstance(p[2], (Struct, Array)):
                 return p[1]
-            if t is ir.Index and e.readonly:
-                return self.load_readonly(p[1], p[2], m, e.loc)
+            if t is not ir.Unary and e.path:
+                return self.load_by(e.path, p[1], p[2], m, e.loc)
             return self.load_mem(p[1], p[2], m, e.loc)
         if t is ir.Special:
             return self.special[e.name]

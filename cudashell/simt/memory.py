@@ -191,7 +191,7 @@ class Memory:
         self.sp = 0  # local memory in use, per lane (a stack: frames in call order)
         self.watch = None  # racecheck, when on
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
-        self.readonly = False  # the load under way goes by the read-only data path (__ldg)
+        self.path = ""  # the load under way goes by the read-only data path or the constant cache (Index.path)
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -278,20 +278,20 @@ class Memory:
             if not region.reachable or (write and region.readonly):
                 why = "read-only memory" if region.reachable else "memory this context cannot reach"
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
-            if count and region.kind == "constant":  # through the constant cache, not in sectors
+            if count and self.path == "constant" and region.kind == "constant":  # the constant cache's passes
                 req, distinct = _constant(a - region.start, ln, stride if sel is None else None)
                 self.traffic.constant_requests += req
                 self.traffic.constant_addresses += distinct
                 self.traffic.loads += req
-            elif count:
+            elif count:  # in 32-byte sectors (a __constant__ variable read through a pointer too, as on the GPU)
                 req, sec = _sectors(a, ln, size) if stride is None or sel is not None else \
                     _strided_sectors(a, stride, size)
-                self.traffic.add(region.kind, req, sec, len(a) * size)
+                self.traffic.add("device" if region.kind == "constant" else region.kind, req, sec, len(a) * size)
                 if write:
                     self.traffic.stores += req
                 else:
                     self.traffic.loads += req
-                    if self.readonly:
+                    if self.path == "readonly":
                         self.traffic.readonly_loads += req
             view = region.view(dtype)
             ix = (a - region.start) >> shift

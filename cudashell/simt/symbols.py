@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ir
 from .compile_error import CompileError
-from .ctype import Array, Pointer, Scalar, Struct
+from .ctype import INT, Array, Pointer, Scalar, Struct
 
 SPACES = {"CUDACONSTANT_ATTR": "constant", "CUDADEVICE_ATTR": "global"}
 MANAGED_MARK = "__managed__"  # the prelude's annotation on a `__managed__` variable (clang ignores the attribute)
@@ -60,6 +60,8 @@ def declare(program, cur, space: str) -> None:
             raise CompileError("USAGE", f"extern {cur.spelling} is declared but not defined in this module (nvcc "
                                "without -rdc cannot link it)", program.loc(cur))
         program.module_vars.setdefault(usr, ir.Var(program.loc(cur), t, f"@{cur.spelling}", True))
+        if space == "constant":
+            program.constant_vars.add(f"@{cur.spelling}")
         return
     if isinstance(t, Array) and t.n is None:
         program.refuse(cur, f"a {space} array without a size")
@@ -70,13 +72,28 @@ def declare(program, cur, space: str) -> None:
     if init is not None:
         _fill(program, init, t, data, 0)
     program.module_vars[usr] = ir.Var(program.loc(cur), t, f"@{cur.spelling}", True)
+    if space == "constant":
+        program.constant_vars.add(f"@{cur.spelling}")
     program.symbols[cur.spelling] = SymbolDecl(cur.spelling, space, t, bytes(data), program.loc(cur))
 
 
-def reference(program, ref, loc) -> ir.Var | None:
-    """A use of a module variable, or None when `ref` is not one."""
+def reference(program, ref, loc) -> ir.Expr | None:
+    """A use of a module variable, or None when `ref` is not one. A scalar in __constant__ memory is read as
+    element 0 of itself by the constant path (its arrays' and structs' elements are, by their Index and Member)."""
     v = program.module_vars.get(ref.get_usr()) if ref.kind.name == "VAR_DECL" else None
-    return None if v is None else ir.Var(loc, v.type, v.name, True)
+    if v is None:
+        return None
+    var = ir.Var(loc, v.type, v.name, True)
+    if v.name not in program.constant_vars or isinstance(v.type, (Array, Struct)):
+        return var
+    return ir.Index(loc, v.type, ir.Unary(loc, Pointer(v.type), "&", var), ir.Const(loc, INT, np.int32(0)), "constant")
+
+
+def constant_path(program, e) -> bool:
+    """Whether an element's address is a __constant__ variable's own (`c[i]`, `s.x`): nvcc loads it through the
+    constant cache. Through a pointer (`p[i]` with p = c) it goes by the generic path, as on the GPU."""
+    root = _root(e, through_pointers=False)
+    return root is not None and root.name in program.constant_vars
 
 
 def _init(program, cur):
@@ -184,12 +201,13 @@ def refuse_constant_writes(program, fn: ir.Function) -> None:
     check(fn.body)
 
 
-def _root(e):
-    """The variable an lvalue (or an address) is part of: `c`, `c[i]`, `c[i].x`, `&c[i]`, `c + i`."""
+def _root(e, through_pointers: bool = True):
+    """The variable an lvalue (or an address) is part of: `c`, `c[i]`, `c[i].x`, `&c[i]`, and (through pointers)
+    `c + i`, `(int *)c`."""
     while True:
         if isinstance(e, ir.Var):
             return e
-        if isinstance(e, (ir.Cast, ir.Decay)):
+        if isinstance(e, ir.Decay) or (isinstance(e, ir.Cast) and through_pointers):
             e = e.expr
         elif isinstance(e, ir.Unary) and e.op == "&":
             e = e.expr
@@ -197,7 +215,7 @@ def _root(e):
             e = e.base
         elif isinstance(e, ir.Member) and not e.arrow:
             e = e.base
-        elif isinstance(e, ir.Binary) and e.op in ("+", "-") and isinstance(e.type, Pointer):
+        elif through_pointers and isinstance(e, ir.Binary) and e.op in ("+", "-") and isinstance(e.type, Pointer):
             e = e.a if isinstance(e.a.type, Pointer) else e.b
         else:
             return None
