@@ -117,7 +117,8 @@ class Call:
     (else the shell's process does: its clock, the simulator's storage); `forward`: the cuda backend sends it to
     the worker as it is (the others it answers or adapts itself); `allocation`: "makes" for a call that returns an
     Allocation (the worker numbers its handle: the object stays in that process), "ends" for one that takes the
-    allocation's buffer first and ends it (the number is forgotten)."""
+    allocation's buffer first and ends it (the number is forgotten), "module" for a module's load, whose
+    variables (ModuleSymbols) are allocations the worker numbers too."""
 
     concern: str  # memory | work | sync | contexts | measurement | lifecycle
     role: str
@@ -146,7 +147,7 @@ CONTRACT: dict[str, Call] = {
     "room": Call("memory", Q, forward=False, worker=False),
     # work
     "memcpy": Call("work", W, plan=True, traced=True), "memset": Call("work", W, plan=True, traced=True),
-    "launch": Call("work", W, plan=True, traced=True), "load_kernels": Call("work", C),
+    "launch": Call("work", W, plan=True, traced=True), "load_kernels": Call("work", C, allocation="module"),
     "host_callback": Call("work", W), "host_noop": Call("work", W, plan=True),
     # synchronisation: streams and events
     "stream_create": Call("sync", C), "stream_destroy": Call("sync", C), "stream_sync": Call("sync", W, plan=True),
@@ -328,10 +329,11 @@ class Backend(ABC):
         that counts it reports what it moved in the Timing's `report`."""
 
     @abstractmethod
-    def load_kernels(self, source: str, path: str | None = None, root: Path | None = None) -> list:
-        """Compile CUDA C and return its kernels with backend handles (cuda only). With `root` (grading), a
-        source that reads a file outside that folder (CUDA's own headers aside) is OUTSIDE_SUBMISSION, refused
-        before its text can reach an error message."""
+    def load_kernels(self, source: str, path: str | None = None, root: Path | None = None) -> tuple[list, list]:
+        """Compile CUDA C and load it as a new module: its kernels with backend handles, and its variables
+        (`__constant__`, `__device__`, `__managed__`) as ModuleSymbols — allocations the module owns, fresh each
+        load, initialised from the source. With `root` (grading), a source that reads a file outside that folder
+        (CUDA's own headers aside) is OUTSIDE_SUBMISSION, refused before its text can reach an error message."""
 
     # events and host callbacks
     @abstractmethod

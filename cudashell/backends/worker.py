@@ -37,6 +37,7 @@ SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
 # those that end one (its number is forgotten), as the contract declares them
 ALLOCS = {name for name, call in CONTRACT.items() if call.allocation == "makes"}
 FREES = {name for name, call in CONTRACT.items() if call.allocation == "ends"}
+MODULES = {name for name, call in CONTRACT.items() if call.allocation == "module"}
 SETTLE_AT_ONCE = 8  # the oldest work in flight looked at after each request (an event query each): not O(queue)
 
 
@@ -128,6 +129,12 @@ class Worker:
             return BUILTINS[x.name]
         return x
 
+    def _number(self, allocation) -> int:
+        """The number the shell holds for an allocation that stays in this process."""
+        n, self.next_handle = self.next_handle, self.next_handle + 1
+        self.allocs[n] = allocation
+        return n
+
     def handle(self, method: str, args: tuple):
         if method == "ping":
             return None
@@ -141,9 +148,10 @@ class Worker:
         value = getattr(self.side, method)(*[self._local(a) for a in args])
         if method in ALLOCS:
             alloc, timing = value
-            n, self.next_handle = self.next_handle, self.next_handle + 1
-            self.allocs[n] = alloc.handle
-            return replace(alloc, handle=n), timing
+            return replace(alloc, handle=self._number(alloc.handle)), timing
+        if method in MODULES:  # the module's variables are allocations too: numbered here
+            kernels, symbols = value
+            return kernels, [replace(s, handle=self._number(s.handle)) for s in symbols]
         if method in FREES:
             del self.allocs[number]
         if method in ("resolve", "resolve_many"):  # asked and answered: no longer to be looked at

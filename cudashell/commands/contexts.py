@@ -136,6 +136,9 @@ def context_destroy(session, backend, args):
         raise ShellError("CONTEXT_IN_USE", f"{c.name} still holds {', '.join(held)}",
                          "free its buffers and destroy its streams and events first", args.col("NAME"))
     backend.context_destroy(c.handle)
+    for name in [n for n, b in session.buffers.items() if b.symbol and b.context == c.name]:
+        del session.buffers[name]  # its module was unloaded with it
+        session.gone[name] = f"went with context {c.name}, whose module it was"
     del session.contexts[c.name]
     if session.current == c.name:
         session.current = "gpu0"

@@ -93,7 +93,12 @@ def memcpy(session, backend, args):
                            "src_part": src.label(nbytes), "dst_part": dst.label(nbytes),
                            "gbps": nbytes / t.seconds / 1e9 if t.seconds else None,
                            "async": async_, "stream": stream.name,
-                           "call": "cudaMemcpyAsync" if async_ else "cudaMemcpy", **timing_data(t)})
+                           "call": _copy_call(src.buf, dst.buf) + ("Async" if async_ else ""), **timing_data(t)})
+
+
+def _copy_call(src, dst) -> str:
+    """The runtime call a copy is: to or from a module's variable, the symbol calls (cuMemcpy to its address)."""
+    return "cudaMemcpyToSymbol" if dst.symbol else "cudaMemcpyFromSymbol" if src.symbol else "cudaMemcpy"
 
 
 MEMCPY_KIND = {"h2d": "cudaMemcpyHostToDevice", "d2h": "cudaMemcpyDeviceToHost", "d2d": "cudaMemcpyDeviceToDevice",
@@ -108,8 +113,15 @@ def c_memcpy(w, a, i, text):
         nbytes = w.length(src) if w.length(src) is not None else w.rest(src) \
             if w.length(dst) is None else w.length(dst)
     direction = a.get("DIR") or _c_direction(w.buffers[src.name][0], w.buffers[dst.name][0])
-    _maybe_async(w, a, i, "cudaMemcpy", f"{w.ptr(dst)}, {w.ptr(src)}, {nbytes}, {MEMCPY_KIND[direction]}",
-                 "cuMemcpy")
+    if dst.name in w.symbols:  # a module's variable: by its name, at an offset
+        _maybe_async(w, a, i, "cudaMemcpyToSymbol", f"{w.symbols[dst.name]}, {w.ptr(src)}, {nbytes}, {dst.start}, "
+                     f"{MEMCPY_KIND[direction]}", "cuMemcpy")
+    elif src.name in w.symbols:
+        _maybe_async(w, a, i, "cudaMemcpyFromSymbol", f"{w.ptr(dst)}, {w.symbols[src.name]}, {nbytes}, {src.start}, "
+                     f"{MEMCPY_KIND[direction]}", "cuMemcpy")
+    else:
+        _maybe_async(w, a, i, "cudaMemcpy", f"{w.ptr(dst)}, {w.ptr(src)}, {nbytes}, {MEMCPY_KIND[direction]}",
+                     "cuMemcpy")
 
 
 @command("memset", "copies", "set bytes of device-accessible memory", "memset d0[1MB:+64KB] 0 async",

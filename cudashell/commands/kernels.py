@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -15,6 +16,7 @@ from ..language.registry import c_writer, command
 from ..model.kernels import BUILTINS, Kernel, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
 from ..model.operations import KERNEL
+from ..model.session import Buffer
 from ..output.render import (
     access_lines,
     counts_lines,
@@ -23,8 +25,9 @@ from ..output.render import (
     how_text,
     timing_note,
 )
-from ..output.results import Result, TimingData, timing_data
+from ..output.results import Result, TimingData, hexptr, timing_data
 from ..simt.signatures import read_kernels
+from ..simt.variables import module_variables
 from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 
@@ -209,14 +212,39 @@ def _emit_launch(w, symbol, grid, block, a, i, args):
     w.emit("CHECK(cudaGetLastError());", i, replay=True)
 
 
-def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int) -> list[str]:
+def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int, symbols=(),
+              module: str = "") -> list[str]:
+    """The module's kernels (named `prefix.kernel` with a prefix) and its variables (buffers named `module.VAR`),
+    all names checked free before any is taken."""
     named = [(f"{prefix}.{k.name}" if prefix else k.name, k) for k in kernels]
     for name, _ in named:
         if name in session.kernels:
             raise ShellError("NAME_TAKEN", f"a kernel named '{name}' exists", "load it `as` another name", col)
+    for sym in symbols:
+        if f"{module}.{sym.name}" in session.buffers:
+            raise ShellError("NAME_TAKEN", f"a buffer named '{module}.{sym.name}' exists (the module's variable "
+                             f"{sym.name} would take it)", "load it `as` another name", col)
     for name, k in named:
-        session.kernels[name] = k
+        session.kernels[name] = replace(k, module=module)
+    for sym in symbols:
+        session.add_buffer(symbol_buffer(session, sym, module))
     return [f"{name}{k.signature()[len(k.name):]}" for name, k in named]
+
+
+def symbol_buffer(session, sym, module: str) -> Buffer:
+    """A module's variable as a session buffer: device memory (managed for `__managed__`) at the address the load
+    gave it, in the current context, marked as the module's so that `free` leaves it and the C names the symbol."""
+    managed = sym.space == "managed"
+    ctx = session.context
+    return Buffer(f"{module}.{sym.name}", "managed" if managed else "device", sym.size,
+                  frozenset({"global"}) if managed else frozenset(), sym.address if managed else None, sym.address,
+                  sym.handle, device=ctx.device, context=ctx.name, view=sym.dtype, symbol=sym.space, module=module,
+                  source_name=sym.name)
+
+
+def _symbol_rows(module: str, symbols) -> list[dict]:
+    return [{"name": f"{module}.{s.name}", "kind": s.space, "size": s.size, "device_ptr": hexptr(s.address)}
+            for s in symbols]
 
 
 @command("kernel load", "kernels", "compile a .cu file's __global__ kernels (nvcc on a GPU; the simulator's "
@@ -224,7 +252,10 @@ def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: 
          "kernel load kernels/mine.cu as mine", "nvcc via pycuda.compiler, then cuModuleLoadData",
          args=(Arg("FILE", "cuda-file"),), opts=(Opt("as", Arg("MOD", "newname")),),
          details="Paths are relative to the calling script. With `as MOD` the kernels are named MOD.kernel. "
-                 "Pointer parameters take buffers (written unless const); scalars take numbers.")
+                 "Pointer parameters take buffers (written unless const); scalars take numbers. The module's "
+                 "`__constant__`, `__device__` and `__managed__` variables become buffers named MOD.NAME (the "
+                 "file's stem without `as`): fresh each load, initialised from the source; `memcpy` to or from "
+                 "one is cudaMemcpyToSymbol / cudaMemcpyFromSymbol.")
 def kernel_load(session, backend, args):
     path = Path(args.get("FILE"))
     if not path.is_absolute():
@@ -236,9 +267,11 @@ def kernel_load(session, backend, args):
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
     # both backends read the signatures (simt.signatures) before any compiler runs: a bad one is USAGE there
-    kernels = backend.load_kernels(source, str(path), session.root)
-    return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
-                              "from": str(path)})
+    kernels, symbols = backend.load_kernels(source, str(path), session.root)
+    module = args.get("MOD") or path.stem
+    return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE"), symbols,
+                                              module),
+                          "from": str(path), "symbols": _symbol_rows(module, symbols)})
 
 
 @c_writer("kernel load")
@@ -248,8 +281,10 @@ def c_kernel_load(w, a, i, text):
     source, where = _loaded_source(w, path, prefix)
     if source is None:
         raise refuse(text, f"cannot read {path} from here", "export from where the session loaded it")
-    w.user_source(with_includes(source, where), {prefix + k.name: k for k in read_kernels(source, where)})
+    expanded = with_includes(source, where)
+    w.user_source(expanded, {prefix + k.name: k for k in read_kernels(source, where)})
     w.emit(f"// kernel load {path}: its source is above main", i)
+    w.module_variables(expanded, module_variables(expanded, where), mod or Path(path).stem, i)
 
 
 def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
@@ -272,18 +307,20 @@ def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
          "threadIdx.x; if (i < n) a[i] *= 2; } >>>", "nvcc via pycuda.compiler (SourceModule)",
          args=(Arg("NAME", "newname"), Arg("SOURCE", "cuda-source")),
          details="The CUDA C goes between <<< and >>>; in a script it may span lines. If the source's one "
-                 "kernel has another name, it is registered as NAME.")
+                 "kernel has another name, it is registered as NAME. The source's `__constant__`, `__device__` and "
+                 "`__managed__` variables become buffers named NAME.VAR.")
 def kernel_define(session, backend, args):
     name, source = args.get("NAME"), args.get("SOURCE")
     # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
     where = str(session.script_dir / f"{name} (kernel define)")
-    kernels = backend.load_kernels(source, where, session.root)
+    kernels, symbols = backend.load_kernels(source, where, session.root)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
         kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
                           kernels[0].source, kernels[0].path)]
-    return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
+    return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME"), symbols, name),
+                          "from": None, "symbols": _symbol_rows(name, symbols)})
 
 
 @c_writer("kernel define")
@@ -298,6 +335,7 @@ def c_kernel_define(w, a, i, text):
         names[name] = found[0]
     w.user_source(expanded, names)
     w.emit(f"// kernel define {name}: its source is above main", i)
+    w.module_variables(expanded, module_variables(expanded, known.path if known is not None else None), name, i)
 
 
 @command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)", exported=False)
@@ -327,9 +365,18 @@ class KernelList(Result, kind="kernel_list"):
         return [fit(rows, ["kernel", "", "what it does"], tablefmt, width)]
 
 
+class KernelsDataSymbolsItem(TypedDict):
+    """A module's variable, now the buffer `name`: its space (constant, global, managed), size, device address."""
+    name: str
+    kind: str
+    size: int
+    device_ptr: str
+
+
 KernelsData = TypedDict("KernelsData", {
     "loaded": list[str],
     "from": str | None,
+    "symbols": list[KernelsDataSymbolsItem],
 })
 
 
@@ -338,7 +385,9 @@ class KernelsLoaded(Result, kind="kernels"):
 
     def text(self):
         d = self.data
-        return ["loaded " + ", ".join(d["loaded"])]
+        return ["loaded " + ", ".join(d["loaded"])] + [
+            f"  {s['name']}: __{'device' if s['kind'] == 'global' else s['kind']}__ {format_size(s['size'])} at "
+            f"{s['device_ptr']} (a buffer: memcpy, checksum, compare, a kernel argument)" for s in d["symbols"]]
 
 
 class LaunchAccessElement(TypedDict):
@@ -379,6 +428,13 @@ class LaunchDataCountsShared(TypedDict):
     conflict_ways: float
 
 
+class LaunchDataCountsConstant(TypedDict):
+    """Loads of __constant__ memory: warp requests, and the distinct addresses they touched (one a broadcast)."""
+    requests: int
+    addresses: int
+    addresses_per_request: float
+
+
 LaunchDataCounts = TypedDict("LaunchDataCounts", {
     "global": LaunchDataCountsGlobal,
     "loads": int,
@@ -386,6 +442,8 @@ LaunchDataCounts = TypedDict("LaunchDataCounts", {
     "shared": LaunchDataCountsShared,
     "atomics": int,
     "warp_instructions": int,
+    "constant": LaunchDataCountsConstant,
+    "readonly_loads": int,  # of `loads`, those by the read-only data path (__ldg, const __restrict__ parameters)
 })
 
 

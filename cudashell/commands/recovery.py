@@ -35,21 +35,36 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     """Compile each loaded source again and point its kernels at the new functions."""
     by_source: dict[tuple, list[str]] = {}
     for name, k in session.kernels.items():
-        if not k.builtin:
-            by_source.setdefault((k.source, k.path or None), []).append(name)
+        if not k.builtin:  # one load a module: two loads of one source have variables of their own
+            by_source.setdefault((k.source, k.path or None, k.module), []).append(name)
     done, failed = [], {}
-    for (source, path), names in by_source.items():
+    for (source, path, module), names in by_source.items():
         try:
-            fresh = {k.symbol: k.handle for k in backend.load_kernels(source, path, session.root)}
+            loaded, symbols = backend.load_kernels(source, path, session.root)
         except ShellError as e:
             for n in names:
                 failed[n] = e.code
                 del session.kernels[n]
+            for n in [n for n, b in session.buffers.items() if b.symbol and b.module == module]:
+                del session.buffers[n]  # its module did not load again
+                session.gone[n] = f"went with module {module}, which did not load again ({e.code})"
             continue
+        fresh = {k.symbol: k.handle for k in loaded}
+        _rebind_symbols(session, module, {s.name: s for s in symbols})
         for n in names:
             session.kernels[n] = replace(session.kernels[n], handle=fresh[session.kernels[n].symbol])
             done.append(n)
     return done, failed
+
+
+def _rebind_symbols(session, module: str, symbols: dict) -> None:
+    """A module's variables at their fresh addresses (initialised from the source again, as a load makes them)."""
+    for buf in session.buffers.values():
+        sym = symbols.get(buf.source_name) if buf.symbol and buf.module == module else None
+        if sym is not None:
+            buf.handle, buf.device_ptr = sym.handle, sym.address
+            buf.host_ptr = sym.address if buf.kind == "managed" else None
+            buf.pending.clear()
 
 
 def _rebuild_contexts(session, backend) -> None:
@@ -115,6 +130,8 @@ def reset(session, backend, args):
     kernels, kernel_failures = _reload_kernels(session, backend)
     rows, dropped = [], {}
     for buf in list(session.buffers.values()):
+        if buf.symbol:  # a module's variable: made again, from the source, by its module's load
+            continue
         try:
             rows.append(_rebuild_buffer(session, backend, buf, saved, lost))
         except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks

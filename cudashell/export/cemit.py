@@ -179,7 +179,8 @@ def alive(session, words=None) -> tuple:
              "created": {n: c.device for n, c in session.contexts.items() if not c.primary},
              "streams": {n: s.context for n, s in session.streams.items()},
              "buffers": {b.name: b.context for b in bufs}, "held": session.held is not None,
-             "kernels": {n: k for n, k in session.kernels.items() if not k.builtin and (words is None or n in words)}}
+             "kernels": {n: k for n, k in session.kernels.items() if not k.builtin and (words is None or n in words)},
+             "symbols": {b.name: b.source_name for b in bufs if b.symbol}}
     return ({b.name: ("registered" if b.registered is not None else b.kind, b.size) for b in bufs},
             events, {b.name: b.device for b in bufs if b.device}, session.context.device, where)
 
@@ -225,6 +226,7 @@ class Writer:
         self.helpers: list[str] = []
         self.sources: list[tuple[str, str]] = []  # users' kernels (namespace, source), written before main
         self.user: dict = {n: (k.symbol, k) for n, k in where.get("kernels", {}).items()}  # launch name → (C name, Kernel)
+        self.symbols: dict[str, str] = dict(where.get("symbols", {}))  # a module's variable's buffer → its C name
         self.kernels = kernels or {}
         self.gpus_here = gpus_here
         self.base = base
@@ -421,6 +423,20 @@ class Writer:
             found = f"user{len(self.sources) + 1}"
             self.sources.append((found, source))
         self.user.update({n: (f"{found}::{k.symbol}", k) for n, k in names.items()})
+
+    def module_variables(self, source: str, found: list, module: str, i: int) -> None:
+        """A loaded module's variables (`found`: simt.variables' reading of `source`, above main already) as buffers
+        named `module.NAME`: each a pointer from cudaGetSymbolAddress, so kernel arguments and checksums take it as
+        any buffer, and `memcpy` to or from it is cudaMemcpyToSymbol / cudaMemcpyFromSymbol."""
+        ns = next(ns for ns, s in self.sources if s == source)
+        for var in found:
+            name, cname = f"{module}.{var.name}", f"{ns}::{var.name}"
+            ptr = ident("b", name)
+            self.declare(f"unsigned char *{ptr} = nullptr;")
+            self.emit(f"CHECK(cudaGetSymbolAddress((void **)&{ptr}, {cname}));", i, "cuModuleGetGlobal")
+            self.buffers[name] = ("managed" if var.space == "managed" else "device", var.size)
+            self.buf_ctx[name] = self.ctx
+            self.symbols[name] = cname
 
     # ------------------------------------------------------------------ the program
     def program(self) -> str:

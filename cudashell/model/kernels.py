@@ -42,9 +42,23 @@ class Kernel:
     counted: bool = True  # a built-in whose last parameter is the element count n (the launch passes it)
     block: int = 256  # a launch's block when none is given
     runs_for: Callable | None = field(default=None, compare=False)  # (arguments) -> seconds: the simulator's time
+    module: str = ""  # user kernels: the module (one load) it came from, whose variables its launches reach
 
     def signature(self) -> str:
         return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"
+
+
+@dataclass(frozen=True)
+class ModuleSymbol:
+    """A loaded module's `__constant__`, `__device__` or `__managed__` variable: memory the module owns (made when
+    it is loaded, as long-lived as it), which the shell shows as a buffer named `MODULE.NAME`."""
+
+    name: str  # as in the source
+    space: str  # constant | global | managed
+    size: int  # bytes (cudaGetSymbolSize)
+    address: int  # the device address (cudaGetSymbolAddress / cuModuleGetGlobal)
+    dtype: str = "uint8"  # numpy dtype of its element, for `show` (uint8 for a struct)
+    handle: object = field(default=None, compare=False)  # the backend's allocation
 
 
 BUILTIN_SOURCE = r"""

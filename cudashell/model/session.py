@@ -33,6 +33,14 @@ class Buffer:
     context: str = "gpu0"  # the context it was made in (`contexts`)
     pending: dict = field(default_factory=dict)  # backend token → stream name, of GPU work on it not yet done
     view: str = "uint8"  # the dtype it was last filled or computed as: how `show` reads it unless told
+    symbol: str = ""  # a loaded module's variable: its space (constant, global, managed); "" for an allocation
+    module: str = ""  # … the module it belongs to (its memory lives as long as the module; `reset` loads it again) …
+    source_name: str = ""  # … and its name in the source (`cudaMemcpyToSymbol(mask, …)`)
+
+    @property
+    def shown_kind(self) -> str:
+        """Its kind as `ls` and `info` show it: a symbol's space, else its kind."""
+        return self.symbol or self.kind
 
     @property
     def host_accessible(self) -> bool:
@@ -242,9 +250,10 @@ class Session:
         return self.contexts[name]
 
     def holdings(self, ctx: str) -> list[str]:
-        """What lives in a context: the buffers, streams and events made in it, by name."""
+        """What lives in a context: the buffers, streams and events made in it, by name (a module's variables
+        aside: destroying the context unloads its modules)."""
         return [n for group in (self.buffers, self.streams, self.events)
-                for n, x in group.items() if x.context == ctx]
+                for n, x in group.items() if x.context == ctx and not getattr(x, "symbol", "")]
 
     # -------------------------------------------------------------- buffers
     def buffer(self, name: str, col: int | None = None) -> Buffer:

@@ -242,7 +242,7 @@ def _syncwarp(mach, e, m):
 def _ldg(mach, e, m):
     """A load through the read-only cache: the same bytes."""
     (ptr,) = _args(mach, e, m)
-    return mach.load_mem(ptr, e.type, m, e.loc)
+    return mach.load_by("readonly", ptr, e.type, m, e.loc)
 
 
 def _nothing(mach, e, m):

@@ -32,6 +32,15 @@ from .ctype import (
     Struct,
 )
 from .prelude import DECL_LINES, DECLS, MACROS
+from .symbols import (
+    check_constant_total,
+    constant_path,
+    declare,
+    reference,
+    refuse_constant_writes,
+    space_of,
+    string_value,
+)
 from .templates import instantiate
 
 
@@ -251,8 +260,16 @@ class Program(ClassesMixin):
         self.shared_globals: list[ir.Decl] = []  # file-scope __shared__ variables
         self.global_shared: dict = {}  # their cursors' hashes → Var
         self.host_values: dict = {}  # file-scope variables of no memory space: hash → (const, value or None)
+        self.symbols: dict = {}  # the module's __constant__/__device__/__managed__ variables (symbols.SymbolDecl)
+        self.module_vars: dict = {}  # their USRs → Var (an extern declaration and its definition share one)
+        self.constant_vars: set = set()  # the names of those Vars in __constant__ memory
+        self.addresses: dict = {}  # their Vars' names → the address a load gave them (the backend binds it)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
+        if self.symbols:  # once every variable is declared
+            check_constant_total(self)
+            for fn in self.functions.values():
+                refuse_constant_writes(self, fn)
         if not self.kernel_names:
             raise CompileError("USAGE", "no __global__ function found", None)
 
@@ -355,7 +372,7 @@ class Program(ClassesMixin):
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
-            if self._host_variable(cur):
+            if self._module_variable(cur) or self._host_variable(cur):
                 return
             if "CUDASHARED_ATTR" not in {c.kind.name for c in cur.get_children()}:
                 self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
@@ -415,6 +432,14 @@ class Program(ClassesMixin):
             parent = parent.semantic_parent
         return "::".join(reversed(parts))
 
+    def _module_variable(self, cur) -> bool:
+        """A file-scope __constant__, __device__ or __managed__ variable becomes one of the module's symbols."""
+        space = space_of(cur)
+        if space is None:
+            return False
+        declare(self, cur, space)
+        return True
+
     def _function(self, cur, body, kernel: bool, name: str | None = None, owner=None) -> ir.Function:
         name = name or cur.spelling
         self.fn = name
@@ -422,6 +447,9 @@ class Program(ClassesMixin):
         self.refs: set = set()  # reference variables: a use reads through the pointer they hold
         self.names: set[str] = set()
         self.addressed = self._addressed(body)
+        self.readonly_params = {p.spelling for p in cur.get_children() if p.kind.name == "PARM_DECL"
+                                and p.type.kind == self.ci.TypeKind.POINTER and p.type.is_restrict_qualified()
+                                and p.type.get_pointee().is_const_qualified()}
         params = self._member_params(cur, owner, self.loc(cur))
         defaults = [None] * len(params)
         for p in cur.get_children():
@@ -551,7 +579,7 @@ class Program(ClassesMixin):
         attrs = {c.kind.name for c in kids}
         shared = "CUDASHARED_ATTR" in attrs
         if "CUDACONSTANT_ATTR" in attrs:
-            self.refuse(cur, "__constant__ memory")
+            self.refuse(cur, "__constant__ memory declared inside a function (nvcc allows it at file scope only)")
         storage = cur.storage_class.name if hasattr(cur, "storage_class") else ""
         if storage == "STATIC" and not shared and not self._constant_scalar(cur):  # a static const is its value
             self.refuse(cur, "a static local variable")
@@ -660,7 +688,7 @@ class Program(ClassesMixin):
             return ir.Const(loc, self.type_of(cur) if self.type_of(cur) != VOID else Pointer(VOID), 0)
         if k == "STRING_LITERAL":
             pieces = [t for t in self._tokens(cur) if t.endswith('"')]  # "ab" "cd" is one literal
-            return ir.Const(loc, Pointer(Scalar("int8")), b"".join(_string_value(t) for t in pieces))
+            return ir.Const(loc, Pointer(Scalar("int8")), b"".join(string_value(t) for t in pieces))
         if k == "DECL_REF_EXPR" and cur.referenced is None and kids:  # `N` in an instantiated `template <int N>`
             return self._cast(self.expr(kids[-1]), self.type_of(cur), loc)
         if k == "DECL_REF_EXPR":
@@ -675,7 +703,9 @@ class Program(ClassesMixin):
             a, b = self.expr(kids[0]), self.expr(kids[1])
             if isinstance(b.type, Pointer):
                 a, b = b, a
-            return ir.Index(loc, self.type_of(cur), a, b)
+            path = "readonly" if isinstance(a, ir.Var) and a.name in self.readonly_params else \
+                "constant" if self.constant_vars and constant_path(self, a) else ""
+            return ir.Index(loc, self.type_of(cur), a, b, path)
         if k == "UNARY_OPERATOR":
             return self._unary(cur, kids, loc)
         if k == "BINARY_OPERATOR":
@@ -783,6 +813,10 @@ class Program(ClassesMixin):
             if ref.hash in self.global_shared:
                 v = self.global_shared[ref.hash]
                 return ir.Var(loc, v.type, v.name, True)
+            if self.module_vars:
+                v = reference(self, ref, loc)
+                if v is not None:
+                    return v
             if ref.hash in self.host_values:
                 return self._host_value(cur, ref, loc)
             if ref.spelling == "warpSize":
@@ -813,7 +847,8 @@ class Program(ClassesMixin):
             name, ftype, offset = st.field(cur.spelling)
         except KeyError:
             self.refuse(cur, f"the member '{cur.spelling}' of a base class (inheritance)")
-        return ir.Member(loc, ftype, base, name, offset, arrow)
+        path = "constant" if self.constant_vars and not arrow and constant_path(self, base) else ""
+        return ir.Member(loc, ftype, base, name, offset, arrow, path)
 
     def _unary(self, cur, kids, loc) -> ir.Expr:
         start = cur.extent.start.offset
@@ -930,11 +965,3 @@ def _check(node, inside_printf: bool = False) -> None:
                 child = child[1]
             if isinstance(child, ir.Node):
                 _check(child, inside_printf or printing)
-
-
-def _string_value(text: str) -> bytes:
-    """A string literal's bytes: its escapes read as C reads them, other characters as UTF-8."""
-    import codecs
-
-    body = text[text.index('"') + 1:-1]
-    return codecs.escape_decode(body.encode("utf-8"))[0]

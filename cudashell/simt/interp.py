@@ -298,9 +298,13 @@ class Machine:
         raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: not an lvalue")
 
     def addr_of(self, name: str) -> int:
-        """Where an in-memory variable is: in its frame, or (file-scope __shared__) in the block's shared memory."""
+        """Where an in-memory variable is: in its frame, (file-scope __shared__) in the block's shared memory, or
+        (a module's __constant__/__device__ variable) where the module's load put it."""
         addr = self.frame.addr.get(name)
-        return SHARED_BASE + self.shared_layout[name] if addr is None else addr
+        if addr is not None:
+            return addr
+        offset = self.shared_layout.get(name)
+        return SHARED_BASE + offset if offset is not None else self.program.addresses[name]
 
     def load(self, p, m, loc=None):
         if p[0] == "reg":
@@ -323,6 +327,15 @@ class Machine:
         if isinstance(t, Scalar) and t.name == "bool":
             return vals != 0
         return vals
+
+    def load_by(self, path: str, addr, t, m, loc=None):
+        """A load by the read-only data path (`__ldg`, a `const T* __restrict__` parameter) or the constant cache
+        (a __constant__ variable by its name): the same bytes, counted as that path moves them."""
+        self.mem.path = path
+        try:
+            return self.load_mem(addr, t, m, loc)
+        finally:
+            self.mem.path = ""
 
     def store(self, addr, t, value, m, loc=None) -> None:
         dt = dtype_of(t)
@@ -371,6 +384,8 @@ class Machine:
             p = self.place(e, m)
             if isinstance(p[2], (Struct, Array)):
                 return p[1]
+            if t is not ir.Unary and e.path:
+                return self.load_by(e.path, p[1], p[2], m, e.loc)
             return self.load_mem(p[1], p[2], m, e.loc)
         if t is ir.Special:
             return self.special[e.name]

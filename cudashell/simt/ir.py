@@ -68,6 +68,8 @@ class Assign(Expr):
 class Index(Expr):
     base: Expr  # a pointer
     index: Expr
+    path: str = ""  # how a load goes: "readonly" (a `const T* __restrict__` parameter's), "constant" (a __constant__
+    # variable's, through the constant cache), "" (the generic path)
 
 
 @dataclass(eq=False)
@@ -76,6 +78,7 @@ class Member(Expr):
     name: str
     offset: int
     arrow: bool
+    path: str = ""  # as Index's: "constant" for a member of a __constant__ struct
 
 
 @dataclass(eq=False)

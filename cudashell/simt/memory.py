@@ -75,6 +75,9 @@ class Traffic:
     loads: int = 0
     stores: int = 0
     useful: dict = field(default_factory=dict)  # kind → bytes the threads asked for (sectors × 32 is what moved)
+    constant_requests: int = 0  # warp loads of __constant__ memory …
+    constant_addresses: int = 0  # … and the distinct addresses each touched (the constant cache serves one a pass)
+    readonly_loads: int = 0  # warp loads by the read-only data path (__ldg, const __restrict__ parameters)
 
     def add(self, kind: str, requests: int, sectors: int, useful: int) -> None:
         self.requests[kind] = self.requests.get(kind, 0) + requests
@@ -102,6 +105,22 @@ def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int, 
         return int(warp[-1] - warp[0] + 1), sectors, useful
     requests = 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0
     return requests, sectors, useful
+
+
+def _constant(offsets: np.ndarray, lanes: np.ndarray, stride: int | None) -> tuple[int, int]:
+    """Warp requests to constant memory and the distinct addresses of each (one: a broadcast), for the active
+    lanes' offsets into one variable."""
+    if stride is not None:  # whole warps, one progression: one address a warp, or one a lane
+        warps = len(offsets) // WARP
+        return warps, warps if stride == 0 else len(offsets)
+    warp = lanes >> 5
+    keys = (warp << 32) | offsets
+    step = keys[1:] - keys[:-1]
+    if (step < 0).any():  # sorted only when the lanes' addresses go back somewhere (a warp's own order)
+        keys = np.sort(keys)
+        step = keys[1:] - keys[:-1]
+    distinct = 1 + int(np.count_nonzero(step)) if len(keys) else 0
+    return 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0, distinct
 
 
 def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
@@ -177,6 +196,7 @@ class Memory:
         self.sp = 0  # local memory in use, per lane (a stack: frames in call order)
         self.watch = None  # racecheck, when on
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
+        self.path = ""  # the load under way goes by the read-only data path or the constant cache (Index.path)
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -263,14 +283,21 @@ class Memory:
             if not region.reachable or (write and region.readonly):
                 why = "read-only memory" if region.reachable else "memory this context cannot reach"
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
-            if count:
+            if count and self.path == "constant" and region.kind == "constant":  # the constant cache's passes
+                req, distinct = _constant(a - region.start, ln, stride if sel is None else None)
+                self.traffic.constant_requests += req
+                self.traffic.constant_addresses += distinct
+                self.traffic.loads += req
+            elif count:  # in 32-byte sectors (a __constant__ variable read through a pointer too, as on the GPU)
                 req, sec, useful = _sectors(a, ln, size) if stride is None or sel is not None else \
                     _strided_sectors(a, stride, size)
-                self.traffic.add(region.kind, req, sec, useful)
+                self.traffic.add("device" if region.kind == "constant" else region.kind, req, sec, useful)
                 if write:
                     self.traffic.stores += req
                 else:
                     self.traffic.loads += req
+                    if self.path == "readonly":
+                        self.traffic.readonly_loads += req
             view = region.view(dtype)
             ix = (a - region.start) >> shift
             if self.trace is not None and count:

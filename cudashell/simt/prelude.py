@@ -9,7 +9,6 @@ MACROS = {
     "__NVCC__": "1",
     "NULL": "0",
     "assert(e)": "__cush_assert((e), #e)",
-    "__restrict__": "",
     "__noinline__": "__attribute__((noinline))",
     "__inline__": "inline",
 }
@@ -55,6 +54,7 @@ def _decls() -> str:
         "#define __host__ __attribute__((host))",
         "#define __shared__ __attribute__((shared))",
         "#define __constant__ __attribute__((constant))",
+        '#define __managed__ __attribute__((device)) __attribute__((annotate("__managed__")))',
         "#define __forceinline__ __attribute__((always_inline))",
         "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))",
         "#define __align__(n) __attribute__((aligned(n)))",

@@ -71,6 +71,7 @@ class Ctx:
     free_events: list = field(default_factory=list)
     events: list = field(default_factory=list)  # every timing event made in it, destroyed with it
     functions: dict = field(default_factory=dict)  # CUDA C source → {symbol: CUfunction}
+    loaded: set = field(default_factory=set)  # the functions of modules `kernel load`/`define` made here
     modules: list = field(default_factory=list)
 
 

@@ -18,12 +18,13 @@ from ...model import syncrules as R
 from ...model.kernels import (
     BUILTIN_SOURCE,
     BUILTINS,
+    ModuleSymbol,
     c_linkage,
     with_includes,
 )
 from ..base import PLAIN_LAUNCH, Timing
 from ..bindings import HOST_FN, call, host_fn, launch_args
-from .common import CTYPE
+from .common import CTYPE, CudaAlloc, _host_array
 
 
 @functools.cache
@@ -148,30 +149,58 @@ class Work:
         the source reads is confined to the submission's folder before nvcc compiles it."""
         fns = self.cur.functions.get(source)
         if fns is None:
-            from pycuda.compiler import _find_pycuda_include_path
-            from pycuda.compiler import (
-                compile as nvcc_compile,  # PyCUDA's nvcc driver, with its cubin cache
-            )
-            from pycuda.driver import CompileError
-
-            dirs = [str(Path(path).resolve().parent)] if path else []
-            text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
-            arch = "sm_" + self.info.compute_capability.replace(".", "")  # given, PyCUDA needs no context
-            if self.root is not None:  # the folders PyCUDA gives nvcc: the file's and its own
-                confine_dependencies(text, [*dirs, _find_pycuda_include_path()], arch, self.root,
-                                     [_find_pycuda_include_path()])
-            try:
-                cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs, arch=arch)
-            except CompileError as e:  # nvcc's own words, first error first
-                first = next((line for line in (e.stderr or str(e)).splitlines() if "error" in line), str(e))
-                raise ShellError("USAGE", f"nvcc refused the source: {first.strip()}",
-                                 "the simulator's `kernel define` shows file:line:col for the same source") from None
-            mod = int(call("cuModuleLoadData", cubin))
-            self.cur.modules.append(mod)
+            mod = self._module(source, extern_c, path)
             fns = self.cur.functions[source] = {name: int(call("cuModuleGetFunction", mod, name.encode(),
                                                                hint=_linkage_hint(name) if extern_c else None))
                                                 for name in names}
         return fns
+
+    def _module(self, source: str, extern_c: bool, path: str | None) -> int:
+        """A module of `source` newly loaded in the current context (nvcc's cubin comes from PyCUDA's cache when
+        the source was compiled before): its own functions and its own variables, as cuModuleLoadData makes them."""
+        from pycuda.compiler import _find_pycuda_include_path
+        from pycuda.compiler import (
+            compile as nvcc_compile,  # PyCUDA's nvcc driver, with its cubin cache
+        )
+        from pycuda.driver import CompileError
+
+        dirs = [str(Path(path).resolve().parent)] if path else []
+        text = c_linkage(with_includes(source, path)) if extern_c else source  # kernels from a .cuh too
+        arch = "sm_" + self.info.compute_capability.replace(".", "")  # given, PyCUDA needs no context
+        if self.root is not None:  # the folders PyCUDA gives nvcc: the file's and its own
+            confine_dependencies(text, [*dirs, _find_pycuda_include_path()], arch, self.root,
+                                 [_find_pycuda_include_path()])
+        try:
+            cubin = nvcc_compile(text, no_extern_c=True, include_dirs=dirs, arch=arch)
+        except CompileError as e:  # nvcc's own words, first error first
+            first = next((line for line in (e.stderr or str(e)).splitlines() if "error" in line), str(e))
+            raise ShellError("USAGE", f"nvcc refused the source: {first.strip()}",
+                             "the simulator's `kernel define` shows file:line:col for the same source") from None
+        mod = int(call("cuModuleLoadData", cubin))
+        self.cur.modules.append(mod)
+        return mod
+
+    def _symbols(self, mod: int, source: str, path: str | None) -> list[ModuleSymbol]:
+        """The module's variables (named by the front end's reading of the source), each where cuModuleGetGlobal
+        finds it. One in a namespace has a mangled name the shell does not derive: it is not listed."""
+        from ...simt.variables import module_variables
+
+        found = []
+        for var in module_variables(with_includes(source, path), path, self.root):
+            if var.namespaced:
+                continue
+            for name in var.module_names:
+                try:
+                    dptr, size = call("cuModuleGetGlobal", mod, name.encode())
+                except ShellError:
+                    continue
+                a = CudaAlloc("managed" if var.space == "managed" else "device", int(size), dptr=int(dptr),
+                              device=self.cur.device, ctx=self.cur.key)
+                if var.space == "managed":
+                    a.array = _host_array(int(dptr), int(size))
+                found.append(ModuleSymbol(var.name, var.space, int(size), int(dptr), var.dtype, a))
+                break
+        return found
 
     def _builtin(self, kernel) -> int:
         if BUILTIN_SOURCE not in self.cur.functions:
@@ -188,9 +217,13 @@ class Work:
     def _launch_call(self, kernel, args, count, grid, block, shared, stream, options=PLAIN_LAUNCH):
         if options.show_access:  # its capabilities say so: the command refuses it first
             raise ShellError("USAGE", "show-access needs a backend that watches every access: the simulator")
-        fn = self._builtin(kernel) if kernel.builtin else self._functions(
-            kernel.source, [k.symbol for k in self._signatures(kernel.source, kernel.path or None)], True,
-            kernel.path)[kernel.symbol]
+        if kernel.builtin:
+            fn = self._builtin(kernel)
+        elif kernel.handle in self.cur.loaded:  # its own module's function (its own variables), in this context
+            fn = kernel.handle
+        else:  # loaded in another context: the source's module in this one
+            fn = self._functions(kernel.source, [k.symbol for k in self._signatures(kernel.source, kernel.path or None)],
+                                 True, kernel.path)[kernel.symbol]
         values = []
         for param, arg in zip(kernel.params, args):
             if param.is_buffer:  # `unchecked`: a pointer the GPU cannot reach goes as C would pass it
@@ -223,8 +256,12 @@ class Work:
         if root is not None:  # grading: this worker's every compile from now on, a relaunch's in a new context too
             self.root = Path(root)
         kernels = self._signatures(source, path)
-        fns = self._functions(source, [k.symbol for k in kernels], extern_c=True, path=path)
-        return [replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels]
+        mod = self._module(source, True, path)  # each load its own module: fresh variables, as the driver makes
+        fns = {k.symbol: int(call("cuModuleGetFunction", mod, k.symbol.encode(), hint=_linkage_hint(k.symbol)))
+               for k in kernels}
+        self.cur.loaded.update(fns.values())
+        return ([replace(k, handle=fns[k.symbol], source=source, path=path or "") for k in kernels],
+                self._symbols(mod, source, path))
 
     def host_callback(self, stream, text, label):
         def fire(_):

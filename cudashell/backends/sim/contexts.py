@@ -75,6 +75,7 @@ class Contexts:
             raise ShellError("CUDA_ERROR_INVALID_CONTEXT", "a primary context is released when the session closes")
         self._refuse_held("cuCtxDestroy, which waits for the context's work,")
         self._wait_device("cuCtxDestroy")
+        self._unload_variables(handle)
         del self.ctxs[handle]
         if self.cur == handle:
             self.cur = None
