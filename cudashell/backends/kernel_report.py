@@ -58,6 +58,8 @@ class KernelReport:
     atomics: int
     warp_instructions: int  # statements and expressions, per active warp
     accesses: tuple[Access, ...] = ()  # with show-access
+    constant_requests: int = 0  # warp loads of __constant__ memory
+    constant_addresses: int = 0  # the distinct addresses they touched: one a request is a broadcast
 
     @property
     def moved(self) -> int:
@@ -71,7 +73,10 @@ class KernelReport:
                 "shared": {"requests": self.shared_requests, "wavefronts": self.shared_wavefronts,
                            "conflict_ways": (self.shared_wavefronts / self.shared_requests
                                              if self.shared_requests else 0.0)},
-                "atomics": self.atomics, "warp_instructions": self.warp_instructions}
+                "atomics": self.atomics, "warp_instructions": self.warp_instructions,
+                "constant": {"requests": self.constant_requests, "addresses": self.constant_addresses,
+                             "addresses_per_request": (self.constant_addresses / self.constant_requests
+                                                       if self.constant_requests else 0.0)}}
 
     def access_map(self) -> dict:
         """Per buffer and element, which threads read and wrote it (the first 64 elements touched of each)."""

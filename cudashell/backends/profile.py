@@ -56,6 +56,12 @@ class Profile:
     kernel_floor: float = 0.0  # a small streaming kernel beyond launch and bytes, as calibrate measures it (H100: 0)
     kernel_warp_instructions: float = 2.3e11
     kernel_shared_wavefronts: float = 2.3e11
+    # constant memory, per second: warp requests served as a broadcast, and the further passes a request of n
+    # distinct addresses takes (n - 1). Measured on the H100 (design/memory-model-facts.md): 8,388,608 warp requests
+    # (1024 x 256 threads, 1024 reads each) took 610 us as broadcasts and 4,836 us with 32 distinct addresses a
+    # warp, so 8388608 / 610 us and 31 x 8388608 / 4226 us: 7.9x the time for 32 distinct addresses
+    kernel_constant_requests: float = 1.375e10
+    kernel_constant_replays: float = 6.154e10
     # latencies and costs in seconds
     copy_latency: float = 7.3e-6  # what one small copy occupies its engine
     # what a blocking call costs the host beyond the work: the round trip from the GPU's end of it to the host

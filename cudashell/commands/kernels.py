@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -15,6 +16,7 @@ from ..language.registry import c_writer, command
 from ..model.kernels import BUILTINS, Kernel, parse_kernels, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
 from ..model.operations import KERNEL
+from ..model.session import Buffer
 from ..output.render import (
     access_lines,
     counts_lines,
@@ -23,7 +25,7 @@ from ..output.render import (
     how_text,
     timing_note,
 )
-from ..output.results import Result, TimingData, timing_data
+from ..output.results import Result, TimingData, hexptr, timing_data
 from ..sizes import format_size
 from .checks import check_device_accessible, check_reach, check_within, region
 
@@ -208,14 +210,40 @@ def _emit_launch(w, symbol, grid, block, a, i, args):
     w.emit("CHECK(cudaGetLastError());", i, replay=True)
 
 
-def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int) -> list[str]:
+def _register(session, backend, kernels: list[Kernel], prefix: str | None, col: int, symbols=(),
+              module: str = "") -> list[str]:
+    """The module's kernels (named `prefix.kernel` with a prefix) and its variables (buffers named `module.VAR`),
+    all names checked free before any is taken."""
     named = [(f"{prefix}.{k.name}" if prefix else k.name, k) for k in kernels]
     for name, _ in named:
         if name in session.kernels:
             raise ShellError("NAME_TAKEN", f"a kernel named '{name}' exists", "load it `as` another name", col)
+    for sym in symbols:
+        if f"{module}.{sym.name}" in session.buffers:
+            raise ShellError("NAME_TAKEN", f"a buffer named '{module}.{sym.name}' exists (the module's variable "
+                             f"{sym.name} would take it)", "load it `as` another name", col)
     for name, k in named:
         session.kernels[name] = k
+    origin = (kernels[0].source, kernels[0].path or None) if kernels else ()
+    for sym in symbols:
+        session.add_buffer(replace(symbol_buffer(session, sym, module), origin=origin))
     return [f"{name}{k.signature()[len(k.name):]}" for name, k in named]
+
+
+def symbol_buffer(session, sym, module: str) -> Buffer:
+    """A module's variable as a session buffer: device memory (managed for `__managed__`) at the address the load
+    gave it, in the current context, marked as the module's so that `free` leaves it and the C names the symbol."""
+    managed = sym.space == "managed"
+    ctx = session.context
+    return Buffer(f"{module}.{sym.name}", "managed" if managed else "device", sym.size,
+                  frozenset({"global"}) if managed else frozenset(), sym.address if managed else None, sym.address,
+                  sym.handle, device=ctx.device, context=ctx.name, view=sym.dtype, symbol=sym.space, module=module,
+                  source_name=sym.name)
+
+
+def _symbol_rows(session, module: str, symbols) -> list[dict]:
+    return [{"name": f"{module}.{s.name}", "kind": s.space, "size": s.size, "device_ptr": hexptr(s.address)}
+            for s in symbols]
 
 
 @command("kernel load", "kernels", "compile a .cu file's __global__ kernels (nvcc on a GPU; the simulator's "
@@ -235,9 +263,11 @@ def kernel_load(session, backend, args):
     except UnicodeDecodeError as e:
         raise usage(f"{path} is not UTF-8 text (byte {e.start})", args.col("FILE"), "is it a CUDA C source?") from None
     parse_kernels(with_includes(source, str(path)))  # a bad signature is a usage error before any compiler runs
-    kernels = backend.load_kernels(source, str(path), session.root)
-    return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE")),
-                              "from": str(path)})
+    kernels, symbols = backend.load_kernels(source, str(path), session.root)
+    module = args.get("MOD") or path.stem
+    return KernelsLoaded({"loaded": _register(session, backend, kernels, args.get("MOD"), args.col("FILE"), symbols,
+                                              module),
+                          "from": str(path), "symbols": _symbol_rows(session, module, symbols)})
 
 
 @c_writer("kernel load")
@@ -278,13 +308,14 @@ def kernel_define(session, backend, args):
     # named for errors as `twice (kernel define):3:9`; its #includes are found beside the script
     where = str(session.script_dir / f"{name} (kernel define)")
     parse_kernels(with_includes(source, where))  # a bad signature is a usage error before any compiler runs
-    kernels = backend.load_kernels(source, where, session.root)
+    kernels, symbols = backend.load_kernels(source, where, session.root)
     if name not in [k.name for k in kernels]:
         if len(kernels) != 1:
             raise usage(f"the source defines {', '.join(k.name for k in kernels)}, not {name}", args.col("NAME"))
         kernels = [Kernel(name, kernels[0].params, "user kernel", False, None, kernels[0].symbol, kernels[0].handle,
                           kernels[0].source, kernels[0].path)]
-    return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME")), "from": None})
+    return KernelsLoaded({"loaded": _register(session, backend, kernels, None, args.col("NAME"), symbols, name),
+                          "from": None, "symbols": _symbol_rows(session, name, symbols)})
 
 
 @c_writer("kernel define")
@@ -327,9 +358,18 @@ class KernelList(Result, kind="kernel_list"):
         return [fit(rows, ["kernel", "", "what it does"], tablefmt, width)]
 
 
+class KernelsDataSymbolsItem(TypedDict):
+    """A module's variable, now the buffer `name`: its space (constant, global, managed), size, device address."""
+    name: str
+    kind: str
+    size: int
+    device_ptr: str
+
+
 KernelsData = TypedDict("KernelsData", {
     "loaded": list[str],
     "from": str | None,
+    "symbols": list[KernelsDataSymbolsItem],
 })
 
 
@@ -338,7 +378,9 @@ class KernelsLoaded(Result, kind="kernels"):
 
     def text(self):
         d = self.data
-        return ["loaded " + ", ".join(d["loaded"])]
+        return ["loaded " + ", ".join(d["loaded"])] + [
+            f"  {s['name']}: __{'device' if s['kind'] == 'global' else s['kind']}__ {format_size(s['size'])} at "
+            f"{s['device_ptr']} (a buffer: memcpy, checksum, fill …)" for s in d["symbols"]]
 
 
 class LaunchAccessElement(TypedDict):
@@ -379,6 +421,13 @@ class LaunchDataCountsShared(TypedDict):
     conflict_ways: float
 
 
+class LaunchDataCountsConstant(TypedDict):
+    """Loads of __constant__ memory: warp requests, and the distinct addresses they touched (one a broadcast)."""
+    requests: int
+    addresses: int
+    addresses_per_request: float
+
+
 LaunchDataCounts = TypedDict("LaunchDataCounts", {
     "global": LaunchDataCountsGlobal,
     "loads": int,
@@ -386,6 +435,7 @@ LaunchDataCounts = TypedDict("LaunchDataCounts", {
     "shared": LaunchDataCountsShared,
     "atomics": int,
     "warp_instructions": int,
+    "constant": LaunchDataCountsConstant,
 })
 
 

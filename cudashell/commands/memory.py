@@ -35,7 +35,7 @@ KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMal
 def buffer_row(buf: Buffer) -> BufferRow:
     """One buffer as `ls` and --json show it; the pointers are the backend's, never guessed."""
     same = buf.host_ptr is not None and buf.host_ptr == buf.device_ptr
-    return {"name": buf.name, "kind": buf.kind, "size": buf.size, "size_text": format_size(buf.size),
+    return {"name": buf.name, "kind": buf.shown_kind, "size": buf.size, "size_text": format_size(buf.size),
             "flags": sorted(buf.flags),
             "registered": None if buf.registered is None else sorted(buf.registered),
             "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
@@ -247,9 +247,14 @@ def c_unregister(w, a, i, text):
 def free(session, backend, args):
     names = args.get("NAME")
     if names == ["all"]:
-        bufs = list(session.buffers.values())
+        bufs = [b for b in session.buffers.values() if not b.symbol]  # a module's variables live with the module
     else:
         bufs = [session.buffer(n, args.col("NAME")) for n in dict.fromkeys(names)]
+    for buf in bufs:
+        if buf.symbol:
+            raise usage(f"{buf.name} is module {buf.module}'s __{'device' if buf.symbol == 'global' else buf.symbol}__ "
+                        f"variable {buf.source_name}: it lives as long as the module, and is not freed",
+                        args.col("NAME"), "a module's variables cannot be freed; `kernel load` it again for fresh ones")
     if backend.dead and any(b.kind != "pageable" or b.registered is not None for b in bufs):
         raise ShellError(backend.dead, "the GPU side is dead: the driver cannot free its memory",
                          "`reset` first (the buffers come back, and can then be freed), or `quit`, which "

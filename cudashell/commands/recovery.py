@@ -40,16 +40,28 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     done, failed = [], {}
     for (source, path), names in by_source.items():
         try:
-            fresh = {k.symbol: k.handle for k in backend.load_kernels(source, path, session.root)}
+            loaded, symbols = backend.load_kernels(source, path, session.root)
         except ShellError as e:
             for n in names:
                 failed[n] = e.code
                 del session.kernels[n]
             continue
+        fresh = {k.symbol: k.handle for k in loaded}
+        _rebind_symbols(session, (source, path), {s.name: s for s in symbols})
         for n in names:
             session.kernels[n] = replace(session.kernels[n], handle=fresh[session.kernels[n].symbol])
             done.append(n)
     return done, failed
+
+
+def _rebind_symbols(session, origin: tuple, symbols: dict) -> None:
+    """A module's variables at their fresh addresses (initialised from the source again, as a load makes them)."""
+    for buf in session.buffers.values():
+        sym = symbols.get(buf.source_name) if buf.symbol and buf.origin == origin else None
+        if sym is not None:
+            buf.handle, buf.device_ptr = sym.handle, sym.address
+            buf.host_ptr = sym.address if buf.kind == "managed" else None
+            buf.pending.clear()
 
 
 def _rebuild_contexts(session, backend) -> None:
@@ -115,6 +127,10 @@ def reset(session, backend, args):
     kernels, kernel_failures = _reload_kernels(session, backend)
     rows, dropped = [], {}
     for buf in list(session.buffers.values()):
+        if buf.symbol:  # a module's variable: made again by its module's load
+            if buf.name in saved:
+                backend.restore(buf, saved.pop(buf.name))
+            continue
         try:
             rows.append(_rebuild_buffer(session, backend, buf, saved, lost))
         except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks

@@ -46,6 +46,19 @@ class Kernel:
         return f"{self.name}({', '.join(p.name if p.is_buffer else f'{p.name}:{p.dtype}' for p in self.params)})"
 
 
+@dataclass(frozen=True)
+class ModuleSymbol:
+    """A loaded module's `__constant__`, `__device__` or `__managed__` variable: memory the module owns (made when
+    it is loaded, as long-lived as it), which the shell shows as a buffer named `MODULE.NAME`."""
+
+    name: str  # as in the source
+    space: str  # constant | global | managed
+    size: int  # bytes (cudaGetSymbolSize)
+    address: int  # the device address (cudaGetSymbolAddress / cuModuleGetGlobal)
+    dtype: str = "uint8"  # numpy dtype of its element, for `show` (uint8 for a struct)
+    handle: object = field(default=None, compare=False)  # the backend's allocation
+
+
 BUILTIN_SOURCE = r"""
 /* a thread's number across all three dimensions, x first: a 2-D or 3-D launch computes every element once */
 #define GID ((((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) \

@@ -9,9 +9,15 @@ from ..sizes import format_size_exact
 from .session import Region
 
 
+def _past_end(buf) -> str:
+    """The code a range past a buffer's end gets: the shell's own, or for a module's variable the driver's (the
+    H100 answers cudaMemcpyToSymbol past a symbol's end with CUDA_ERROR_INVALID_VALUE)."""
+    return "CUDA_ERROR_INVALID_VALUE" if buf.symbol else "OUT_OF_BOUNDS"
+
+
 def check_range(buf, offset: int, nbytes: int, col: int | None, what: str = "access") -> None:
     if offset < 0 or nbytes < 0 or offset + nbytes > buf.size:
-        raise ShellError("OUT_OF_BOUNDS",
+        raise ShellError(_past_end(buf),
                          f"{what} of {nbytes} B at offset {offset} runs past the end of {buf.name} "
                          f"({format_size_exact(buf.size)})",
                          f"keep offset + size ≤ {buf.size}", col)
@@ -22,7 +28,7 @@ def region(session, part, col: int | None, what: str = "access") -> Region:
     buf = session.buffer(part.name, col)
     at = part.col or col
     if part.start > buf.size:
-        raise ShellError("OUT_OF_BOUNDS", f"{what} starts at {part.start}, past the end of {buf.name} "
+        raise ShellError(_past_end(buf), f"{what} starts at {part.start}, past the end of {buf.name} "
                          f"({format_size_exact(buf.size)})", f"keep the start ≤ {buf.size}", at)
     if part.length is not None:
         end, explicit = part.start + part.length, True

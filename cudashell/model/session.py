@@ -33,6 +33,15 @@ class Buffer:
     context: str = "gpu0"  # the context it was made in (`contexts`)
     pending: dict = field(default_factory=dict)  # backend token → stream name, of GPU work on it not yet done
     view: str = "uint8"  # the dtype it was last filled or computed as: how `show` reads it unless told
+    symbol: str = ""  # a loaded module's variable: its space (constant, global, managed); "" for an allocation
+    module: str = ""  # … the module it belongs to (its memory lives as long as the module) …
+    source_name: str = ""  # … and its name in the source (`cudaMemcpyToSymbol(mask, …)`)
+    origin: tuple = field(default=(), repr=False)  # … and the module's (source, path), which `reset` loads again
+
+    @property
+    def shown_kind(self) -> str:
+        """Its kind as `ls` and `info` show it: a symbol's space, else its kind."""
+        return self.symbol or self.kind
 
     @property
     def host_accessible(self) -> bool:

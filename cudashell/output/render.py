@@ -257,6 +257,12 @@ def counts_lines(c) -> list[str]:
         ways = s["conflict_ways"]
         out.append(f"  shared memory: {s['requests']} requests, {s['wavefronts']} wavefronts"
                    + (" (no bank conflicts)" if ways <= 1.0 else f" ({ways:.1f}-way bank conflicts on average)"))
+    k = c.get("constant")
+    if k and k["requests"]:
+        per = k["addresses_per_request"]
+        out.append(f"  constant memory: {k['requests']} requests, {k['addresses']} distinct addresses"
+                   + (" (every request a broadcast)" if per <= 1.0 else
+                      f" ({per:.1f} a request: the constant cache serves them one after another)"))
     if c["atomics"]:
         out.append(f"  atomics: {c['atomics']} warp requests")
     out.append(f"  warp instructions: {c['warp_instructions']} (statements × active warps)")
@@ -347,7 +353,7 @@ PRECISION = {
     **dict.fromkeys(("us_per_copy", "median_us", "p10_us", "p90_us", "zc_kernel_us", "dev_kernel_us", "zc_step_us",
                      "dev_step_us"), _decimals(3)),
     **dict.fromkeys(("gbps", "peak", "speedup", "percent", "percent_of_peak", "efficiency",
-                     "sectors_per_request", "conflict_ways"), _significant(4)),
+                     "sectors_per_request", "conflict_ways", "addresses_per_request"), _significant(4)),
     "cv": _decimals(4),  # a spread of 0.01% is below what repeated runs tell apart (and 1e-15 is float noise)
     "per_cell": _significant(12),
 }

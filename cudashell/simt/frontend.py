@@ -29,6 +29,7 @@ from .ctype import (
     Struct,
 )
 from .prelude import DECL_LINES, DECLS, MACROS
+from .symbols import declare, reference, refuse_constant_writes, space_of, string_value
 from .templates import instantiate
 
 
@@ -229,6 +230,9 @@ class Program:
         self.kernel_names: list[str] = []
         self.shared_globals: list[ir.Decl] = []  # file-scope __shared__ variables
         self.global_shared: dict = {}  # their cursors' hashes → Var
+        self.symbols: dict = {}  # the module's __constant__/__device__/__managed__ variables (symbols.SymbolDecl)
+        self.module_vars: dict = {}  # their USRs → Var (an extern declaration and its definition share one)
+        self.addresses: dict = {}  # their Vars' names → the address a load gave them (the backend binds it)
         for cur in self._top(tu.cursor):
             self._top_decl(cur)
         if not self.kernel_names:
@@ -339,6 +343,8 @@ class Program:
                 self.type_of(cur)
             return
         elif kind == "VAR_DECL":
+            if self._module_variable(cur):
+                return
             if "CUDASHARED_ATTR" not in {c.kind.name for c in cur.get_children()}:
                 self.refuse(cur, "a global variable (__device__ or __constant__ memory)")
             t = self.type_of(cur)
@@ -348,6 +354,14 @@ class Program:
             self.shared_globals.append(ir.Decl(self.loc(cur), v, None, True, extern))
         else:
             self.refuse(cur, kind.lower().replace("_", " "))
+
+    def _module_variable(self, cur) -> bool:
+        """A file-scope __constant__, __device__ or __managed__ variable becomes one of the module's symbols."""
+        space = space_of(cur)
+        if space is None:
+            return False
+        declare(self, cur, space)
+        return True
 
     def _function(self, cur, body, kernel: bool) -> ir.Function:
         self.fn = cur.spelling
@@ -368,6 +382,8 @@ class Program:
         fn.const_params = [p.type.kind == self.ci.TypeKind.POINTER and p.type.get_pointee().is_const_qualified()
                            for p in cur.get_children() if p.kind.name == "PARM_DECL"]
         _check(fn.body)
+        if self.symbols:
+            refuse_constant_writes(self, fn)
         return fn
 
     def _addressed(self, body) -> set:
@@ -464,7 +480,7 @@ class Program:
         attrs = {c.kind.name for c in kids}
         shared = "CUDASHARED_ATTR" in attrs
         if "CUDACONSTANT_ATTR" in attrs:
-            self.refuse(cur, "__constant__ memory")
+            self.refuse(cur, "__constant__ memory declared inside a function (nvcc allows it at file scope only)")
         storage = cur.storage_class.name if hasattr(cur, "storage_class") else ""
         if storage == "STATIC" and not shared:
             self.refuse(cur, "a static local variable")
@@ -573,7 +589,7 @@ class Program:
             return ir.Const(loc, self.type_of(cur) if self.type_of(cur) != VOID else Pointer(VOID), 0)
         if k == "STRING_LITERAL":
             pieces = [t for t in self._tokens(cur) if t.endswith('"')]  # "ab" "cd" is one literal
-            return ir.Const(loc, Pointer(Scalar("int8")), b"".join(_string_value(t) for t in pieces))
+            return ir.Const(loc, Pointer(Scalar("int8")), b"".join(string_value(t) for t in pieces))
         if k == "DECL_REF_EXPR":
             return self._ref(cur, loc)
         if k == "MEMBER_REF_EXPR":
@@ -686,6 +702,10 @@ class Program:
             if ref.hash in self.global_shared:
                 v = self.global_shared[ref.hash]
                 return ir.Var(loc, v.type, v.name, True)
+            if self.module_vars:
+                v = reference(self, ref, loc)
+                if v is not None:
+                    return v
             if ref.spelling == "warpSize":
                 return ir.Special(loc, INT, "warpSize")
             if ref.spelling in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
@@ -801,11 +821,3 @@ def _check(node, inside_printf: bool = False) -> None:
                 child = child[1]
             if isinstance(child, ir.Node):
                 _check(child, inside_printf or printing)
-
-
-def _string_value(text: str) -> bytes:
-    """A string literal's bytes: its escapes read as C reads them, other characters as UTF-8."""
-    import codecs
-
-    body = text[text.index('"') + 1:-1]
-    return codecs.escape_decode(body.encode("utf-8"))[0]

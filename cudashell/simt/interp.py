@@ -276,9 +276,13 @@ class Machine:
         raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: not an lvalue")
 
     def addr_of(self, name: str) -> int:
-        """Where an in-memory variable is: in its frame, or (file-scope __shared__) in the block's shared memory."""
+        """Where an in-memory variable is: in its frame, (file-scope __shared__) in the block's shared memory, or
+        (a module's __constant__/__device__ variable) where the module's load put it."""
         addr = self.frame.addr.get(name)
-        return SHARED_BASE + self.shared_layout[name] if addr is None else addr
+        if addr is not None:
+            return addr
+        offset = self.shared_layout.get(name)
+        return SHARED_BASE + offset if offset is not None else self.program.addresses[name]
 
     def load(self, p, m, loc=None):
         if p[0] == "reg":

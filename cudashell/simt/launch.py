@@ -190,7 +190,8 @@ def _describe(lane, addr, size, what, loc, why, block_ids, tpb, block, regions) 
         return text + " is outside every allocation"
     if near.start <= addr < near.end:
         if why == "read-only memory":
-            return text + f" is in {near.name}, registered read-only"
+            return text + (f" is in {near.name}, __constant__ memory (read-only for kernels)" if near.kind == "constant"
+                           else f" is in {near.name}, registered read-only")
         if why:
             return text + f" is in {near.name}, {why}"
         return text + f" overruns {near.name} (0x{near.start:x}, {near.size} bytes) by {addr + size - near.end} bytes"

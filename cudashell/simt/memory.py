@@ -74,6 +74,8 @@ class Traffic:
     loads: int = 0
     stores: int = 0
     useful: dict = field(default_factory=dict)  # kind → bytes the threads asked for (sectors × 32 is what moved)
+    constant_requests: int = 0  # warp loads of __constant__ memory …
+    constant_addresses: int = 0  # … and the distinct addresses each touched (the constant cache serves one a pass)
 
     def add(self, kind: str, requests: int, sectors: int, useful: int) -> None:
         self.requests[kind] = self.requests.get(kind, 0) + requests
@@ -96,6 +98,18 @@ def _sectors(addr: np.ndarray, lanes: np.ndarray, size: int) -> tuple[int, int]:
         return int(warp[-1] - warp[0] + 1), sectors
     requests = 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0
     return requests, sectors
+
+
+def _constant(offsets: np.ndarray, lanes: np.ndarray, stride: int | None) -> tuple[int, int]:
+    """Warp requests to constant memory and the distinct addresses of each (one: a broadcast), for the active
+    lanes' offsets into one variable."""
+    if stride is not None:  # whole warps, one progression: one address a warp, or one a lane
+        warps = len(offsets) // WARP
+        return warps, warps if stride == 0 else len(offsets)
+    warp = lanes >> 5
+    keys = np.sort((warp << 32) | offsets)
+    distinct = 1 + int(np.count_nonzero(keys[1:] != keys[:-1])) if len(keys) else 0
+    return 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0, distinct
 
 
 def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
@@ -258,7 +272,12 @@ class Memory:
             if not region.reachable or (write and region.readonly):
                 why = "read-only memory" if region.reachable else "memory this context cannot reach"
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(ln[0]), int(a[0]), size, loc, write, "global", why)
-            if count:
+            if count and region.kind == "constant":  # through the constant cache, not in sectors
+                req, distinct = _constant(a - region.start, ln, stride if sel is None else None)
+                self.traffic.constant_requests += req
+                self.traffic.constant_addresses += distinct
+                self.traffic.loads += req
+            elif count:
                 req, sec = _sectors(a, ln, size) if stride is None or sel is not None else \
                     _strided_sectors(a, stride, size)
                 self.traffic.add(region.kind, req, sec, len(a) * size)

@@ -28,6 +28,7 @@ def _decls() -> str:
         "#define __host__ __attribute__((host))",
         "#define __shared__ __attribute__((shared))",
         "#define __constant__ __attribute__((constant))",
+        '#define __managed__ __attribute__((device)) __attribute__((annotate("__managed__")))',
         "#define __forceinline__ __attribute__((always_inline))",
         "#define __align__(n) __attribute__((aligned(n)))",
         "typedef unsigned long size_t;",

@@ -45,6 +45,7 @@ class SimAlloc:
     dptr: int | None = None  # the address a kernel uses for it (None: a kernel cannot reach it)
     from_pool: bool = False  # made by cudaMallocAsync: its memory goes back to its GPU's pool
     span: int = 0  # the addresses it holds when more than its size: a block freed on its stream that it took whole
+    space: str = ""  # a module's variable: constant, global or managed (a kernel reads constant memory only)
 
     @property
     def cls(self) -> str:

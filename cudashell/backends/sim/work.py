@@ -9,9 +9,11 @@ import numpy as np
 
 from ...errors import ShellError
 from ...model import syncrules as R
+from ...model.kernels import ModuleSymbol
 from ...model.launchdims import check_launch, computed
 from ..base import HOST_PORTABLE, HOST_WRITECOMBINED, PLAIN_LAUNCH
 from ..kernel_report import Access, KernelReport, MemoryTraffic
+from ..sparse import SparseBytes
 from .common import (
     CALLBACK_COST,
     ILLEGAL,
@@ -156,7 +158,24 @@ class Work:
         self._refuse_held("loading a module, which may wait for the device,")
         from ...simt import compile_source
 
-        return compile_source(source, path, root)
+        kernels = compile_source(source, path, root)
+        program = kernels[0].handle[0]
+        return kernels, [self._symbol(program, decl) for decl in program.symbols.values()]
+
+    def _symbol(self, program, decl) -> ModuleSymbol:
+        """One variable of a module being loaded: an allocation of its own in the current context, its bytes the
+        source's initialiser (fresh each load, as the driver makes them), bound where the program's kernels find it."""
+        kind = "managed" if decl.space == "managed" else "device"
+        ctx = self.cur
+        a = SimAlloc(kind, decl.type.size, SparseBytes(decl.type.size, self.budget), region=kind,
+                     device=self._context(ctx).device, ctx=ctx, space=decl.space)
+        a.addr = self._addresses(kind, a.size, kind)
+        if any(decl.initial):  # an untouched allocation reads as zeros
+            a.data.write(0, np.frombuffer(decl.initial, np.uint8).copy())
+        self.live.add(a)
+        self._count(a, +1)
+        program.addresses[f"@{decl.name}"] = a.addr
+        return ModuleSymbol(decl.name, decl.space, a.size, a.addr, decl.dtype, a)
 
     def _regions(self, ctx, named: dict) -> list:
         """Every live allocation as a kernel in context `ctx` sees it: the address it uses, whether it may touch
@@ -167,7 +186,9 @@ class Work:
         uva = self.profile.unified_addressing
         regions = []
         for a in self.live:
-            if a.kind == "device":
+            if a.space == "constant":  # read through the constant cache: counted as its own kind
+                kind, ok, addr = "constant" if a.device == c.device else "peer", True, a.addr
+            elif a.kind == "device":
                 kind = "device" if a.device == c.device else "peer"
                 ok = (uva or a.ctx == ctx) if kind == "device" else (c.primary and (c.device, a.device) in self.peers)
                 addr = a.addr
@@ -178,7 +199,8 @@ class Work:
                 kind = "zero-copy"
                 ok = a.dptr is not None and (uva or a.host_bits & HOST_PORTABLE or a.ctx == ctx) \
                     or (a.kind == "pageable" and not a.registered and self.profile.pageable_memory_access)
-            regions.append(Region(named.get(id(a), f"a {a.kind} allocation"), addr, a.size, kind, ok, a.readonly,
+            regions.append(Region(named.get(id(a), f"a {a.kind} allocation"), addr, a.size, kind, ok,
+                                  a.readonly or a.space == "constant",
                                   read=lambda a=a: a.data.read(0, a.size), owner=a))
         return regions
 
@@ -262,4 +284,4 @@ def _kernel_report(report) -> KernelReport:
     t = report.traffic
     return KernelReport({kind: MemoryTraffic(n, t.sectors[kind], t.useful[kind]) for kind, n in t.requests.items()},
                         t.loads, t.stores, t.shared_requests, t.shared_wavefronts, t.atomics, t.instructions,
-                        tuple(Access(*a) for a in report.access))
+                        tuple(Access(*a) for a in report.access), t.constant_requests, t.constant_addresses)
