@@ -160,6 +160,28 @@ def test_every_demo_checks_itself_on_the_simulator(lang):
         sh.close()
 
 
+def test_the_constant_memory_demo_counts_a_broadcast_and_a_divergent_index(sim):
+    """demo constant-memory's timed launches (262,144 threads, 33 taps): the broadcast reads constant memory at one
+    address a warp request, the divergent index at 32, and the kernels given the coefficients as a pointer read
+    none of it; the modeled times follow the passes, and the symbol and everything else the demo made are gone."""
+    objs = sim.run("demo constant-memory")
+    assert all(o["ok"] or o["cmd"].startswith("memcpy h2d hc4") for o in objs)
+    counts = {o["result"]["kernel"]: o["result"]["counts"] for o in objs
+              if o["kind"] == "launch" and o["result"]["grid"][0] == 1024}
+    warps = 262144 // 32
+    assert counts["stencil_constant"]["constant"] == {"requests": 33 * warps, "addresses": 33 * warps,
+                                                      "addresses_per_request": 1.0}
+    assert counts["stencil_constant_divergent"]["constant"] == {"requests": 33 * warps, "addresses": 32 * 33 * warps,
+                                                                "addresses_per_request": 32.0}
+    for name in ("stencil_global", "stencil_global_divergent"):
+        assert counts[name]["constant"]["requests"] == 0
+        assert counts[name]["global"]["device"]["requests"] == 67 * warps  # in, c and the store
+    assert counts["stencil_constant"]["global"]["device"]["requests"] == 34 * warps  # in and the store
+    ms = {o["result"]["from"]: o["result"]["ms"] for o in objs if o["kind"] == "elapsed"}
+    assert ms["b0"] < ms["d0"] and ms["gd0"] < ms["d0"]
+    assert sim.ok("ls")["buffers"] == [] and sim.shell.backend.device_used == 0
+
+
 def test_a_demo_leaves_the_users_session_as_it_found_it(sim):
     """Its names do not clash with the user's (zero-copy makes `za`), and nothing it made stays behind."""
     sim.ok("alloc pinned 4KB as za; fill za 7; stream create as mine; event record mark")
