@@ -1,9 +1,11 @@
-"""Floating-point contraction as nvcc does it (-fmad=true): its LLVM back end (NVPTX) fuses aggressively, so a
-float expression is rewritten, operands first, with the DAG combiner's rules before it is computed —
-`a*b + c` → fma(a, b, c) (the left product first when both are), `c - a*b` → fma(-a, b, c), `a*b - c` →
-fma(a, b, -c), and, through an fma whose addend is still a product, `fma(x, y, u*v) + z` → fma(x, y, fma(u, v, z))
-and `fma(x, y, u*v) - z` → fma(x, y, fma(u, v, -z)). The interpreter builds the expression as nodes whose leaves
-are already computed (interp.Machine._node), inlined device functions' bodies included, as nvcc inlines them.
+"""Floating-point contraction as nvcc does it (-fmad=true), operands first: `a*b + c` → fma(a, b, c) (the left
+product first when both are), `c - a*b` → fma(-a, b, c), `a*b - c` → fma(a, b, -c); a sum whose operands are
+already fmas is not fused again (measured on the H100, nvcc 13 -O3 sm_90, 65,536 random inputs each: every
+rounding of `a*b + c*d + e`, `norm2(a) - norm2(b)`, `a*b + c*d - e*f`, a complex multiply-add through inlined
+struct operators, enumerated over all evaluation trees, and only these rules matched every element). What crosses
+a call is the inlining: nvcc inlines device functions, so `sq(x) + y` with `sq` returning `x*x` is one fma. The
+interpreter builds the expression as nodes whose leaves are already computed (interp.Machine._node), inlined
+device functions' bodies included.
 
 A node is a tuple: ("leaf", value), ("mul", a, b), ("add", a, b), ("sub", a, b), ("neg", a), ("fma", a, b, c)."""
 
@@ -26,10 +28,6 @@ def neg(x: tuple) -> tuple:
     return ("neg", x)
 
 
-def _fma_of_product(x: tuple) -> bool:
-    return x[0] == "fma" and x[3][0] == "mul"
-
-
 def add(a: tuple, b: tuple) -> tuple:
     """a + b, contracted."""
     if a[0] == "neg":  # (-A) + B is B - A
@@ -40,12 +38,6 @@ def add(a: tuple, b: tuple) -> tuple:
         return ("fma", a[1], a[2], b)
     if b[0] == "mul":
         return ("fma", b[1], b[2], a)
-    if _fma_of_product(a):
-        u, v = a[3][1], a[3][2]
-        return ("fma", a[1], a[2], ("fma", u, v, b))
-    if _fma_of_product(b):
-        u, v = b[3][1], b[3][2]
-        return ("fma", b[1], b[2], ("fma", u, v, a))
     return ("add", a, b)
 
 
@@ -59,12 +51,6 @@ def sub(a: tuple, b: tuple) -> tuple:
         return ("fma", neg(b[1]), b[2], a)
     if a[0] == "neg" and a[1][0] == "mul":
         return ("fma", neg(a[1][1]), a[1][2], neg(b))
-    if _fma_of_product(a):
-        u, v = a[3][1], a[3][2]
-        return ("fma", a[1], a[2], ("fma", u, v, neg(b)))
-    if _fma_of_product(b):
-        u, v = b[3][1], b[3][2]
-        return ("fma", neg(b[1]), b[2], ("fma", neg(u), v, a))
     return ("sub", a, b)
 
 

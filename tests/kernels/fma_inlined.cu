@@ -1,11 +1,14 @@
-/* Where nvcc's back end fuses past one multiply-add: device functions are inlined (unless __noinline__), and an
- * fma whose addend is still a product takes the next sum or difference into a second fma. On float2 points:
- *   diff   = norm2(a) - norm2(b)      -> fma(ax, ax, fma(ay, ay, -fma(bx, bx, by*by)))
- *   chain  = ax*bx + ay*by + c        -> fma(ax, bx, fma(ay, by, c))
- *   rsub   = c - norm2(a)             -> fma(-ax, ax, fma(-ay, ay, c))
- *   acc    = (c += norm2(a)) -= ax*by -> fma(-ax, by, fma(ax, ax, fma(ay, ay, c)))
- *   apart  = norm2n(a) - norm2n(b)    -> the two calls' results, each one fma, subtracted and rounded
- *   dist   = c + dist2(a, b)          -> fma(dx, dx, fma(dy, dy, c)), dx and dy rounded differences */
+/* How nvcc contracts float expressions (measured on the H100): a product meets the sum or difference it is an
+ * operand of (the left one first), an fma is never fused again, and device functions are inlined (unless
+ * __noinline__), so a product a function returns meets the caller's sum. On float2 points:
+ *   diff   = norm2(a) - norm2(b)      -> fma(ax, ax, ay*ay) - fma(bx, bx, by*by)
+ *   chain  = ax*bx + ay*by + c        -> fma(ax, bx, ay*by) + c
+ *   rsub   = c - norm2(a)             -> c - fma(ax, ax, ay*ay)
+ *   acc    = (c += norm2(a)) -= ax*by -> fma(-ax, by, c + fma(ax, ax, ay*ay))
+ *   apart  = norm2n(a) - norm2n(b)    -> the two calls' results, as diff
+ *   dist   = c + dist2(a, b)          -> c + fma(dx, dx, dy*dy), dx and dy rounded differences
+ *   sqc    = sq(ax) + c               -> fma(ax, ax, c): the inlined product meets the sum
+ *   sqn    = sqn(ax) + c              -> ax*ax rounded, then + c: a __noinline__ call's result is a value */
 
 __device__ float norm2(float2 p) { return p.x * p.x + p.y * p.y; }
 
@@ -18,8 +21,13 @@ __device__ float dist2(float2 p, float2 q)
 
 __device__ __noinline__ float norm2n(float2 p) { return p.x * p.x + p.y * p.y; }
 
+__device__ float sq(float x) { return x * x; }
+
+__device__ __noinline__ float sqn(float x) { return x * x; }
+
 extern "C" __global__ void fmaInlined(const float2 *r, const float2 *p, const float *c, float *diff, float *chain,
-                                      float *rsub, float *acc, float *apart, float *dist, int n)
+                                      float *rsub, float *acc, float *apart, float *dist, float *sqc, float *sqnc,
+                                      int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
@@ -35,4 +43,6 @@ extern "C" __global__ void fmaInlined(const float2 *r, const float2 *p, const fl
     acc[i] = s;
     apart[i] = norm2n(a) - norm2n(b);
     dist[i] = c[i] + dist2(a, b);
+    sqc[i] = sq(a.x) + c[i];
+    sqnc[i] = sqn(a.x) + c[i];
 }
