@@ -56,12 +56,12 @@ class Profile:
     kernel_floor: float = 0.0  # a small streaming kernel beyond launch and bytes, as calibrate measures it (H100: 0)
     kernel_warp_instructions: float = 2.3e11
     kernel_shared_wavefronts: float = 2.3e11
-    # constant memory, per second: warp requests served as a broadcast, and the further passes a request of n
-    # distinct addresses takes (n - 1). Measured on the H100 (design/memory-model-facts.md): 8,388,608 warp requests
-    # (1024 x 256 threads, 1024 reads each) took 610 us as broadcasts and 4,836 us with 32 distinct addresses a
-    # warp, so 8388608 / 610 us and 31 x 8388608 / 4226 us: 7.9x the time for 32 distinct addresses
-    kernel_constant_requests: float = 1.375e10
-    kernel_constant_replays: float = 6.154e10
+    # constant memory: the further passes a warp request of n distinct addresses takes (n - 1), per second; a
+    # broadcast costs only its instruction (nvcc hoists uniform loads: ULDC). Measured on the H100
+    # (design/memory-model-facts.md): a 33-tap stencil over 262,144 threads ran 7.9 us reading its coefficients as
+    # broadcasts and 75 us with 32 distinct addresses a warp: 31 x 33 x 8192 passes in 67 us. (A loop of 1024
+    # dependent constant reads a thread, latency-bound, gave half that rate: 4,836 against 610 us.)
+    kernel_constant_replays: float = 1.25e11
     # latencies and costs in seconds
     copy_latency: float = 7.3e-6  # what one small copy occupies its engine
     # what a blocking call costs the host beyond the work: the round trip from the GPU's end of it to the host

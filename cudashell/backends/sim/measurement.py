@@ -49,13 +49,12 @@ class Measurement:
 
     def kernel_seconds(self, traffic) -> float:
         """A user kernel's modeled time from its counts: the memory it moved at each kind's rate (constant memory:
-        a pass per request, and one more for each further distinct address of a warp's), or the warp instructions
+        a pass for each distinct address of a warp's request past the first), or the warp instructions
         it issued, whichever takes longer, after the launch latency and the calibrated floor."""
         p = self.profile
         rate = {"device": p.kernel_device_read, "managed": p.kernel_device_read, "zero-copy": p.kernel_zero_copy_read,
                 "peer": p.peer_rate}
         memory = sum(n * 32 / rate[k] for k, n in traffic.sectors.items()) + traffic.atomics * 32 / p.kernel_device_read \
-            + traffic.constant_requests / p.kernel_constant_requests \
             + (traffic.constant_addresses - traffic.constant_requests) / p.kernel_constant_replays
         issue = traffic.instructions / p.kernel_warp_instructions + traffic.shared_wavefronts / p.kernel_shared_wavefronts
         return p.launch_latency + p.kernel_floor + max(memory, issue)
