@@ -766,6 +766,20 @@ def ref_link_and_walk(d, n=300):
     return {"lsums": sums, "llens": lengths}
 
 
+def ref_warp_reduce(d):
+    x = d["wrx"].astype(np.int64).reshape(-1, 32)
+    u = d["wrx"].view(np.uint32).reshape(-1, 32)
+    each = lambda r: np.repeat(r, 32)  # noqa: E731 — every lane of the warp gets its warp's result
+    bits = np.stack([each(np.bitwise_and.reduce(u | np.uint32(0x80000000), axis=1)),
+                     each(np.bitwise_or.reduce(u & np.uint32(0xff), axis=1)), each(np.bitwise_xor.reduce(u, axis=1))],
+                    axis=1)
+    evens = np.full(x.shape, -1, np.int64)
+    evens[:, 0::2] = x[:, 0::2].sum(1, keepdims=True)
+    return {"wrsum": wrap(each(x.sum(1)), "int32"), "wrmin": each(x.min(1)).astype(np.int32),
+            "wrmax": each(x.max(1)).astype(np.int32), "wrbits": bits.astype(np.uint32),
+            "wreven": wrap(evens.reshape(-1), "int32")}
+
+
 def B(name, kind, dtype, count, init=Fill(), output=False) -> Buf:
     return Buf(name, kind, dtype, count, init, output)
 
@@ -807,6 +821,17 @@ CASES: list[Case] = [
          "saxpy", "3000 1.7f x y", 12, 256, file=K / "saxpy.cu", module="course",
          buffers=(B("x", "device", "float32", 3000, rand(3)), O("y", "device", "float32", 3000, rand(4))),
          reference=lambda d: {"y": fma32(f32(1.7), d["x"], d["y"])}),
+    Case("warp_reduce_sync", "sm_80's __reduce_add/min/max/and/or/xor_sync over a warp, and over a partial mask",
+         "warpReduce", "wrx wrsum wrmin wrmax wrbits wreven", 3, 64, file=K / "warp_reduce_sync.cu",
+         buffers=(B("wrx", "device", "int32", 192, rand(94)), O("wrsum", "device", "int32", 192),
+                  O("wrmin", "device", "int32", 192), O("wrmax", "device", "int32", 192),
+                  O("wrbits", "device", "uint32", 576), O("wreven", "device", "int32", 192)),
+         reference=ref_warp_reduce),
+    Case("whole_program", "a whole course program: the kernel beside main(), the runtime API, a launch, iostream "
+         "and std::vector — the simulator runs the kernel and leaves the host code to nvcc", "scaleAdd",
+         "wpx wpy 3.0f 1000", 8, 128, file=K / "whole_program.cu", module="wp",
+         buffers=(B("wpx", "device", "float32", 1000, rand(92)), O("wpy", "device", "float32", 1000, rand(93))),
+         reference=lambda d: {"wpy": fma32(f32(3.0), d["wpx"], d["wpy"])}),
     Case("matrix_add_2d", "matrix add on a 2-D grid of 16x16 blocks (100 x 37)", "matAdd2D", "m2a m2b m2c 100 37",
          (7, 3), (16, 16), file=K / "matrix_add_2d.cu",
          buffers=(B("m2a", "device", "float32", 3700, rand(33)), B("m2b", "device", "float32", 3700, rand(34)),

@@ -489,3 +489,10 @@ extern "C" __global__ void ones(int *out)
     cush.ok("launch ones.ones o grid 1 block 16,4")
     r = np.arange(64)
     assert np.array_equal(outputs(cush, "o", "int32", 64), 10 + 100 * r + 100000 * (r // 32))
+
+
+def test_a_part_of_cooperative_groups_the_simulator_lacks_is_refused_by_name(sim):
+    err = sim.fails("kernel define big <<< #include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+                    "__global__ void big(int *o) { __shared__ cg::block_tile_memory<256> scratch; o[0] = 1; } >>>")
+    assert err["code"] == "NOT_SUPPORTED_ON_SIM" and "cooperative groups' block_tile_memory" in err["message"]
+    assert ":3:" in err["message"]  # its line

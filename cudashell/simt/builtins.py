@@ -172,6 +172,26 @@ def _shfl(kind):
     return run
 
 
+def _warp_reduce(op):
+    """__reduce_OP_sync (sm_80+): the operation over the values of the mask's lanes, every one of them given it."""
+    def run(mach, e, m):
+        mask, value = _args(mach, e, m)
+        dt = dtype_of(e.type)
+        lane = _lane_in_warp(mach)
+        member = (((np.asarray(mask).astype(np.uint64) >> lane.astype(np.uint64)) & np.uint64(1)) != 0) & m
+        v = np.broadcast_to(np.asarray(value).astype(dt), (mach.n,)).reshape(-1, WARP)
+        inside = member.reshape(-1, WARP)
+        if op == "add":
+            r = np.where(inside, v.astype(np.int64), 0).sum(1).astype(dt)
+        else:
+            ufunc, start = {"min": (np.minimum, np.iinfo(dt).max), "max": (np.maximum, np.iinfo(dt).min),
+                            "and": (np.bitwise_and, dt.type(np.iinfo(dt).max)), "or": (np.bitwise_or, 0),
+                            "xor": (np.bitwise_xor, 0)}[op]
+            r = ufunc.reduce(np.where(inside, v, dt.type(start)), axis=1).astype(dt)
+        return np.repeat(r, WARP)
+    return run
+
+
 def _vote(kind):
     def run(mach, e, m):
         mask, pred = _args(mach, e, m)
@@ -308,6 +328,7 @@ BUILTINS = {
     "__shfl_xor_sync": _shfl("xor"),
     "__ballot_sync": _vote("ballot"), "__any_sync": _vote("any"), "__all_sync": _vote("all"),
     "__activemask": _activemask,
+    **{f"__reduce_{op}_sync": _warp_reduce(op) for op in ("add", "min", "max", "and", "or", "xor")},
     "min": _minmax(np.minimum), "max": _minmax(np.maximum), "abs": _abs, "llabs": _abs,
     "__float_as_int": _bitcast("int32"), "__int_as_float": _bitcast("float32"),
     "__float_as_uint": _bitcast("uint32"), "__uint_as_float": _bitcast("float32"),

@@ -175,7 +175,7 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
 
 # ------------------------------------------------------------------ parsing
 ARGS = ["-x", "cuda", "-nocudainc", "-nocudalib", "--cuda-device-only", "--cuda-gpu-arch=sm_90", "-std=c++17",
-        "-Wno-unknown-cuda-version"]
+        "-Wno-unknown-cuda-version", "-ferror-limit=0"]  # host code may hold many errors the simulator ignores
 REFUSED = {  # cursor kinds the interpreter does not run, and what to call them
     "ASM_STMT": "inline PTX (asm)", "GCC_ASM_STMT": "inline PTX (asm)",
     "MS_ASM_STMT": "inline assembly", "CUDA_KERNEL_CALL_EXPR": "dynamic parallelism (a launch from a kernel)",
@@ -188,13 +188,14 @@ NAMESPACE_NAMES = ("NAMESPACE_ALIAS", "USING_DIRECTIVE", "USING_DECLARATION")  #
 DEVICE_ATTRS = {"CUDADEVICE_ATTR", "CUDAGLOBAL_ATTR"}
 OUTSIDE = [
     (r"\b(cudaTextureObject_t|cudaSurfaceObject_t|tex[123]D\w*|texture\s*<|surf[123]D\w*)", "textures and surfaces"),
-    (r"<<<", "dynamic parallelism (a launch from a kernel)"),
 ]
 
 
 def parse(source: str, filename: str = "kernel.cu", include_dirs: list[Path] | None = None,
           root: Path | None = None) -> "Program":
-    text, where = preprocess(source, filename, include_dirs or [], root)
+    # a system header the simulator does not have is left out: what host code uses from it is host code's, and
+    # device code that uses it meets clang's "undeclared" below
+    text, where = preprocess(source, filename, include_dirs or [], root, missing_headers_ok=True)
     if FILE_DIRECTIVE.search("\n".join(re.findall(r"_Pragma\s*\((.*?)\)", text))):
         raise CompileError("NOT_SUPPORTED_ON_SIM", "_Pragma(\"GCC dependency …\") is not in the simulator's subset")
     for pattern, what in OUTSIDE:  # what clang would only call an unknown name: say what it is
@@ -247,7 +248,9 @@ class Program(ClassesMixin):
         toks = list(tu.get_tokens(extent=user))
         self.tok_offsets = [t.extent.start.offset for t in toks]
         self.tok_text = [t.spelling for t in toks]
-        errors = [d for d in tu.diagnostics if d.severity >= 3]
+        host = _host_bodies(tu.cursor)
+        self._refuse_device_launches(host)
+        errors = [d for d in tu.diagnostics if d.severity >= 3 and not _inside(d.location.offset, host)]
         if errors:
             d = errors[0]
             called = re.fullmatch(r"use of undeclared identifier '(\w+)'", d.spelling)
@@ -255,6 +258,10 @@ class Program(ClassesMixin):
                 # nvcc knows more device functions than the simulator declares: say which one it lacks
                 raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset (or not declared): the "
                                    f"function '{called.group(1)}'", self.loc_of(d.location))
+            cg = re.search(r"named '(\w+)' in namespace 'cooperative_groups'", d.spelling)
+            if cg:  # a part of cooperative groups the prelude does not declare: nvcc has it, the simulator does not
+                raise CompileError("NOT_SUPPORTED_ON_SIM", f"not in the simulator's subset: cooperative groups' "
+                                   f"{cg.group(1)}", self.loc_of(d.location))
             raise CompileError("USAGE", f"error: {d.spelling}", self.loc_of(d.location))
         self.kernel_names: list[str] = []
         self.shared_globals: list[ir.Decl] = []  # file-scope __shared__ variables
@@ -280,6 +287,17 @@ class Program(ClassesMixin):
             return ("<built-in>", location.line, location.column)
         f, ln = self.where[line - 1]
         return (f, ln, location.column)
+
+    def _refuse_device_launches(self, host: list) -> None:
+        """A `<<<` outside host code is a launch from the device (dynamic parallelism): refused by name, before clang's
+        own words about it. In host code (a course file's `main`) launches are nvcc's business, not the simulator's."""
+        for offset, text in zip(self.tok_offsets, self.tok_text):
+            if text == "<<<" and not _inside(offset, host):
+                line = self.text.count("\n", 0, offset) + 1
+                col = offset - self.text.rfind("\n", 0, offset)
+                f, ln = self.where[line - DECL_LINES - 1] if 0 < line - DECL_LINES <= len(self.where) else ("?", line)
+                raise CompileError("NOT_SUPPORTED_ON_SIM", "not in the simulator's subset: dynamic parallelism (a "
+                                   "launch from a kernel)", (f, ln, col))
 
     def loc(self, cur) -> tuple:
         return self.loc_of(cur.location)
@@ -934,6 +952,31 @@ class Program(ClassesMixin):
         if not known(name):
             self.refuse(cur, f"the function '{name}'")
         return ir.Call(loc, t, name, args)
+
+
+HOST_CODE_KINDS = {"FUNCTION_DECL", "FUNCTION_TEMPLATE", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR",
+                   "CONVERSION_FUNCTION"}
+
+
+def _host_bodies(cursor) -> list:
+    """The byte ranges of host-only function definitions (`main`, helpers without __device__): the simulator never
+    runs them, so what clang cannot make of them (the runtime API, launches, iostream) is not its to refuse."""
+    found = []
+    for cur in cursor.get_children():
+        k = cur.kind.name
+        if k in ("NAMESPACE", "LINKAGE_SPEC", "STRUCT_DECL", "CLASS_DECL", "CLASS_TEMPLATE"):
+            found += _host_bodies(cur)
+        elif k in HOST_CODE_KINDS:
+            kids = list(cur.get_children())
+            if {c.kind.name for c in kids} & DEVICE_ATTRS:
+                continue
+            if any(c.kind.name == "COMPOUND_STMT" for c in kids):  # a definition: its signature and body
+                found.append((cur.extent.start.offset, cur.extent.end.offset))
+    return found
+
+
+def _inside(offset: int, ranges: list) -> bool:
+    return any(a <= offset < b for a, b in ranges)
 
 
 def _straight(stmts: list) -> bool:

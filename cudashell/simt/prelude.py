@@ -88,6 +88,11 @@ def _decls() -> str:
         "__device__ float __exp10f(float); __device__ float __tanf(float);",
         "__device__ unsigned __ballot_sync(unsigned, int); __device__ int __any_sync(unsigned, int); "
         "__device__ int __all_sync(unsigned, int); __device__ unsigned __activemask();",
+        "__device__ int __reduce_add_sync(unsigned, int); __device__ unsigned __reduce_add_sync(unsigned, unsigned); "
+        "__device__ int __reduce_min_sync(unsigned, int); __device__ unsigned __reduce_min_sync(unsigned, unsigned); "
+        "__device__ int __reduce_max_sync(unsigned, int); __device__ unsigned __reduce_max_sync(unsigned, unsigned); "
+        "__device__ unsigned __reduce_and_sync(unsigned, unsigned); __device__ unsigned __reduce_or_sync(unsigned, "
+        "unsigned); __device__ unsigned __reduce_xor_sync(unsigned, unsigned);",
     ]
     for name in _MATH1:
         out.append(f"__device__ float {name}f(float); __device__ double {name}(double); "
