@@ -723,7 +723,7 @@ def ref_pack_vectors(d, tile=64):
 
 # ------------------------------------------------------------------ the corpus
 def julia_steps(dim: int = 40) -> np.ndarray:
-    """julia_complex.cu's escape steps, with nvcc's contractions: r*a.r - i*a.i is fma(r, a.r, -(i*a.i)),
+    """The escape steps of test_sim_cxx_classes.JULIA (CUDA by Example's shape), with nvcc's contractions: r*a.r - i*a.i is fma(r, a.r, -(i*a.i)),
     i*a.r + r*a.i is fma(i, a.r, r*a.i), r*r + i*i is fma(r, r, i*i)."""
     half = dim // 2
     ys, xs = np.mgrid[0:dim, 0:dim]
