@@ -50,7 +50,7 @@ def _memcpy(direction: str, engine: str, glyph: str, nvprof: str, colour: str) -
 
 def _prefetch(where: str, engine: str, nvprof: str) -> Operation:
     return Operation(f"prefetch {where}", "prefetch", "prefetch", engine, "P", f"[Unified Memory prefetch {nvprof}]",
-                     "tab:olive", "prefetch", R.QUEUED, False, frozenset({STREAM, PLACES}))
+                     "tab:olive", "prefetch", R.prefetch_rule, False, frozenset({STREAM, PLACES}))
 
 
 MEMCPY = {  # by the direction the command names
