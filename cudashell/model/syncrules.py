@@ -66,6 +66,34 @@ def memcpy_rule(src: str, dst: str, async_: bool, nbytes: int) -> Rule:
     return Rule("none", "async copies between pinned, device and managed memory are fully asynchronous")
 
 
+BATCH_ORDERS = ("stream", "during-call", "any")  # CUmemcpySrcAccessOrder: STREAM, DURING_API_CALL, ANY
+_STRENGTH = ("none", "staged", "queue", "complete", "device")
+
+
+def batch_copy_rule(src: str, dst: str, order: str, nbytes: int) -> Rule:
+    """One copy of cuMemcpyBatchAsync, as the H100 ran it (CUDA 13, 4 KiB, the stream held 30 ms by a kernel): the
+    source-access order decides, not the async copy's rules — a pageable destination does not make it synchronous."""
+    if src == "pageable":
+        if order == "stream":
+            return Rule("queue", "a batch reading pageable memory in stream order: the call waits for the stream, "
+                        "then stages the source and returns")
+        return Rule("staged", "a batch reading pageable memory out of stream order: the source is staged during "
+                    "the call, which does not wait for the stream")
+    if src in ("pinned", "device", "managed") and dst in ("pinned", "device", "managed", "pageable"):
+        if order == "during-call":
+            return Rule("complete", "a batch whose sources must be read during the call (DURING_API_CALL): with "
+                        "work queued ahead, the call waits for the stream and for the copies")
+        return Rule("none", "a batch of copies from pinned, device or managed memory is queued; the call returns "
+                    "at once (into pageable memory too)")
+    return memcpy_rule(src, dst, True, nbytes)
+
+
+def batch_rule(copies: list[tuple[str, str, int]], order: str) -> Rule:
+    """cuMemcpyBatchAsync: one call for many copies ((src class, dst class, bytes) each), so the host waits as long
+    as its most waiting copy's rule says."""
+    return max((batch_copy_rule(s, d, order, n) for s, d, n in copies), key=lambda r: _STRENGTH.index(r.wait))
+
+
 def memset_rule(target: str, async_: bool, nbytes: int) -> Rule:
     if nbytes == 0:
         return Rule("none", "a zero-byte memset returns at once")
