@@ -27,6 +27,15 @@ def test_a_first_prefetch_of_host_written_pages_to_the_device_holds_the_host_lat
     assert again["blocking"] is False and again["host_seconds"] < 10e-6
 
 
+def test_a_first_prefetch_to_the_device_blocks_and_one_after_a_round_trip_does_not_on_both_backends(cush):
+    cush.ok("alloc managed 4MB as m; fill m 1")
+    assert cush.ok("prefetch m device")["blocking"] is True
+    cush.ok("prefetch m host; sync")
+    assert cush.ok("prefetch m device")["blocking"] is False
+    cush.ok("sync")
+    assert cush.ok("show m count 1")["values"] == [1]
+
+
 def test_a_prefetch_of_pages_the_host_never_touched_returns_at_once(sim):
     sim.ok("alloc managed 4MB as u")
     assert sim.ok("prefetch u device")["blocking"] is False
