@@ -238,6 +238,8 @@ class Vmm:
     def vmm_regions(self, a: SimReservation, name: str, arrays: dict) -> list:
         """A kernel's view of a reservation: one region a mapping, its bytes one array a handle (shared by every
         mapping of it in this launch, so a write through one address reads back through the other)."""
+        from ...simt.memory import Region
+
         regions = []
         for m in a.data.mappings:
             phys = m.phys
