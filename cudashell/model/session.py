@@ -290,6 +290,8 @@ class Session:
         sums = dict.fromkeys(KIND_LETTER, 0)
         for b in self.buffers.values():
             sums[b.kind] += b.size
+        sums["device"] += self.vmm.memory() - sum(r.size for r in self.vmm.reservations.values())  # addresses
+        # are not memory; `vmm create`'s handles are
         return sums
 
     def pinned_bytes(self) -> int:

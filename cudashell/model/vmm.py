@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..sizes import size_word
+
 # cuMemGetAllocationGranularity for pinned device memory on the H100 (CUDA 13): minimum and recommended both 2 MiB
 # (../shared/design/memory-model-facts.md, "Virtual memory management").
 GRANULARITY = 2 << 20
@@ -73,3 +75,21 @@ class VmmState:
         while f"mem{n}" in self.handles:
             n += 1
         return f"mem{n}"
+
+    def alive(self) -> list[VmmHandle]:
+        """Handles whose memory lives: not released, or released but still mapped somewhere."""
+        mapped = [m.handle for r in self.reservations.values() for m in r.mappings]
+        return list({id(h): h for h in [*self.handles.values(), *mapped]}.values())
+
+    def memory(self) -> int:
+        return sum(h.size for h in self.alive())
+
+    def rows(self) -> list[dict]:
+        """Each reservation with what is mapped where (`ls`, --json)."""
+        return [{"name": r.name, "size": r.size, "mappings": [
+            {"offset": m.offset, "size": m.size, "handle": m.handle.name, "released": m.handle.released,
+             "access": m.access} for m in r.mappings]} for r in self.reservations.values()]
+
+    def handle_rows(self) -> list[dict]:
+        return [{"name": h.name, "size": h.size, "device": h.device, "released": h.released,
+                 "mapped_at": [f"{m.reservation}[{size_word(m.offset)}:]" for m in h.mappings]} for h in self.alive()]
