@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
-from ..errors import ShellError, usage
+from ..errors import ShellError, held_error, usage
 from ..export.cemit import HELPERS, ident
 from ..language.grammar import Arg, Opt
 from ..language.registry import c_writer, command
@@ -167,8 +167,7 @@ def vmm_unmap(session, backend, args):
         raise ShellError("CUDA_ERROR_INVALID_VALUE", f"cuMemUnmap: {r.label()} is not whole mappings",
                          "name whole mappings (`ls` shows them), or the reservation for all", args.col("VA"))
     if session.held is not None:
-        raise ShellError("HELD", "cuMemUnmap waits for the device, and the streams are held",
-                         "`release` first", args.col("VA"))
+        raise held_error("cuMemUnmap, which waits for the device,").at(args.col("VA"))
     for m in ms:
         backend.vmm_unmap(buf, m.offset, m.size)
         res.mappings.remove(m)
@@ -280,20 +279,19 @@ static unsigned char *vmm_reserve(size_t size) {
 static CUmemGenericAllocationHandle vmm_create(size_t size, int device) {
     vmm_init(); CUmemAllocationProp p = vmm_prop(device); CUmemGenericAllocationHandle h;
     CU(vmm.create(&h, size, &p, 0)); return h; }
-static void vmm_access(unsigned char *at, size_t size, CUmemAccess_flags flags, int device) {
+struct vmm_range { unsigned char *base; size_t size; int n; size_t off[64], len[64]; };  // what is mapped where
+static void vmm_map_at(vmm_range &r, size_t off, CUmemGenericAllocationHandle h, size_t size) {
+    CU(vmm.map((CUdeviceptr)(r.base + off), size, 0, h, 0)); r.off[r.n] = off; r.len[r.n++] = size; }
+static void vmm_access_all(vmm_range &r, CUmemAccess_flags flags, int device) {  // one call a mapping
     CUmemAccessDesc d = {}; d.location.type = CU_MEM_LOCATION_TYPE_DEVICE; d.location.id = device; d.flags = flags;
-    CU(vmm.setAccess((CUdeviceptr)at, size, &d, 1)); }
+    for (int k = 0; k < r.n; k++) CU(vmm.setAccess((CUdeviceptr)(r.base + r.off[k]), r.len[k], &d, 1)); }
+static void vmm_unmap_range(vmm_range &r, size_t from, size_t to) {  // the whole mappings inside [from, to)
+    for (int k = 0; k < r.n;)
+        if (r.off[k] >= from && r.off[k] + r.len[k] <= to) {
+            CU(vmm.unmap((CUdeviceptr)(r.base + r.off[k]), r.len[k]));
+            r.n--; r.off[k] = r.off[r.n]; r.len[k] = r.len[r.n];
+        } else k++; }
 """
-
-
-def _maps(w) -> dict:
-    """What the program has mapped so far (reservation → [(offset, size)]), handle sizes: the writer's own
-    record, so `vmm access` and `vmm unmap` write one call a mapping as the shell made them."""
-    return w.__dict__.setdefault("vmm_maps", {})
-
-
-def _sizes(w) -> dict:
-    return w.__dict__.setdefault("vmm_sizes", {})
 
 
 def _c_ready(w) -> None:
@@ -315,53 +313,44 @@ def c_vmm_granularity(w, a, i, text):
 def c_vmm_reserve(w, a, i, text):
     _c_ready(w)
     name, size = w.named(a, text), a.get("SIZE")
-    var = ident("b", name)
+    var, rec = ident("b", name), ident("vr", name)
     w.declare(f"unsigned char *{var} = nullptr;")
-    w.emit(f"{var} = vmm_reserve({size});", i, "cuMemAddressReserve")
+    w.declare(f"vmm_range {rec} = {{}};")
+    w.emit(f"{var} = vmm_reserve({size}); {rec} = {{{var}, {size}, 0}};", i, "cuMemAddressReserve")
     w.buffers[name] = ("device", size)
     w.unchecked.add(name)  # only its mapped parts can be read: no checksum of the whole at the end
-    _maps(w)[name] = []
 
 
 @c_writer("vmm create")
 def c_vmm_create(w, a, i, text):
     _c_ready(w)
     name, size = w.named(a, text), a.get("SIZE")
-    var = ident("h", name)
-    w.declare(f"CUmemGenericAllocationHandle {var} = 0;")
-    w.emit(f"{var} = vmm_create({size}, {a.get('GPU') if a.get('GPU') is not None else w.device});", i,
-           "cuMemCreate")
-    _sizes(w)[name] = size
+    w.declare(f"CUmemGenericAllocationHandle {ident('h', name)} = 0;")
+    w.declare(f"size_t {ident('hs', name)} = 0;")
+    w.emit(f"{ident('h', name)} = vmm_create({size}, {a.get('GPU') if a.get('GPU') is not None else w.device}); "
+           f"{ident('hs', name)} = {size};", i, "cuMemCreate")
 
 
 @c_writer("vmm map")
 def c_vmm_map(w, a, i, text):
     part, h = a.get("VA"), a.get("H")
-    size = _sizes(w)[h]
-    w.emit(f"CU(vmm.map((CUdeviceptr)({ident('b', part.name)} + {part.start}), {size}, 0, {ident('h', h)}, 0));",
-           i, "cuMemMap")
-    _maps(w)[part.name].append((part.start, size))
+    w.emit(f"vmm_map_at({ident('vr', part.name)}, {part.start}, {ident('h', h)}, {ident('hs', h)});", i, "cuMemMap")
 
 
 @c_writer("vmm access")
 def c_vmm_access(w, a, i, text):
     flags = {"rw": "CU_MEM_ACCESS_FLAGS_PROT_READWRITE", "read": "CU_MEM_ACCESS_FLAGS_PROT_READ",
              "none": "CU_MEM_ACCESS_FLAGS_PROT_NONE"}[a.get("MODE")]
-    name = a.get("VA")
     gpu = a.get("GPU") if a.get("GPU") is not None else w.device
-    for offset, size in _maps(w)[name]:
-        w.emit(f"vmm_access({ident('b', name)} + {offset}, {size}, {flags}, {gpu});", i, "cuMemSetAccess")
+    w.emit(f"vmm_access_all({ident('vr', a.get('VA'))}, {flags}, {gpu});", i, "cuMemSetAccess")
 
 
 @c_writer("vmm unmap")
 def c_vmm_unmap(w, a, i, text):
     part = a.get("VA")
-    maps = _maps(w)[part.name]
-    end = (part.start + part.length if part.length is not None else part.stop if part.stop is not None else None)
-    gone = [m for m in maps if end is None or (part.start <= m[0] and m[0] + m[1] <= end)]
-    for offset, size in gone:
-        w.emit(f"CU(vmm.unmap((CUdeviceptr)({ident('b', part.name)} + {offset}), {size}));", i, "cuMemUnmap")
-        maps.remove((offset, size))
+    end = (part.start + part.length if part.length is not None else part.stop if part.stop is not None
+           else w.buffers[part.name][1])
+    w.emit(f"vmm_unmap_range({ident('vr', part.name)}, {part.start}, {end});", i, "cuMemUnmap")
 
 
 @c_writer("vmm release")
@@ -374,5 +363,4 @@ def c_vmm_free(w, a, i, text):
     name = a.get("VA")
     var, size = ident("b", name), w.buffers.pop(name)[1]
     w.unchecked.discard(name)
-    _maps(w).pop(name, None)
     w.emit(f"CU(vmm.addressFree((CUdeviceptr){var}, {size})); {var} = nullptr;", i, "cuMemAddressFree")
