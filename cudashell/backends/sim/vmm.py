@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ...errors import ShellError
 from ...model.vmm import GRANULARITY
+from ...sizes import size_word
 from ..base import Allocation
 from ..sparse import CHUNK, SparseBytes
 from .common import INVALID, SimAlloc
@@ -231,7 +232,7 @@ class Vmm:
         covered = sum(min(offset + nbytes, m.end) - max(offset, m.offset) for m in ms)
         allowed = ("rw",) if write else ("rw", "read")
         if covered < nbytes or any(m.access not in allowed for m in ms):
-            raise ShellError(INVALID, f"{call}: {buf.name}[{offset}:+{nbytes}] is not all mapped with "
+            raise ShellError(INVALID, f"{call}: {buf.name}[{size_word(offset)}:+{size_word(nbytes)}] is not all mapped with "
                              f"{'read-write' if write else 'read'} access",
                              f"`vmm map` memory there and `vmm access {buf.name} rw` first")
 
