@@ -90,7 +90,8 @@ def test_the_worker_pipe_carries_reservations_and_handles(piped):
 
 def test_a_kernel_faults_where_nothing_is_accessible(sim):
     sim.ok("vmm reserve 4MB as va; vmm create 2MB as mem; vmm map mem va")
-    sim.ok("kernel define put <<< __global__ void put(int *a) { a[threadIdx.x] = 1; } >>>; launch put va grid 1 block 4")
+    sim.ok("kernel define put <<< __global__ void put(int *a) { a[threadIdx.x] = 1; } >>>")
+    sim.ok("launch put va grid 1 block 4")
     assert sim.fails("sync")["code"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
 
 

@@ -109,7 +109,8 @@ def _rebuild_reservation(session, backend, buf) -> dict:
     buf.handle, buf.device_ptr = alloc.handle, alloc.device_ptr
     buf.pending.clear()
     return {"name": buf.name, "kind": buf.kind, "size": buf.size, "flags": buf.flag_text(), "old_host_ptr": None,
-            "old_device_ptr": old, "host_ptr": None, "device_ptr": hexptr(buf.device_ptr), "contents": "lost: device memory"}
+            "old_device_ptr": old, "host_ptr": None, "device_ptr": hexptr(buf.device_ptr),
+            "contents": "lost: device memory"}
 
 
 def _rebuild_handles(session, backend) -> None:

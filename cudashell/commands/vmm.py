@@ -52,7 +52,7 @@ def _handle(session, name: str, col) -> VmmHandle:
     return h
 
 
-def _change(action: str, call: str, text: str, named: str | None = None, **extra) -> "VmmChange":
+def _change(action: str, call: str, text: str, named: str | None = None, **extra) -> VmmChange:
     return VmmChange({"action": action, "call": call, "text": text, **extra}, named=named)
 
 
@@ -219,8 +219,8 @@ class Granularity(Result, kind="vmm_granularity"):
 
     def text(self):
         d = self.data
-        return [f"GPU {d['device']}: allocation granularity {format_size(d['minimum'])} minimum, "
-                f"{format_size(d['recommended'])} recommended (cuMemGetAllocationGranularity)"]
+        return [(f"GPU {d['device']}: allocation granularity {format_size(d['minimum'])} minimum, "
+                 f"{format_size(d['recommended'])} recommended (cuMemGetAllocationGranularity)")]
 
 
 class VmmData(TypedDict):

@@ -43,7 +43,7 @@ class _Chunks:
     """The reservation's chunks as a SparseBytes source reads them (`chunks.get(i)`): the mapped handle's own chunk
     (mappings start at multiples of 2 MiB, so chunks line up), None elsewhere."""
 
-    def __init__(self, view: "MappedBytes"):
+    def __init__(self, view: MappedBytes):
         self.view = view
 
     def get(self, idx: int):
@@ -232,7 +232,8 @@ class Vmm:
         covered = sum(min(offset + nbytes, m.end) - max(offset, m.offset) for m in ms)
         allowed = ("rw",) if write else ("rw", "read")
         if covered < nbytes or any(m.access not in allowed for m in ms):
-            raise ShellError(INVALID, f"{call}: {buf.name}[{size_word(offset)}:+{size_word(nbytes)}] is not all mapped with "
+            part = f"{buf.name}[{size_word(offset)}:+{size_word(nbytes)}]"
+            raise ShellError(INVALID, f"{call}: {part} is not all mapped with "
                              f"{'read-write' if write else 'read'} access",
                              f"`vmm map` memory there and `vmm access {buf.name} rw` first")
 

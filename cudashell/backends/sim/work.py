@@ -14,7 +14,6 @@ from ...model.launchdims import check_launch, computed
 from ..base import HOST_PORTABLE, HOST_WRITECOMBINED, PLAIN_LAUNCH
 from ..kernel_report import Access, KernelReport, MemoryTraffic
 from ..sparse import SparseBytes
-from .vmm import SimReservation
 from .common import (
     CALLBACK_COST,
     ILLEGAL,
@@ -24,6 +23,7 @@ from .common import (
     STEP,
     SimAlloc,
 )
+from .vmm import SimReservation
 
 
 class Work:
