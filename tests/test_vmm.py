@@ -141,3 +141,8 @@ def test_free_all_gives_virtual_memory_back_in_the_drivers_order(sim):
     assert [f["name"] for f in freed] == ["va", "d"]
     assert sim.ok("ls") == {"buffers": [], "totals": {"pageable": 0, "pinned": 0, "device": 0, "managed": 0}}
     assert sim.backend.device_used == 0 and not sim.backend.vmm_handles and not sim.backend.live
+
+
+@pytest.mark.parametrize("line", ["vmm granularity on 64", "vmm create 2MB on 64"])
+def test_a_gpu_that_is_not_there_is_invalid_device(cush, line):
+    assert cush.fails(line)["code"] == "CUDA_ERROR_INVALID_DEVICE"
