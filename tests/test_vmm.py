@@ -146,3 +146,9 @@ def test_free_all_gives_virtual_memory_back_in_the_drivers_order(sim):
 @pytest.mark.parametrize("line", ["vmm granularity on 64", "vmm create 2MB on 64"])
 def test_a_gpu_that_is_not_there_is_invalid_device(cush, line):
     assert cush.fails(line)["code"] == "CUDA_ERROR_INVALID_DEVICE"
+
+
+def test_the_driver_calls_a_mapped_reservation_device_memory(cush):
+    # H100: cuPointerGetAttribute(MEMORY_TYPE) of a mapped, accessible VMM range → device
+    cush.ok(f"{SETUP}; vmm access va rw")
+    assert cush.ok("info va")["driver"]["memory_type"] == "device"
