@@ -238,7 +238,8 @@ def c_unregister(w, a, i, text):
          "free / cudaFreeHost / cudaFree / cudaFreeAsync (cuMemFreeAsync)",
          args=(Arg("NAME", "buffer", many=True, also=(("all", "every buffer"),)),),
          flags=(Flag("async"),), opts=(Opt("stream", Arg("S", "stream"), needs="async"),),
-         details="A registered buffer is unregistered first. `free all` releases every buffer. cudaFree waits for "
+         details="A registered buffer is unregistered first. `free all` releases every buffer, and virtual memory "
+                 "(every mapping unmapped, every handle released, every reservation freed). cudaFree waits for "
                  "the whole device first; `free NAME… async [stream S]` is cudaFreeAsync, for device memory: queued "
                  "on the stream (0 unless told), the host does not wait, and the memory goes back to its pool when "
                  "the stream reaches the free (a later `alloc device … async` on the same stream may reuse it at "
@@ -247,10 +248,14 @@ def c_unregister(w, a, i, text):
 def free(session, backend, args):
     names = args.get("NAME")
     if names == ["all"]:
-        bufs = [b for b in session.buffers.values() if not b.symbol]  # a module's variables live with the module
+        bufs = [b for b in session.buffers.values() if not b.symbol and "vmm" not in b.flags]  # a module's
+        # variables live with the module; a reservation goes with `vmm free`
     else:
         bufs = [session.buffer(n, args.col("NAME")) for n in dict.fromkeys(names)]
     for buf in bufs:
+        if "vmm" in buf.flags:
+            raise usage(f"{buf.name} is a `vmm reserve` range: cudaFree does not free it", args.col("NAME"),
+                        f"`vmm unmap {buf.name}`, then `vmm free {buf.name}` (cuMemAddressFree)")
         if buf.symbol:
             raise usage(f"{buf.name} is module {buf.module}'s __{'device' if buf.symbol == 'global' else buf.symbol}__ "
                         f"variable {buf.source_name}: it lives as long as the module, and is not freed",
@@ -261,10 +266,14 @@ def free(session, backend, args):
                          "releases everything", args.col("NAME"))
     if "async" in args.flags:  # queued: neither held streams nor the device make it wait
         return _free_async(session, backend, args, bufs)
-    if session.held is not None and any(b.kind != "pageable" or b.registered is not None for b in bufs):
+    everything = names == ["all"]
+    if session.held is not None and (any(b.kind != "pageable" or b.registered is not None for b in bufs)
+                                     or (everything and session.vmm.reservations)):
         raise held_error("cudaFree, which waits for the device,").at(args.col("NAME"))
     freed = []
     t0 = backend.clock()
+    if everything:
+        freed += _free_vmm(session, backend)
     for buf in bufs:
         unregistered = session.release_buffer(backend, buf)
         del session.buffers[buf.name]
@@ -273,6 +282,28 @@ def free(session, backend, args):
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
+
+
+def _free_vmm(session, backend) -> list[dict]:
+    """`free all` gives virtual memory back too, in the driver's order: every mapping unmapped, every handle released,
+    every reservation's addresses freed (cuMemUnmap, cuMemRelease, cuMemAddressFree)."""
+    vmm, freed = session.vmm, []
+    for res in list(vmm.reservations.values()):
+        buf = session.buffers[res.name]
+        for m in list(res.mappings):
+            backend.vmm_unmap(buf, m.offset, m.size)
+            res.mappings.remove(m)
+            m.handle.mappings.remove(m)
+    for h in list(vmm.handles.values()):
+        backend.vmm_release(h.handle)
+        del vmm.handles[h.name]
+        session.gone["vmm " + h.name] = "was released"
+    for res in list(vmm.reservations.values()):
+        backend.vmm_free(session.buffers[res.name])
+        del session.buffers[res.name], vmm.reservations[res.name]
+        session.gone[res.name] = "was freed"
+        freed.append({"name": res.name, "kind": "device", "size": res.size, "unregistered": False})
+    return freed
 
 
 def _free_async(session, backend, args, bufs: list) -> Freed:
@@ -298,8 +329,13 @@ def _free_async(session, backend, args, bufs: list) -> Freed:
 def c_free(w, a, i, text):
     names = list(w.buffers) if a.get("NAME") == ["all"] else list(dict.fromkeys(a.get("NAME")))
     for name in names:
-        kind, _ = w.buffers.pop(name)
+        kind, size = w.buffers.pop(name)
         var = ident("b", name)
+        if name in w.unchecked:  # a `vmm reserve` range (`free all`): unmapped, then its addresses freed
+            w.unchecked.discard(name)
+            w.emit(f"vmm_unmap_range({ident('vr', name)}, 0, {size}); "
+                   f"CU(vmm.addressFree((CUdeviceptr){var}, {size})); {var} = nullptr;", i, "cuMemAddressFree")
+            continue
         if kind == "registered":
             w.emit(f"CHECK(cudaHostUnregister({var}));", i, "cuMemHostUnregister")
         line, driver = {"pageable": (f"free({var});", "munmap"), "registered": (f"free({var});", "munmap"),
@@ -325,7 +361,9 @@ def ls(session, backend, args):
     session.settle(backend)
     rows = [buffer_row(b) for b in session.buffers.values()]
     totals = session.totals()
-    return Listing({"buffers": rows, "totals": totals})
+    vmm = {"reservations": session.vmm.rows(), "vmm_handles": session.vmm.handle_rows()} \
+        if session.vmm.reservations or session.vmm.handles else {}  # only once `vmm` made something: keys added
+    return Listing({"buffers": rows, "totals": totals, **vmm})
 
 
 @command("info", "memory", "what the driver says about one buffer's pointer", "info p0",
@@ -577,9 +615,33 @@ class LsDataTotals(TypedDict):
     managed: int
 
 
+class LsMapping(TypedDict):
+    offset: int
+    size: int
+    handle: str
+    released: bool
+    access: str
+
+
+class LsReservation(TypedDict):
+    name: str
+    size: int
+    mappings: list[LsMapping]
+
+
+class LsVmmHandle(TypedDict):
+    name: str
+    size: int
+    device: int
+    released: bool
+    mapped_at: list[str]
+
+
 class LsData(TypedDict):
     buffers: list[BufferRow]
     totals: LsDataTotals
+    reservations: NotRequired[list[LsReservation]]  # `vmm reserve` ranges and what is mapped where
+    vmm_handles: NotRequired[list[LsVmmHandle]]  # `vmm create` handles whose memory lives
 
 
 class Listing(Result, kind="ls"):
@@ -588,7 +650,7 @@ class Listing(Result, kind="ls"):
     def lines(self, tablefmt="simple", width=0):
         d = self.data
         if not d["buffers"]:
-            return ["no buffers"]
+            return ["no buffers"] + self._vmm_lines(tablefmt, width)
         gpus = len({r["device"] for r in d["buffers"]}) > 1 or any(r["device"] for r in d["buffers"])
         ctxs = any(r["context"] != f"gpu{r['device']}" for r in d["buffers"])  # a context of `context create`'s
         rows = [[r["name"], r["kind"], format_size_exact(r["size"]), flags_text(r), r["host_ptr"] or "-",
@@ -599,7 +661,22 @@ class Listing(Result, kind="ls"):
         def short():
             return [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)], headers
 
-        return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))]
+        return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))] + self._vmm_lines(tablefmt, width)
+
+    def _vmm_lines(self, tablefmt, width) -> list[str]:
+        """Each reservation's mappings (offset, size, handle, access), and the handles alive."""
+        d = self.data
+        maps = [[r["name"], f"+{format_size(m['offset'])}", format_size(m["size"]),
+                 m["handle"] + (" (released)" if m["released"] else ""), m["access"]]
+                for r in d.get("reservations", ()) for m in r["mappings"]]
+        handles = [[h["name"], format_size(h["size"]), str(h["device"]), "yes" if h["released"] else "no",
+                    ", ".join(h["mapped_at"]) or "-"] for h in d.get("vmm_handles", ())]
+        out = []
+        if maps:
+            out.append(fit(maps, ["reservation", "offset", "size", "handle", "access"], tablefmt, width))
+        if handles:
+            out.append(fit(handles, ["vmm handle", "size", "GPU", "released", "mapped at"], tablefmt, width))
+        return out
 
 
 class PrefetchData(TimingData):

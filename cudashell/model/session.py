@@ -13,6 +13,7 @@ from ..sizes import size_word
 from .kernels import BUILTINS
 from .operations import Operation, TraceEntry, plan_entries
 from .settings import SESSION_DEFAULTS
+from .vmm import VmmState
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
@@ -224,6 +225,7 @@ class Session:
     lessons_away: dict = field(default_factory=dict)  # lessons quit or left for another here, by key: resumed as is
     state_dir: Path | None = None  # where progress is kept (the Environment's state dir); None: not kept
     advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
+    vmm: VmmState = field(default_factory=VmmState)  # reservations, physical handles and mappings (`vmm`)
 
     # -------------------------------------------------------------- contexts
     @property
@@ -288,6 +290,8 @@ class Session:
         sums = dict.fromkeys(KIND_LETTER, 0)
         for b in self.buffers.values():
             sums[b.kind] += b.size
+        sums["device"] += self.vmm.memory() - sum(r.size for r in self.vmm.reservations.values())  # addresses
+        # are not memory; `vmm create`'s handles are
         return sums
 
     def pinned_bytes(self) -> int:

@@ -23,10 +23,11 @@ from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory
 from .sync import Sync
+from .vmm import Vmm
 from .work import Work
 
 
-class GpuSide(Memory, Work, Sync, Contexts, Measurement):
+class GpuSide(Memory, Vmm, Work, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"
@@ -66,6 +67,8 @@ class GpuSide(Memory, Work, Sync, Contexts, Measurement):
             self.pending: dict[int, Pending] = {}
             self.unread_plans: dict[int, tuple] = {}  # plan tag → (work call indices, rounds): see plan_records
             self.next_token = 1
+            self.vmm_handles: dict = {}  # `vmm create`'s handles by number: (CUmemGenericAllocationHandle, size)
+            self.vmm_next = 0
             self.streams: set[int] = set()
             self.clock_khz = self._attr("CLOCK_RATE", 1_980_000)
             self.lock = threading.Lock()

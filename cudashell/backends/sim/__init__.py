@@ -24,10 +24,11 @@ from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory
 from .sync import Sync
+from .vmm import Vmm
 from .work import Work
 
 
-class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, Vmm, Work, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
@@ -56,6 +57,8 @@ class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
         self.device_used = self.host_used = 0
         self.pools: dict[int, int] = {}  # GPU → bytes its default pool holds unused (cudaMallocAsync serves them)
         self.freed_on: dict[SimStream, list[SimAlloc]] = {}  # stream → blocks freed on it that it has not reached
+        self.vmm_handles: dict = {}  # cuMemCreate's handles by number (vmm.PhysHandle), until released and unmapped
+        self.vmm_next = 0
         self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a may reach GPU b's memory
         self.ctxs: dict = {None: SimCtx(0, True, SimStream())}  # handle → context; None: GPU 0's primary
         self.cur = None  # the current context's handle
@@ -95,7 +98,7 @@ class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
         buf.handle.data = saved
 
     def reset(self):
-        for a in list(self.live) + list(self.stale.values()):
+        for a in list(self.live) + list(self.stale.values()) + list(self.vmm_handles.values()):
             if a not in self.salvaged:
                 a.data.release()
         self._fresh()

@@ -13,6 +13,7 @@ from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
 from ..refusals import refuse_register
 from ..sparse import SparseBytes
 from .common import INVALID, MIB, STALE_LIMIT, SimAlloc
+from .vmm import SimReservation
 
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
 # The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): served from memory
@@ -83,7 +84,9 @@ class Memory:
         on_device = kind in ("device", "managed")
         used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
         if device and on_device:  # another GPU's own memory
-            used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
+            used = sum(x.size for x in self.live if x.device == device and x.kind == "device"
+                       and not isinstance(x, SimReservation))  # a reservation is addresses; its handles are memory
+            used += sum(h.size for h in self.vmm_handles.values() if h.device == device)
         if used + size > limit:
             code, call = _out_of_memory(kind)
             raise ShellError(code, f"{call}{size} bytes do not fit: {used} of {limit} bytes of "
@@ -327,6 +330,7 @@ class Memory:
         if buf.kind == "device":
             self._alive()
             self._refuse_held("reading device memory (a synchronous copy)")
+            self.vmm_check(buf, offset, nbytes, "cuMemcpyDtoH")
         else:
             self._advance(self.now)
         return buf.handle.data.read(offset, nbytes)
@@ -339,6 +343,7 @@ class Memory:
     def known_zero(self, buf, offset, nbytes):
         if buf.kind == "device":  # a read the GPU side would have to make: as `read` does
             self._refuse_held("reading device memory (a synchronous copy)")
+            self.vmm_check(buf, offset, nbytes, "cuMemcpyDtoH")
         self._advance(self.now)
         return not buf.handle.data.touched(offset, nbytes)
 
