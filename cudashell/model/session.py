@@ -125,6 +125,17 @@ class Event:
 
 
 @dataclass
+class MemPool:
+    """A stream-ordered allocator's pool: a GPU's default pool (`default`, `gpuN:default`) or one `pool create`
+    made; `handle` is the backend's int."""
+
+    name: str
+    handle: int
+    device: int = 0
+    default: bool = False
+
+
+@dataclass
 class Measured:
     """What a session measured, for `compare ref`: the last result of each bench and `calibrate` (by command line) and
     the newest copies (their trace entries, whose times fill in as the work finishes). A demo's scope shares its
@@ -211,6 +222,7 @@ class Session:
     counters: dict = field(default_factory=dict)
     stream_counter: int = 0
     events: dict = field(default_factory=dict)
+    pools: dict = field(default_factory=dict)  # the pools `pool create` made, by name (MemPool)
     kernels: dict = field(default_factory=lambda: dict(BUILTINS))
     api: list = field(default_factory=list)  # (CUDA call, host seconds) of every command, for `profile`
     script_dir: Path = field(default_factory=Path.cwd)  # where relative input paths are resolved
