@@ -1,0 +1,143 @@
+"""The stream-ordered allocator's pools (issue 35, item 2): the same scenarios on the simulator and on the GPU, with the
+H100's answers (../shared/design/memory-model-facts.md, "Stream-ordered allocator"): what a pool reserves and uses,
+what a synchronize gives back at threshold 0 and keeps at max, same-stream and opportunistic reuse, trim, destroy,
+and the attributes read back as they were set."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudashell.backends.sim.memory import POOL_MAP_PER_MIB, POOL_REUSE, POOL_WARM
+from tests.conftest import text_run
+
+MIB = 1 << 20
+GATE = "launch spin 30000"  # 30 ms: the stream is busy far longer than the shell takes between two commands
+
+
+def row(cush, name="default") -> dict:
+    return next(p for p in cush.ok("pool")["pools"] if p["name"] == name)
+
+
+def ptr(cush, name) -> int:
+    return int(cush.buffer(name)["device_ptr"], 16)
+
+
+def test_a_fresh_default_pool_has_the_drivers_defaults(cush):
+    p = row(cush)
+    assert (p["device"], p["default"], p["threshold"], p["threshold_text"]) == (0, True, 0, "0 B")
+    assert (p["follow_events"], p["opportunistic"], p["internal"]) == (True, True, True)
+
+
+def test_the_first_64mib_reserve_64mib_and_a_synchronize_at_threshold_0_gives_them_back(cush):
+    made = cush.ok("alloc device 64MB async as a")
+    p = row(cush)
+    assert p["reserved"] == p["used"] == 64 * MIB and p["used_high"] == 64 * MIB  # as the H100 reported
+    cush.ok("free a async; sync")
+    p = row(cush)
+    assert p["reserved"] == p["used"] == 0 and p["reserved_high"] == 64 * MIB  # memory went back; the mark stays
+    assert made["call"] == "cudaMallocAsync"
+
+
+def test_at_threshold_max_the_memory_stays_and_the_next_allocation_is_fast(cush):
+    set_ = cush.ok("pool set default threshold max")
+    assert set_["pool"]["threshold_text"] == "max" and set_["pool"]["threshold"] == (1 << 64) - 1
+    first = cush.ok("alloc device 64MB async as a")
+    cush.ok("free a async; sync")
+    assert row(cush)["reserved"] == 64 * MIB and row(cush)["used"] == 0
+    warm = cush.ok("alloc device 64MB async as b")
+    assert warm["host_seconds"] * 10 < first["host_seconds"]  # H100: 3.3 µs against 11.3 ms
+    cush.ok("free b async; sync")
+
+
+def test_the_simulator_models_the_h100s_host_times_for_a_cold_and_a_warm_pool(sim):
+    call = sim.backend.profile.async_call
+    cold = sim.ok("pool set default threshold max; alloc device 64MB async as a")
+    assert cold["host_seconds"] == pytest.approx(POOL_REUSE + 64 * POOL_MAP_PER_MIB + call)  # 11.3 ms
+    sim.ok("free a async; sync")
+    assert sim.ok("alloc device 64MB async as b")["host_seconds"] == pytest.approx(POOL_WARM + call)  # 3.3 µs
+
+
+def test_a_trim_right_after_a_queued_free_keeps_the_memory_reserved(cush):
+    cush.ok("alloc device 64MB async as a; free a async")
+    assert cush.ok("pool trim default")["pool"]["reserved"] == 64 * MIB  # no synchronize has seen the free done
+    cush.ok("sync")
+    assert row(cush)["reserved"] == 0
+
+
+def test_a_trim_after_a_synchronize_gives_idle_memory_back_down_to_keep(cush):
+    cush.ok("pool set default threshold max; alloc device 64MB async as a; free a async; sync")
+    assert cush.ok("pool trim default 32MB")["pool"]["reserved"] <= 32 * MIB
+    assert cush.ok("pool trim default")["pool"]["reserved"] == 0
+
+
+def test_a_block_freed_on_an_idle_stream_is_reused_by_another_stream(cush):
+    cush.ok("pool set default threshold max; stream create as s1; stream create as s2")
+    cush.ok("alloc device 64MB async stream s1 as a")
+    before = ptr(cush, "a")
+    cush.ok("free a async stream s1; stream query s1")
+    cush.ok("alloc device 64MB async stream s2 as b")
+    assert ptr(cush, "b") == before  # opportunistic reuse: the H100 gave the same address
+    cush.ok("sync")
+
+
+def test_a_block_freed_on_a_busy_stream_is_reused_after_an_event_dependency(cush):
+    cush.ok("stream create nonblocking as s1; stream create nonblocking as s2")
+    cush.ok("alloc device 64MB async stream s1 as a")
+    before = ptr(cush, "a")
+    cush.ok(f"{GATE} stream s1; free a async stream s1; event record freed stream s1; wait s2 freed")
+    cush.ok("alloc device 64MB async stream s2 as b")
+    assert ptr(cush, "b") == before  # s2 is ordered after the free (follow-events)
+    cush.ok("sync")
+
+
+def test_without_any_reuse_policy_another_stream_gets_other_memory(sim):
+    sim.ok("pool set default reuse opportunistic off; pool set default reuse follow-events off; "
+           "pool set default reuse internal off")
+    sim.ok("stream create as s1; stream create as s2; alloc device 64MB async stream s1 as a")
+    before = ptr(sim, "a")
+    sim.ok("free a async stream s1; stream query s1; alloc device 64MB async stream s2 as b")
+    assert ptr(sim, "b") != before
+    assert row(sim)["reserved"] == 128 * MIB  # the freed block is still the pool's until a synchronize
+
+
+def test_attributes_read_back_as_they_were_set(cush):
+    cush.ok("pool set default threshold 1MB; pool set default reuse opportunistic off")
+    p = row(cush)
+    assert p["threshold"] == MIB and p["opportunistic"] is False and p["follow_events"] is p["internal"] is True
+    p = cush.ok("pool set default reuse opportunistic on")["pool"]
+    assert p["opportunistic"] is True
+
+
+def test_a_pool_of_ones_own_serves_cudamallocfrompoolasync_and_is_destroyed(cush):
+    made = cush.ok("pool create as mine")
+    assert made["call"] == "cudaMemPoolCreate" and made["pool"]["reserved"] == 0 and made["pool"]["default"] is False
+    got = cush.ok("alloc device 64MB async pool mine as a")
+    assert got["call"] == "cudaMallocFromPoolAsync" and got["pool"] == "mine"
+    assert row(cush, "mine")["used"] == 64 * MIB and row(cush)["used"] == 0  # not the default pool's
+    cush.ok("memset a 7 async; alloc pinned 4KB as back; memcpy a[0:4KB] back; free a async; sync")
+    assert cush.ok("show back count 1")["values"] == [7]
+    assert row(cush, "mine")["reserved"] == 0
+    assert cush.ok("pool destroy mine")["call"] == "cudaMemPoolDestroy"
+    assert [p["name"] for p in cush.ok("pool")["pools"]] == ["default"]
+    assert cush.fails("alloc device 1MB async pool mine")["code"] == "NO_SUCH_POOL"
+
+
+def test_bad_pool_commands_are_refused_before_the_driver_is_asked(sim, monkeypatch):
+    for name in ("pool_set", "pool_trim", "pool_destroy", "pool_create"):
+        monkeypatch.setattr(sim.backend, name, lambda *a: pytest.fail("the backend was asked"))
+    assert sim.fails("pool destroy default")["code"] == "CUDA_ERROR_INVALID_VALUE"  # a default pool stays
+    assert sim.fails("pool set nopool threshold 0")["code"] == "NO_SUCH_POOL"
+    assert sim.fails("pool set default reuse sometimes on")["code"] == "USAGE"
+    assert sim.fails("pool set default reuse internal")["code"] == "USAGE"
+    assert sim.fails("pool set default threshold lots")["code"] == "USAGE"
+    assert sim.fails("pool trim default lots")["code"] == "USAGE"
+    assert sim.fails("pool create as 9x")["code"] == "USAGE"
+    assert sim.fails("alloc device 1MB pool default")["code"] == "USAGE"  # `pool` needs `async`
+
+
+def test_pools_are_listed_as_a_table():
+    out = text_run(["pool create as mine", "pool set mine reuse internal off", "pool"], width=120)
+    table = out.splitlines()[-4:]
+    assert table[0].split() == ["pool", "GPU", "threshold", "reserved", "high", "used", "high", "reuse"]
+    assert table[2].split()[0] == "default" and table[2].split()[-1] == "follow-events,opportunistic,internal"
+    assert table[3].split()[0] == "mine" and table[3].split()[-1] == "follow-events,opportunistic"
