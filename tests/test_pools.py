@@ -141,3 +141,45 @@ def test_pools_are_listed_as_a_table():
     assert table[0].split() == ["pool", "GPU", "threshold", "reserved", "high", "used", "high", "reuse"]
     assert table[2].split()[0] == "default" and table[2].split()[-1] == "follow-events,opportunistic,internal"
     assert table[3].split()[0] == "mine" and table[3].split()[-1] == "follow-events,opportunistic"
+
+
+# ------------------------------------------------------------------ stream-ordered races (item 1): warnings, not refusals
+def races(cush, line: str) -> list[dict]:
+    """The race warnings a line's commands gave, each command having run (as on a GPU)."""
+    objs = cush.run(line)
+    assert all(o["ok"] for o in objs), objs
+    return [o["result"] for o in objs if o["kind"] == "race"]
+
+
+def test_using_an_allocation_on_another_stream_before_it_is_ordered_there_is_a_race(cush):
+    cush.ok("stream create; stream create; alloc device 1MB async stream 1 as x")
+    [race] = races(cush, "memset x 1 async stream 2")
+    assert race["buffer"] == "x" and race["first"] == "cudaMallocAsync of x on stream 1"
+    assert race["then"] == "memset on stream 2"
+    assert races(cush, "memset x 2 async stream 2") == []  # said once a buffer and stream
+    cush.ok("sync")
+
+
+def test_an_event_dependency_a_synchronize_or_the_same_stream_orders_the_use(cush):
+    cush.ok("stream create nonblocking; stream create nonblocking")
+    assert races(cush, "alloc device 1MB async stream 1 as x; memset x 1 async stream 1") == []
+    assert races(cush, "event record made stream 1; wait 2 made; memset x 2 async stream 2") == []
+    assert races(cush, "alloc device 1MB async stream 1 as y; sync stream 1; memset y 1 async stream 2") == []
+    assert races(cush, "alloc device 1MB async as z; memset z 1 async stream 2")  # nonblocking: no implicit order
+    cush.ok("sync")
+
+
+def test_the_legacy_default_stream_orders_a_blocking_streams_use(cush):
+    cush.ok("stream create")
+    assert races(cush, "alloc device 1MB async as x; memset x 1 async stream 1") == []
+    cush.ok("sync")
+
+
+def test_a_free_on_another_stream_while_a_use_may_still_run_is_a_race(cush):
+    cush.ok("stream create nonblocking; stream create nonblocking; alloc device 1MB async stream 1 as x; sync")
+    cush.ok(f"{GATE} stream 2; memset x 1 async stream 2")
+    [race] = races(cush, "free x async stream 1")
+    assert race["first"] == "memset on stream 2" and race["then"] == "cudaFreeAsync of x on stream 1"
+    cush.ok("sync; alloc device 1MB async stream 1 as y; memset y 1 async stream 2; event record used stream 2")
+    assert races(cush, "wait 1 used; free y async stream 1") == []
+    cush.ok("sync")

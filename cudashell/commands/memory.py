@@ -281,6 +281,8 @@ def free(session, backend, args):
         session.gone[buf.name] = "was freed"
         freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
+    if syncs:  # cudaFree waited for the device: everything issued so far is ordered before what comes next
+        session.order.host_waited(session.traced() - 1)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
 
@@ -294,6 +296,8 @@ def _free_async(session, backend, args, bufs: list) -> Freed:
                              "free it without `async`", args.col("NAME"))
     freed = []
     t0 = backend.clock()
+    for buf in bufs:
+        session.free_in_order(buf, stream)  # a race is the user's to see, not a refusal: the GPU frees it too
     for buf in bufs:
         t = backend.free_async(buf, stream.handle)
         session.track(FREE_ASYNC, stream, buf.size, t)  # no buffer is pending: it is gone from the session

@@ -13,7 +13,7 @@ from ..errors import ShellError, usage
 from ..export.cemit import ident
 from ..language.argkinds import parse_size
 from ..language.grammar import Arg, Opt
-from ..language.registry import c_writer, command
+from ..language.registry import c_writer, command, watcher
 from ..model.session import MemPool
 from ..output.render import fit
 from ..output.results import Message, Result
@@ -150,7 +150,32 @@ def c_pool_destroy(w, a, i, text):
     w.emit(f"CHECK(cudaMemPoolDestroy({ident('mp', a.get('P'))}));", i, "cuMemPoolDestroy")
 
 
+@watcher
+def stream_ordered_races(session, backend, command, result, error) -> list:
+    """The stream-ordered races the command's work made (model/streamorder.py), each a warning after its output:
+    the command ran, as it does on a GPU, where compute-sanitizer would name the same two operations."""
+    races, session.races = session.races, []
+    return [Race(r) for r in races]
+
+
 # ------------------------------------------------------------------ the results of these commands
+class RaceData(TypedDict):
+    buffer: str
+    first: str  # the operation the second must follow: the allocation, or a use before a free
+    then: str  # the operation not ordered after it
+    why: str
+    hint: str
+
+
+class Race(Result, kind="race"):
+    Data = RaceData
+
+    def text(self):
+        d = self.data
+        return [f"warning: stream-ordered race on {d['buffer']}: {d['then']} is not ordered after {d['first']} "
+                f"({d['why']}) — hint: {d['hint']}"]
+
+
 class PoolRow(TypedDict):
     """One pool as `pool` lists it: the driver's attributes (cuMemPoolGetAttribute), in bytes."""
 

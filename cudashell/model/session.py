@@ -13,6 +13,7 @@ from ..sizes import size_word
 from .kernels import BUILTINS
 from .operations import Operation, TraceEntry, plan_entries
 from .settings import SESSION_DEFAULTS
+from .streamorder import StreamOrder
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
@@ -36,6 +37,9 @@ class Buffer:
     symbol: str = ""  # a loaded module's variable: its space (constant, global, managed); "" for an allocation
     module: str = ""  # … the module it belongs to (its memory lives as long as the module; `reset` loads it again) …
     source_name: str = ""  # … and its name in the source (`cudaMemcpyToSymbol(mask, …)`)
+    made: tuple | None = None  # `alloc … async`: (its stream, the allocation's index in the trace's count)
+    uses: dict = field(default_factory=dict, repr=False)  # stream name → (stream, index, operation) of its last use
+    raced: set = field(default_factory=set, repr=False)  # streams a stream-ordered race was reported on
 
     @property
     def shown_kind(self) -> str:
@@ -236,6 +240,8 @@ class Session:
     lessons_away: dict = field(default_factory=dict)  # lessons quit or left for another here, by key: resumed as is
     state_dir: Path | None = None  # where progress is kept (the Environment's state dir); None: not kept
     advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
+    order: StreamOrder = field(default_factory=StreamOrder)  # what stream order the commands established
+    races: list = field(default_factory=list)  # stream-ordered races found by the last command, to report
 
     # -------------------------------------------------------------- contexts
     @property
@@ -341,11 +347,38 @@ class Session:
         kernel's; `counts`: what a user kernel moved, as the simulator counted it (for `profile`)."""
         entry = TraceEntry(operation, stream.name, nbytes, timing.seconds, timing.start, timing.end, timing.label,
                            timing.token, timing.issued, timing.tag, name=name, counts=counts)
+        self._in_order(operation, stream, bufs, self.traced())
         self.add_trace(entry)
         if timing.token is not None:
             self.unresolved.append(entry)
             for b in bufs:
                 b.pending[timing.token] = stream.name
+
+    def _in_order(self, operation: Operation, stream: Stream, bufs, index: int) -> None:
+        """Each buffer's use by operation `index` on `stream`: a race when the buffer's stream-ordered allocation is
+        not ordered before it (streamorder.py)."""
+        for b in bufs:
+            if operation.method == "alloc_async":
+                b.made = (stream, index)
+            elif b.made is not None and stream.name not in b.raced and not self.order.ordered(*b.made, stream):
+                b.raced.add(stream.name)
+                self.races.append({"buffer": b.name, "first": f"cudaMallocAsync of {b.name} on stream {b.made[0].name}",
+                                   "then": f"{operation.key} on stream {stream.name}",
+                                   "why": f"stream {stream.name} is not ordered after the allocation",
+                                   "hint": f"record an event on stream {b.made[0].name} after the allocation and "
+                                           f"`wait {stream.name} EVENT`, or allocate on stream {stream.name}"})
+            b.uses[stream.name] = (stream, index, operation.key)
+
+    def free_in_order(self, buf: Buffer, stream: Stream) -> None:
+        """cudaFreeAsync of `buf` on `stream`: a race with any use on another stream not ordered before the free."""
+        for other, index, op in list(buf.uses.values()):
+            if not self.order.ordered(other, index, stream):
+                self.races.append({"buffer": buf.name, "first": f"{op} on stream {other.name}",
+                                   "then": f"cudaFreeAsync of {buf.name} on stream {stream.name}",
+                                   "why": f"the free on stream {stream.name} is not ordered after that use, which may "
+                                          "still be running when the memory is handed out again",
+                                   "hint": f"record an event on stream {other.name} after its use and `wait "
+                                           f"{stream.name} EVENT` before the free, or free on stream {other.name}"})
 
     def add_trace(self, entry: TraceEntry) -> None:
         self.trace.append(entry)
