@@ -199,3 +199,23 @@ def test_the_simulators_bench_gives_the_h100s_figures(sim):
     call, per_gib = sim.backend.profile.async_call, 16  # 64 MiB is 1/16 GiB
     assert rows["async"]["alloc_s_per_gib"] == pytest.approx((POOL_REUSE + 64 * POOL_MAP_PER_MIB + call) * per_gib)
     assert rows["async-warm"]["alloc_s_per_gib"] == pytest.approx((POOL_WARM + call) * per_gib)
+
+
+# ------------------------------------------------------------------ advice
+def notes(cush, line: str) -> list[str]:
+    return [o["result"]["rule"] for o in cush.run(line) if o["kind"] == "note"]
+
+
+def test_a_cudamalloc_loop_is_advised_a_pool(sim):
+    sim.ok("set advice on")
+    assert notes(sim, "repeat 2 <<< alloc device 64MB as t; free t >>>") == []
+    assert notes(sim, "alloc device 64MB as t; free t; alloc device 64MB as t") == ["malloc-loop"]
+    assert notes(sim, "free t; alloc device 64MB as t") == []  # said once for its size
+
+
+def test_a_pool_at_threshold_0_giving_memory_back_at_a_sync_is_advised(sim):
+    sim.ok("set advice on; alloc device 1MB async as a; free a async")
+    assert notes(sim, "alloc device 1MB async as b") == []  # no sync between: the pool still held it
+    assert notes(sim, "free b async; sync; alloc device 1MB async as c") == ["pool-gives-back"]
+    sim.ok("pool create as kept; pool set kept threshold max; alloc device 1MB async pool kept as d")
+    assert notes(sim, "free d async; sync; alloc device 1MB async pool kept as e") == []  # its threshold keeps it
