@@ -219,3 +219,10 @@ def test_a_pool_at_threshold_0_giving_memory_back_at_a_sync_is_advised(sim):
     assert notes(sim, "free b async; sync; alloc device 1MB async as c") == ["pool-gives-back"]
     sim.ok("pool create as kept; pool set kept threshold max; alloc device 1MB async pool kept as d")
     assert notes(sim, "free d async; sync; alloc device 1MB async pool kept as e") == []  # its threshold keeps it
+
+
+def test_a_made_pool_comes_back_after_reset_and_serves_again(cush):
+    cush.ok("pool create as mine; pool set mine threshold max; alloc device 1MB async pool mine as x")
+    cush.ok("reset")
+    assert row(cush, "mine")["threshold"] == 0  # made again with the driver's defaults
+    assert cush.ok("alloc device 1MB async pool mine as y")["pool"] == "mine" and row(cush, "mine")["used"] == MIB
