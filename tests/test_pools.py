@@ -222,7 +222,8 @@ def test_a_pool_at_threshold_0_giving_memory_back_at_a_sync_is_advised(sim):
 
 
 def test_a_made_pool_comes_back_after_reset_and_serves_again(cush):
-    cush.ok("pool create as mine; pool set mine threshold max; alloc device 1MB async pool mine as x")
-    cush.ok("reset")
+    cush.ok("pool create as mine; pool set mine threshold max; alloc device 64MB async pool mine as x")
+    cush.ok("reset")  # x comes back from cudaMalloc: `reset` makes every buffer so
     assert row(cush, "mine")["threshold"] == 0  # made again with the driver's defaults
-    assert cush.ok("alloc device 1MB async pool mine as y")["pool"] == "mine" and row(cush, "mine")["used"] == MIB
+    assert cush.ok("alloc device 64MB async pool mine as y")["pool"] == "mine"
+    assert row(cush, "mine")["used"] == 64 * MIB
