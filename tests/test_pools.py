@@ -227,3 +227,11 @@ def test_a_made_pool_comes_back_after_reset_and_serves_again(cush):
     assert row(cush, "mine")["threshold"] == 0  # made again with the driver's defaults
     assert cush.ok("alloc device 64MB async pool mine as y")["pool"] == "mine"
     assert row(cush, "mine")["used"] == 64 * MIB
+
+
+def test_the_legacy_default_streams_order_counts_as_a_dependency_for_reuse(sim):
+    sim.ok("pool set default reuse opportunistic off; pool set default reuse internal off")
+    sim.ok("stream create; stream create nonblocking; alloc device 64MB async as a")
+    before = ptr(sim, "a")
+    sim.ok(f"{GATE}; free a async; alloc device 64MB async stream 1 as b; alloc device 64MB async stream 2 as c")
+    assert ptr(sim, "b") == before != ptr(sim, "c")  # blocking stream 1 waits for stream 0's free; 2 does not
