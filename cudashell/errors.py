@@ -33,6 +33,7 @@ SHELL_CODES = {
     "NO_SUCH_BUFFER": "no buffer of that name in the session",
     "NO_SUCH_STREAM": "no stream of that name",
     "NO_SUCH_EVENT": "no event of that name",
+    "NO_SUCH_POOL": "no memory pool of that name (`pool` lists them)",
     "NO_SUCH_KERNEL": "no kernel of that name (built-in or loaded)",
     "NO_SUCH_DEMO": "no shipped demo of that name",
     "NO_SUCH_LESSON": "no lesson of that name (shipped, or a .toml file)",

@@ -40,6 +40,7 @@ ROWS = {
     "part": Row("p0[1KB:+64]", Part("p0", 1024, None, 64, 10), ("p0[", "bad range 'p0['"), offers="p0"),
     "stream": Row("s1", "s1", offers="s1"),
     "event": Row("e1", "e1", offers="e1"),
+    "pool": Row("default", "default", offers="default"),
     "context": Row("gpu0", "gpu0", offers="gpu0"),
     "kernel": Row("k", "k", offers="k"),
     "size": Row("1KB", 1024, ("lots", "bad size 'lots'")),

@@ -137,6 +137,10 @@ DRIVES = {
         TWICE, "devices", "device", "bench peer 1MB reps 2", "alloc device 4KB as a0", "device use 1",
         "peer enable 1 0", "alloc device 4KB as b1", "launch twice a0 b1 1024", "peer disable 1 0", "device use 0",
         "calibrate out {tmp}/profile.json"]),
+    "pools and stream-ordered races": (None, [
+        "stream create nonblocking", "pool create as mine", "alloc device 1MB async stream 1 pool mine as x",
+        "memset x 1 async", "pool set mine threshold max", "pool trim mine", "free x async stream 1", "sync", "pool",
+        "pool destroy mine"]),
     "help, settings, history, units": (None, [
         "help", "help memcpy", "help memcpy memset", "demo", "settings", "set time on", "units 64MB", "units 3",
         "doctor", "history", 'section "one" points 2.5', "section two"]),

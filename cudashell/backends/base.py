@@ -144,6 +144,8 @@ CONTRACT: dict[str, Call] = {
     "vmm_create": Call("memory", C), "vmm_map": Call("memory", C), "vmm_access": Call("memory", C),
     "vmm_unmap": Call("memory", C), "vmm_release": Call("memory", C),
     "vmm_free": Call("memory", C, allocation="ends"),
+    "pool_default": Call("memory", Q), "pool_create": Call("memory", C), "pool_destroy": Call("memory", C),
+    "pool_set": Call("memory", C), "pool_attributes": Call("memory", Q), "pool_trim": Call("memory", C),
     "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
@@ -258,15 +260,44 @@ class Backend(ABC):
     def free(self, buf) -> None: ...
 
     @abstractmethod
-    def alloc_async(self, size: int, stream) -> tuple[Allocation, Timing]:
-        """Device memory from the default pool of the stream's GPU, in stream order (cuMemAllocAsync): the address
-        is the driver's at once, but only work queued after it on `stream` (or ordered after it by an event) may
-        use the memory — the Timing is the allocation's place in the stream, pending until the stream reaches it."""
+    def alloc_async(self, size: int, stream, pool=None) -> tuple[Allocation, Timing]:
+        """Device memory from the default pool of the stream's GPU (cuMemAllocAsync), or from `pool` (a handle of
+        pool_default / pool_create: cuMemAllocFromPoolAsync), in stream order: the address is the driver's at once,
+        but only work queued after it on `stream` (or ordered after it by an event) may use the memory — the Timing
+        is the allocation's place in the stream, pending until the stream reaches it."""
 
     @abstractmethod
     def free_async(self, buf, stream) -> Timing:
         """Give device memory back to its pool in stream order (cuMemFreeAsync): the host does not wait; work queued
         before it on `stream` may still use it, nothing after it may."""
+
+    # the stream-ordered allocator's pools: handles are ints on every side
+    @abstractmethod
+    def pool_default(self, device: int) -> int:
+        """GPU `device`'s default pool (cuDeviceGetDefaultMemPool): what cudaMallocAsync allocates from."""
+
+    @abstractmethod
+    def pool_create(self, device: int) -> int:
+        """A new pool of device memory on GPU `device` (cuMemPoolCreate)."""
+
+    @abstractmethod
+    def pool_destroy(self, pool: int) -> None:
+        """cuMemPoolDestroy: its memory goes once its last allocation is freed; a default pool is the driver's
+        CUDA_ERROR_INVALID_VALUE."""
+
+    @abstractmethod
+    def pool_set(self, pool: int, attribute: str, value: int) -> None:
+        """cuMemPoolSetAttribute: `threshold` (bytes, 2^64-1 for max) or a reuse policy (`follow-events`,
+        `opportunistic`, `internal`: 1 on, 0 off)."""
+
+    @abstractmethod
+    def pool_attributes(self, pool: int) -> dict:
+        """cuMemPoolGetAttribute of each: threshold, reserved, reserved_high, used, used_high (bytes), and the reuse
+        policies follow-events, opportunistic, internal (bools)."""
+
+    @abstractmethod
+    def pool_trim(self, pool: int, keep: int) -> None:
+        """cuMemPoolTrimTo: give idle memory back until at most `keep` bytes stay reserved."""
 
     @abstractmethod
     def vmm_granularity(self, device: int) -> tuple[int, int]:

@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 
 from ..errors import ShellError
+from ..export.cemit import ident
 from ..language.grammar import Arg, Opt
 from ..model.regions import check_range, check_within, common_size, region  # noqa: F401  (the commands' checks)
+from ..model.session import MemPool
 from ..sizes import format_size, format_size_exact
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -147,3 +149,32 @@ def check_direction(direction: str, src, dst, col: int) -> None:
                          f"{direction} copies {SIDE_WORD[s]} to {SIDE_WORD[d]}, but {src.name} is {src.kind} "
                          f"and {dst.name} is {dst.kind}",
                          f"did you mean `memcpy {right} {src.name} {dst.name}`? (or leave the direction out)", col)
+
+
+# ------------------------------------------------------------------ pools (`alloc … pool P` and the pool commands)
+def default_name(device: int) -> str:
+    return "default" if device == 0 else f"gpu{device}:default"
+
+
+def resolve_pool(session, backend, name: str, col: int | None) -> MemPool:
+    """A pool by name: a GPU's default pool (asked of the backend: cuDeviceGetDefaultMemPool) or one `pool create`
+    made."""
+    if name in session.pools:
+        return session.pools[name]
+    device = 0 if name == "default" else int(name[3:-8]) if name.startswith("gpu") and name.endswith(":default") \
+        and name[3:-8].isdigit() else None
+    if device is None:
+        made = ", ".join(session.pools) or "none yet"
+        raise ShellError("NO_SUCH_POOL", f"no pool named '{name}'",
+                         f"pools: default (GPU 0's default pool), gpuN:default, made: {made}", col)
+    if device and f"gpu{device}" not in session.contexts:
+        session.primary_context(backend, device)  # the GPU must be known to the session (and exist)
+    return MemPool(name, backend.pool_default(device), device, True)
+
+
+def c_pool(w, name: str, use) -> str:
+    """A statement using pool `name` as `mp`: a made pool is its variable, a default pool asked for in place."""
+    if name == "default" or name.endswith(":default"):
+        device = 0 if name == "default" else int(name[3:-8])
+        return f"{{ cudaMemPool_t mp; CHECK(cudaDeviceGetDefaultMemPool(&mp, {device})); {use('mp')} }}"
+    return use(ident("mp", name))

@@ -31,6 +31,7 @@ def event_record(session, backend, args):
         raise
     event.stream = stream.name
     session.events[name] = event
+    session.order.recorded(name, stream.name, session.traced() - 1)
     return EventRecorded({"name": name, "stream": event.stream, "created": created, "call": "cudaEventRecord",
                             **timing_data(t)})
 
@@ -72,6 +73,7 @@ def c_event_destroy(w, a, i, text):
 def event_sync(session, backend, args):
     event = session.event(args.get("E"), args.col("E"))
     t = backend.event_sync(event.handle)
+    session.order.host_waited(session.traced() - 1, event=event.name)
     return Synced({"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
                            "completed": session.completed(backend)})
 
@@ -111,6 +113,7 @@ def wait(session, backend, args):
     stream = session.stream(args.get("S"), args.col("S"))
     event = session.event(args.get("E"), args.col("E"))
     backend.stream_wait(stream.handle, event.handle)
+    session.order.waited(stream.name, event.name)
     return Message({"text": f"stream {stream.name} waits for event {event.name}",
                               "stream": stream.name, "event": event.name})
 

@@ -26,7 +26,7 @@ from ..output.render import (
 )
 from ..output.results import Message, Result, TimingData, hexptr, timing_data
 from ..sizes import format_size, format_size_exact
-from .checks import check_new_name, check_pin_limit
+from .checks import c_pool, check_new_name, check_pin_limit, resolve_pool
 
 KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
              "managed": "cudaMallocManaged"}
@@ -52,13 +52,14 @@ def managed_only(buf, words) -> bool:
 @command("alloc", "memory", "allocate pageable, pinned, device or managed memory",
          "alloc pinned 64MB mapped portable as staging",
          "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged / "
-         "cudaMallocAsync (cuMemAllocAsync)",
+         "cudaMallocAsync (cuMemAllocAsync) / cudaMallocFromPoolAsync (cuMemAllocFromPoolAsync)",
          args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed"), noun="memory"), Arg("SIZE", "size")),
          flags=(Flag("portable", only_with=PINNED), Flag("mapped", only_with=PINNED),
                 Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED, excludes=("host",)),
                 Flag("host", only_with=MANAGED), Flag("async", only_with=DEVICE)),
          opts=(Opt("as", Arg("NAME", "newname")), Opt("on", Arg("GPU", "int"), only_with=DEVICE),
-               Opt("stream", Arg("S", "stream"), only_with=DEVICE, needs="async")),
+               Opt("stream", Arg("S", "stream"), only_with=DEVICE, needs="async"),
+               Opt("pool", Arg("P", "pool"), only_with=DEVICE, needs="async")),
          details="Pinned flags combine freely: portable (every context), mapped (a device pointer; implied "
                  "under UVA), writecombined/wc (fast PCIe writes, very slow host reads). Managed: global "
                  "(default) or host attachment. Without `as NAME` the name is h0 (pageable), p0 (pinned), "
@@ -69,7 +70,8 @@ def managed_only(buf, words) -> bool:
                  "`alloc device SIZE async [stream S]` is cudaMallocAsync, from the default pool of the stream's GPU "
                  "(stream 0 unless told): the address is known at once, the memory usable in stream order — the "
                  "buffer is pending on its stream until the stream reaches the allocation (`alloc device 64MB async "
-                 "stream 1 as tmp`; `free tmp async stream 1` gives it back).")
+                 "stream 1 as tmp`; `free tmp async stream 1` gives it back); `pool P` takes it from pool P instead "
+                 "(cudaMallocFromPoolAsync: `pool` lists the pools).")
 def alloc(session, backend, args):
     kind, size = args.get("KIND"), args.get("SIZE")
     if size <= 0:
@@ -97,13 +99,18 @@ def _alloc_async(session, backend, args, name: str, size: int) -> Allocated:
     if gpu is not None and gpu != stream.device:
         raise usage(f"cudaMallocAsync allocates on its stream's GPU: stream {stream.name} is GPU {stream.device}'s, "
                     f"not GPU {gpu}'s", args.col("GPU"), "leave `on` out, or name a stream of that GPU")
-    allocation, t = backend.alloc_async(size, stream.handle)
+    pool = resolve_pool(session, backend, args.get("P"), args.col("P")) if "P" in args.values else None
+    if pool is not None and pool.device != stream.device:
+        raise usage(f"pool {pool.name} is GPU {pool.device}'s, stream {stream.name} GPU {stream.device}'s",
+                    args.col("P"), "allocate from a pool of the stream's GPU")
+    allocation, t = backend.alloc_async(size, stream.handle, None if pool is None else pool.handle)
     buf = Buffer(name, "device", size, frozenset(), None, allocation.device_ptr, allocation.handle,
                  device=stream.device, context=stream.context)
     session.add_buffer(buf)
     session.track(ALLOC_ASYNC, stream, size, t, buf)
-    return Allocated({"buffer": buffer_row(buf), "call": "cudaMallocAsync", "stream": stream.name, **timing_data(t)},
-                     named=buf.name)
+    via = {} if pool is None else {"pool": pool.name}
+    return Allocated({"buffer": buffer_row(buf), "call": "cudaMallocFromPoolAsync" if pool else "cudaMallocAsync",
+                      "stream": stream.name, **via, **timing_data(t)}, named=buf.name)
 
 
 HOST_ALLOC_FLAGS = {"portable": "cudaHostAllocPortable", "mapped": "cudaHostAllocMapped",
@@ -159,10 +166,13 @@ def _c_alloc_now(w, a, i, var: str, kind: str, size: int) -> tuple[str, str]:
 def _c_alloc_async(w, a, i, var: str, kind: str, size: int) -> tuple[str, str]:
     """cudaMallocAsync on its stream, in the stream's context; zeroed in stream order, as the shell's memory starts."""
     stream, there = w.stream(a.get("S")), w.ctx_of_stream(a.get("S"))
-    line = f"CHECK(cudaMallocAsync((void **)&{var}, {size}, {stream}));"
+    line, driver = f"CHECK(cudaMallocAsync((void **)&{var}, {size}, {stream}));", "cuMemAllocAsync"
+    if a.get("P"):
+        line, driver = c_pool(w, a.get("P"), lambda mp: f"CHECK(cudaMallocFromPoolAsync((void **)&{var}, {size}, "
+                              f"{mp}, {stream}));"), "cuMemAllocFromPoolAsync"
 
     def write():
-        w.emit(line, i, "cuMemAllocAsync")
+        w.emit(line, i, driver)
         w.emit(f"CHECK(cudaMemsetAsync({var}, 0, {size}, {stream}));", i, replay=True)
 
     w.in_ctx(there, i, write)
@@ -280,6 +290,8 @@ def free(session, backend, args):
         session.gone[buf.name] = "was freed"
         freed.append({"name": buf.name, "kind": buf.kind, "size": buf.size, "unregistered": unregistered})
     syncs = any(f["kind"] != "pageable" or f["unregistered"] for f in freed)
+    if syncs:  # cudaFree waited for the device: everything issued so far is ordered before what comes next
+        session.order.host_waited(session.traced() - 1)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
 
@@ -315,6 +327,8 @@ def _free_async(session, backend, args, bufs: list) -> Freed:
                              "free it without `async`", args.col("NAME"))
     freed = []
     t0 = backend.clock()
+    for buf in bufs:
+        session.free_in_order(buf, stream)  # a race is the user's to see, not a refusal: the GPU frees it too
     for buf in bufs:
         t = backend.free_async(buf, stream.handle)
         session.track(FREE_ASYNC, stream, buf.size, t)  # no buffer is pending: it is gone from the session
@@ -468,6 +482,7 @@ class AllocData(TimingData):
     buffer: BufferRow
     call: str
     stream: NotRequired[str]  # `alloc device … async`: the stream the allocation was queued on (cudaMallocAsync)
+    pool: NotRequired[str]  # `… pool P`: the pool it came from (cudaMallocFromPoolAsync)
 
 
 class Allocated(Result, kind="alloc"):

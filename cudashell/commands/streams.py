@@ -120,15 +120,18 @@ def sync(session, backend, args):
     if "E" in args.values:
         event = session.event(args.get("E"), args.col("E"))
         t = backend.event_sync(event.handle)
+        session.order.host_waited(session.traced() - 1, event=event.name)
         return Synced({"what": f"event {event.name}", "call": "cudaEventSynchronize", **timing_data(t),
                                "completed": session.completed(backend)})
     if "S" in args.values:
         s = session.stream(args.get("S"), args.col("S"))
         t = backend.stream_sync(s.handle)
+        session.order.host_waited(session.traced() - 1, stream=s.name)
         return Synced({"what": f"stream {s.name}", "call": "cudaStreamSynchronize",
                                **timing_data(t),
                                "completed": session.completed(backend)})
     t = backend.device_sync()
+    session.order.host_waited(session.traced() - 1)
     return Synced({"what": "device", "call": "cudaDeviceSynchronize", **timing_data(t),
                            "completed": session.completed(backend)})
 

@@ -253,6 +253,7 @@ _KINDS = [
     ArgKind("part", parse_part, _parts, buffer=lambda value: value.name),
     ArgKind("stream", offer=lambda arg, at: [("0", "default stream")] + [(s, "stream") for s in at.session.streams]),
     ArgKind("event", offer=lambda arg, at: [(e, "event") for e in at.session.events]),
+    ArgKind("pool", offer=lambda arg, at: [("default", "default pool")] + [(p, "pool") for p in at.session.pools]),
     ArgKind("context", offer=_contexts),
     ArgKind("kernel", offer=lambda arg, at: [(k, v.signature()) for k, v in at.session.kernels.items()]),
     ArgKind("size", parse_size),

@@ -14,6 +14,7 @@ from .kernels import BUILTINS
 from .operations import Operation, TraceEntry, plan_entries
 from .settings import SESSION_DEFAULTS
 from .vmm import VmmState
+from .streamorder import StreamOrder
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
@@ -37,6 +38,9 @@ class Buffer:
     symbol: str = ""  # a loaded module's variable: its space (constant, global, managed); "" for an allocation
     module: str = ""  # … the module it belongs to (its memory lives as long as the module; `reset` loads it again) …
     source_name: str = ""  # … and its name in the source (`cudaMemcpyToSymbol(mask, …)`)
+    made: tuple | None = None  # `alloc … async`: (its stream, the allocation's index in the trace's count)
+    uses: dict = field(default_factory=dict, repr=False)  # stream name → (stream, index, operation) of its last use
+    raced: set = field(default_factory=set, repr=False)  # streams a stream-ordered race was reported on
 
     @property
     def shown_kind(self) -> str:
@@ -126,6 +130,17 @@ class Event:
 
 
 @dataclass
+class MemPool:
+    """A stream-ordered allocator's pool: a GPU's default pool (`default`, `gpuN:default`) or one `pool create`
+    made; `handle` is the backend's int."""
+
+    name: str
+    handle: int
+    device: int = 0
+    default: bool = False
+
+
+@dataclass
 class Measured:
     """What a session measured, for `compare ref`: the last result of each bench and `calibrate` (by command line) and
     the newest copies (their trace entries, whose times fill in as the work finishes). A demo's scope shares its
@@ -212,6 +227,7 @@ class Session:
     counters: dict = field(default_factory=dict)
     stream_counter: int = 0
     events: dict = field(default_factory=dict)
+    pools: dict = field(default_factory=dict)  # the pools `pool create` made, by name (MemPool)
     kernels: dict = field(default_factory=lambda: dict(BUILTINS))
     api: list = field(default_factory=list)  # (CUDA call, host seconds) of every command, for `profile`
     script_dir: Path = field(default_factory=Path.cwd)  # where relative input paths are resolved
@@ -226,6 +242,8 @@ class Session:
     state_dir: Path | None = None  # where progress is kept (the Environment's state dir); None: not kept
     advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
     vmm: VmmState = field(default_factory=VmmState)  # reservations, physical handles and mappings (`vmm`)
+    order: StreamOrder = field(default_factory=StreamOrder)  # what stream order the commands established
+    races: list = field(default_factory=list)  # stream-ordered races found by the last command, to report
 
     # -------------------------------------------------------------- contexts
     @property
@@ -334,11 +352,38 @@ class Session:
         ran, when not its row's (a batch of copies runs on its copies' engine)."""
         entry = TraceEntry(operation, stream.name, nbytes, timing.seconds, timing.start, timing.end, timing.label,
                            timing.token, timing.issued, timing.tag, name=name, counts=counts, engine=engine)
+        self._in_order(operation, stream, bufs, self.traced())
         self.add_trace(entry)
         if timing.token is not None:
             self.unresolved.append(entry)
             for b in bufs:
                 b.pending[timing.token] = stream.name
+
+    def _in_order(self, operation: Operation, stream: Stream, bufs, index: int) -> None:
+        """Each buffer's use by operation `index` on `stream`: a race when the buffer's stream-ordered allocation is
+        not ordered before it (streamorder.py)."""
+        for b in bufs:
+            if operation.method == "alloc_async":
+                b.made = (stream, index)
+            elif b.made is not None and stream.name not in b.raced and not self.order.ordered(*b.made, stream):
+                b.raced.add(stream.name)
+                self.races.append({"buffer": b.name, "first": f"cudaMallocAsync of {b.name} on stream {b.made[0].name}",
+                                   "then": f"{operation.key} on stream {stream.name}",
+                                   "why": f"stream {stream.name} is not ordered after the allocation",
+                                   "hint": f"record an event on stream {b.made[0].name} after the allocation and "
+                                           f"`wait {stream.name} EVENT`, or allocate on stream {stream.name}"})
+            b.uses[stream.name] = (stream, index, operation.key)
+
+    def free_in_order(self, buf: Buffer, stream: Stream) -> None:
+        """cudaFreeAsync of `buf` on `stream`: a race with any use on another stream not ordered before the free."""
+        for other, index, op in list(buf.uses.values()):
+            if not self.order.ordered(other, index, stream):
+                self.races.append({"buffer": buf.name, "first": f"{op} on stream {other.name}",
+                                   "then": f"cudaFreeAsync of {buf.name} on stream {stream.name}",
+                                   "why": f"the free on stream {stream.name} is not ordered after that use, which may "
+                                          "still be running when the memory is handed out again",
+                                   "hint": f"record an event on stream {other.name} after its use and `wait "
+                                           f"{stream.name} EVENT` before the free, or free on stream {other.name}"})
 
     def add_trace(self, entry: TraceEntry) -> None:
         self.trace.append(entry)

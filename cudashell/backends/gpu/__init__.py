@@ -4,8 +4,8 @@ name, which PyCUDA gives only as text), registration, pointer queries, streams w
 launches. Times are measured here, next to the driver: CUDA events (or CUPTI) for the GPU, the host clock around
 each call for `blocking` — so the pipe to the shell never shows in a figure.
 
-Its parts, by the contract's concerns (base.CONTRACT): memory.py, work.py, sync.py, contexts.py,
-measurement.py; starting and closing are here."""
+Its parts, by the contract's concerns (base.CONTRACT): memory.py (pools.py: the stream-ordered pools), work.py,
+sync.py, contexts.py, measurement.py; starting and closing are here."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ from .common import Ctx, Pending
 from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory
+from .pools import Pools
 from .sync import Sync
 from .vmm import Vmm
 from .work import Work
 
 
-class GpuSide(Memory, Vmm, Work, Sync, Contexts, Measurement):
+class GpuSide(Memory, Pools, Vmm, Work, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"
@@ -65,6 +66,7 @@ class GpuSide(Memory, Vmm, Work, Sync, Contexts, Measurement):
             self.stream_ctx: dict[int, Ctx] = {}  # the context each stream was made in
             self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a's primary context reaches GPU b's memory
             self.pending: dict[int, Pending] = {}
+            self.mem_pools: dict = {}  # the shell's int → the bindings' CUmemoryPool (pools.py)
             self.unread_plans: dict[int, tuple] = {}  # plan tag → (work call indices, rounds): see plan_records
             self.next_token = 1
             self.vmm_handles: dict = {}  # `vmm create`'s handles by number: (CUmemGenericAllocationHandle, size)

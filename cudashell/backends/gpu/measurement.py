@@ -15,7 +15,7 @@ from ..bindings import OK, call, check, cu, done
 from .common import EVENT_MIN_BYTES, OBSERVABLE, Ctx, Pending, _nvidia_driver
 
 # queued work CUPTI has no engine record of (memcpy, memset or kernel): timed by the events around it instead
-NO_ENGINE_RECORD = frozenset({"cuMemPrefetchAsync", "cuMemAllocAsync", "cuMemFreeAsync"})
+NO_ENGINE_RECORD = frozenset({"cuMemPrefetchAsync", "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"})
 KEEP_PLANS = 1000  # traced plans whose records nobody has asked for yet: the oldest are forgotten
 TRACE_ALL = 100  # a plan of this many operations or fewer is traced whole; a longer one, its first rounds:
 TRACED_SHARE = 0.02  # this share of them (at least one): CUPTI costs ~2 µs an operation (a third of a 4-byte copy's)

@@ -94,11 +94,15 @@ class Memory:
             with self._in(self._ctx(a.ctx)):
                 call("cuMemFree", a.owner)
 
-    def alloc_async(self, size, stream):
-        """cuMemAllocAsync in the stream's context, from its GPU's default pool: timed as queued work is (events
-        around the call on `stream`); the pointer is the call's answer."""
+    def alloc_async(self, size, stream, pool=None):
+        """cuMemAllocAsync in the stream's context, from its GPU's default pool — or cuMemAllocFromPoolAsync from
+        `pool` (pools.py): timed as queued work is (events around the call on `stream`); the pointer is the call's
+        answer."""
         where = self._stream_ctx(stream)
-        t = self._timed(stream, "cuMemAllocAsync", (size, stream), R.QUEUED)
+        if pool is None:
+            t = self._timed(stream, "cuMemAllocAsync", (size, stream), R.QUEUED)
+        else:
+            t = self._timed(stream, "cuMemAllocFromPoolAsync", (size, self._mem_pool(pool), stream), R.QUEUED)
         ptr = int(self.returned[1])
         return Allocation(CudaAlloc("device", size, owner=ptr, dptr=ptr, device=where.device, ctx=where.key),
                           None, ptr), t

@@ -5,8 +5,8 @@ their engine, kernels of different streams concurrently, the legacy default stre
 which calls hold the host comes from the one table in `syncrules`. Deterministic: the same script gives the same
 figures.
 
-Its parts, by the contract's concerns (base.CONTRACT): memory.py, work.py, sync.py, contexts.py,
-measurement.py, on the virtual clock of clock.py; starting, resetting and closing are here."""
+Its parts, by the contract's concerns (base.CONTRACT): memory.py (pools.py: the stream-ordered pools), work.py,
+sync.py, contexts.py, measurement.py, on the virtual clock of clock.py; starting, resetting and closing are here."""
 
 from __future__ import annotations
 
@@ -23,12 +23,13 @@ from .common import Op, SimAlloc, SimCtx, SimStream
 from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory
+from .pools import Pools, SimPool
 from .sync import Sync
 from .vmm import Vmm
 from .work import Work
 
 
-class SimBackend(Memory, Vmm, Work, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, Pools, Vmm, Work, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
@@ -55,8 +56,10 @@ class SimBackend(Memory, Vmm, Work, Sync, Contexts, Measurement, Clock, Backend)
         self.pooled = 0  # live device allocations carved from the small pool
         self.host_pools: dict[bool, tuple[int, int]] = {}  # write-combined? → (PORTABLE bit, live allocations)
         self.device_used = self.host_used = 0
-        self.pools: dict[int, int] = {}  # GPU → bytes its default pool holds unused (cudaMallocAsync serves them)
-        self.freed_on: dict[SimStream, list[SimAlloc]] = {}  # stream → blocks freed on it that it has not reached
+        self.mem_pools: dict[int, SimPool] = {}  # handle → a stream-ordered pool (pools.py)
+        self.default_pools: dict[int, int] = {}  # GPU → its default pool's handle
+        self.next_pool = 0
+        self.freed_on: dict[SimStream, list[SimAlloc]] = {}  # stream → blocks freed on it no synchronize has seen done
         self.vmm_handles: dict = {}  # cuMemCreate's handles by number (vmm.PhysHandle), until released and unmapped
         self.vmm_next = 0
         self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a may reach GPU b's memory

@@ -44,7 +44,11 @@ class SimAlloc:
     device: int = 0  # the GPU of the context it was made in
     ctx: object = None  # that context's handle (None: the session GPU's primary)
     dptr: int | None = None  # the address a kernel uses for it (None: a kernel cannot reach it)
-    from_pool: bool = False  # made by cudaMallocAsync: its memory goes back to its GPU's pool
+    mem_pool: object = None  # the stream-ordered pool it came from (pools.SimPool); its memory goes back there
+    freed_by: object = None  # freed in stream order: the stream the free was queued on …
+    free_seq: int = 0  # … its place in the order of everything queued (what an event after it has seen) …
+    free_end: float = 0.0  # … when that stream reaches it …
+    reached: bool = False  # … and whether it has
     span: int = 0  # the addresses it holds when more than its size: a block freed on its stream that it took whole
     space: str = ""  # a module's variable: constant, global or managed (a kernel reads constant memory only) …
     label: str = ""  # … and its name in the source, which a kernel's faults and access maps give it
@@ -61,6 +65,7 @@ class SimStream:
     priority: int = 0
     engine: str | None = None  # where its last operation ran
     ctx: object = None  # the context it belongs to
+    seen: dict = field(default_factory=dict)  # stream → the last operation queued there it is ordered after (events)
 
 
 @dataclass(eq=False)
@@ -77,6 +82,7 @@ class SimEvent:
     time: float | None = None  # when the GPU reaches it; None until recorded
     record: list | None = None  # its latest record while held: [when the GPU reaches it], filled in at release
     ctx: object = None  # the context it was made in: it can be recorded only on that context's streams
+    seen: dict = field(default_factory=dict)  # what a stream that waits for it is ordered after (SimStream.seen)
 
 
 @dataclass(eq=False)

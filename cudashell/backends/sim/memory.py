@@ -14,12 +14,14 @@ from ..refusals import refuse_register
 from ..sparse import SparseBytes
 from .common import INVALID, MIB, STALE_LIMIT, SimAlloc
 from .vmm import SimReservation
+from .pools import GROWTH
 
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
-# The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): served from memory
-# its pool holds, cudaMallocAsync took 1.7 µs; the first 64 MiB, which the pool had to map, 11.3 ms. (The pool's
-# release threshold — memory given back at a synchronize — is issue 35's `pool` step: here the pool keeps it.)
+# The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): a block freed on
+# the same stream, taken again, 1.7 µs; 64 MiB from the idle memory of a pool whose threshold kept it, 3.3 µs; the
+# first 64 MiB, which the pool had to map, 11.3 ms.
 POOL_REUSE = 1.7e-6
+POOL_WARM = 3.3e-6
 POOL_MAP_PER_MIB = 11.3e-3 / 64
 
 
@@ -87,76 +89,93 @@ class Memory:
             used = sum(x.size for x in self.live if x.device == device and x.kind == "device"
                        and not isinstance(x, SimReservation))  # a reservation is addresses; its handles are memory
             used += sum(h.size for h in self.vmm_handles.values() if h.device == device)
+        if on_device:  # memory the stream-ordered pools hold idle is taken too
+            used += sum(p.idle for p in self.mem_pools.values() if p.device == device)
         if used + size > limit:
             code, call = _out_of_memory(kind)
             raise ShellError(code, f"{call}{size} bytes do not fit: {used} of {limit} bytes of "
                              f"{'device' if on_device else 'host'} memory in use", "free something, or ask for less")
 
-    def alloc_async(self, size, stream):
+    def alloc_async(self, size, stream, pool=None):
         """The address is known at once (the driver returns it); the stream reaches the allocation in its order,
-        which takes no engine time. Memory comes, as from the driver's pool, first from a block freed earlier on
-        the same stream (stream order makes it safe before the stream reaches the free), then from the pool's
-        idle memory; only the rest is mapped, and only that needs room and host time."""
+        which takes no engine time. Memory comes, as from the driver's pool (pools.py), first from a block freed
+        earlier that the stream may take (freed on it — stream order makes it safe before the stream reaches the
+        free —, after an event, or done), then from the pool's idle memory; only the rest is mapped, and only that
+        needs room and host time; with no room left, a block still being freed on another stream, the allocating
+        stream made to wait for that free."""
         self._alive()
         if size <= 0:
             raise ShellError(INVALID, "a size of 0 bytes cannot be allocated", "give a size above 0")
-        ctx = self._ctx_of(stream)
-        device = self._context(ctx).device
+        q = self._queue_of(stream)
+        mem_pool = self._pool_of_stream(pool, stream)
+        device = mem_pool.device
         region = "device" if self.profile.unified_addressing else "alias"
-        a = SimAlloc("device", size, SparseBytes(size, self.budget), region=region, device=device, ctx=ctx,
-                     from_pool=True)
+        a = SimAlloc("device", size, SparseBytes(size, self.budget), region=region, device=device,
+                     ctx=self._ctx_of(stream), mem_pool=mem_pool)
+
+        def fits(b: SimAlloc) -> bool:  # in the same small or large space, its addresses holding `size` bytes
+            held = b.span or b.size
+            return (held < SMALL) == (size < SMALL) and _rounded(region, size) <= _rounded(region, held)
+
         before = self.now
-        block = self._freed_block(self._queue_of(stream), region, size)
+        block, _ = self._reusable(q, mem_pool, fits)
+        mapped = 0
+        if block is None and mem_pool.idle < size:
+            mapped = -(-(size - mem_pool.idle) // GROWTH) * GROWTH
+            try:
+                self._room_for("device", mapped, device)
+            except ShellError:
+                block = self._pending_block(q, mem_pool, fits)
+                if block is None:
+                    raise
+                q.tail = max(q.tail, block.free_end)  # the driver's own dependency on that free
+                mapped = 0
         if block is not None:
-            a.addr, a.span = block.addr, max(block.span, block.size)
-            self._advance(self.now + POOL_REUSE)
+            self._take_block(block, a)
+            cost = POOL_REUSE
         else:
-            self._room_for("device", size, device)
             a.addr = self._addresses(region, size, "device")
-            idle = self.pools.get(device, 0)
-            self.pools[device] = max(0, idle - size)
-            self._advance(self.now + POOL_REUSE + POOL_MAP_PER_MIB * max(0, size - idle) / MIB)
+            mem_pool.grow(mapped)
+            cost = POOL_WARM if not mapped else POOL_REUSE + POOL_MAP_PER_MIB * (size - (mem_pool.idle - mapped)) / MIB
+        mem_pool.use(size)
+        self._advance(self.now + cost)
         self.live.add(a)
         self._count(a, +1)
         t = self._submit(stream, 0.0, None, R.QUEUED)
         return Allocation(a, None, a.addr), replace(t, host_seconds=self.now - before)  # queued as the call ends
 
-    def _freed_block(self, stream, region: str, size: int) -> SimAlloc | None:
-        """The smallest block of the pool freed on `stream`, not yet reached, whose addresses hold `size` bytes
-        (in the same small or large space). It is taken whole — the driver would split it; the bytes it holds
-        beyond `size` become the pool's idle memory — and leaves the memory in use now: the free, when the
-        stream reaches it, finds it taken over."""
-        def held(b: SimAlloc) -> int:
-            return b.span or b.size
-        fits = [b for b in self.freed_on.get(stream, ()) if b.from_pool and (held(b) < SMALL) == (size < SMALL)
-                and _rounded(region, size) <= _rounded(region, held(b))]
-        if not fits:
-            return None
-        block = min(fits, key=held)
-        self.freed_on[stream].remove(block)
-        self.pools[block.device] = self.pools.get(block.device, 0) + max(0, block.size - size)
+    def _take_block(self, block: SimAlloc, a: SimAlloc) -> None:
+        """A freed block taken whole by a new allocation (the driver would split it; the bytes it holds beyond the
+        new size become the pool's idle memory): its addresses, and its place in the pool's used memory."""
+        self.freed_on[block.freed_by].remove(block)
+        a.addr, a.span = block.addr, max(block.span, block.size)
+        block.mem_pool.used -= block.size
         block.data.release()
         block.freed = True
         self.live.discard(block)
         self._count(block, -1)
-        return block
 
     def free_async(self, buf, stream):
-        """The memory goes back to its pool when the stream reaches the free; the host does not wait. Until then
-        only a later cudaMallocAsync on the same stream may take it (`_freed_block`)."""
+        """The memory goes back to its pool in stream order; the host does not wait. Until a synchronize sees the
+        free done it is the pool's used memory, which only an allocation ordered after the free may take
+        (`Pools._reusable`)."""
         self._alive()
         a: SimAlloc = buf.handle
         if a.kind != "device":
             raise ShellError(INVALID, f"{buf.name} is {a.kind} memory: cudaFreeAsync frees device memory",
                              "free it without `async`")
+        if a.mem_pool is None:  # cudaMalloc's memory: the driver frees it when the stream reaches the free
+            return self._submit(stream, 0.0, None, R.QUEUED,
+                                lambda snapshot: lambda: None if a.freed else self._release(a))
         key = self._queue_of(stream)
         self.freed_on.setdefault(key, []).append(a)
+        a.freed_by = key
 
         def reached():
-            if a in self.freed_on.get(key, ()):
-                self.freed_on[key].remove(a)
-                self._release(a)
-        return self._submit(stream, 0.0, None, R.QUEUED, lambda snapshot: reached)
+            a.reached = True
+        t = self._submit(stream, 0.0, None, R.QUEUED, lambda snapshot: reached)
+        a.free_seq, a.free_end = self.seq, key.tail
+        return t
 
     def _queue_of(self, stream):
         """The stream a handle names (None: the current context's default stream), to key what was freed on it."""
@@ -223,9 +242,10 @@ class Memory:
             bit, live = self.host_pools.pop(a.pool)
             if live > 1:
                 self.host_pools[a.pool] = (bit, live - 1)
-        if a.from_pool:
-            self.pools[a.device] = self.pools.get(a.device, 0) + a.size
-        pooled = a.kind == "device" and a.size < SMALL and not a.from_pool
+        if a.mem_pool is not None:
+            a.mem_pool.used -= a.size
+            self._forget_if_destroyed(a.mem_pool)
+        pooled = a.kind == "device" and a.size < SMALL and a.mem_pool is None
         if pooled and self.pooled > 1:  # the pool lives on, and the block keeps its bytes for the next owner
             self.stale[a.addr] = a
             while len(self.stale) > STALE_LIMIT:

@@ -36,6 +36,8 @@ class Sync:
             self.held.append(reached)
         else:
             _, event.time = self._schedule(stream, 0.0, None)
+        q = stream or self.default  # what a stream waiting for it will be ordered after (the pools' event reuse)
+        event.seen = {**q.seen, q: self.seq}
         return self._host_call(self.profile.async_call, R.QUEUED)
 
     def event_query(self, event):
@@ -49,6 +51,7 @@ class Sync:
         before = self.now
         self._wait(self._noticed(event.time or 0.0), "cuEventSynchronize")
         self._alive()
+        self._pools_synchronized()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def event_elapsed(self, start, end):
@@ -67,6 +70,9 @@ class Sync:
 
     def stream_wait(self, stream, event):
         self._alive()
+        q = stream or self.default
+        for s, seq in event.seen.items():
+            q.seen[s] = max(q.seen.get(s, 0), seq)
         if self.held is not None:  # it waits for the record made before this call, as cuStreamWaitEvent does —
             # a record made later in the hold must not move it
             record = event.record or [event.time]
@@ -104,6 +110,7 @@ class Sync:
         before = self.now
         self._wait(self._noticed(self._stream_tail(handle)), "cuStreamSynchronize")
         self._alive()
+        self._pools_synchronized()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def stream_idle(self, handle):
@@ -118,6 +125,7 @@ class Sync:
         before = self.now
         self._wait_device()
         self._alive()
+        self._pools_synchronized()
         return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
 
     def priority_range(self):
