@@ -116,3 +116,16 @@ def write_file(path, text: str, col: int | None) -> None:
 # `points N` on every expect line: what the check is worth when `cudashell grade` runs a checks file
 POINTS = Opt("points", Arg("POINTS", "points"))
 GRADED = "With `points N` it is a check worth N points in a checks file (`cudashell grade`); elsewhere points change nothing."
+
+
+def pitch_word(session, text: str, col: int | None) -> str:
+    """A scalar argument `img.pitch` — pitched memory's pitch, as a kernel needs it to find row y — as its number;
+    any other text as it is."""
+    name, dot, field = text.rpartition(".")
+    if not dot or field != "pitch" or name not in session.buffers:
+        return text
+    shape = session.buffers[name].shape
+    if shape is None:
+        raise ShellError("USAGE", f"{name} is not pitched memory: it has no pitch", "alloc pitched WIDTHxHEIGHT as "
+                         f"{name} makes memory with one (a linear buffer's rows are as wide as you say)", col)
+    return str(shape.pitch)

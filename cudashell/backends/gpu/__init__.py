@@ -23,10 +23,11 @@ from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory
 from .sync import Sync
+from .shapes import Shapes
 from .work import Work
 
 
-class GpuSide(Memory, Work, Sync, Contexts, Measurement):
+class GpuSide(Memory, Work, Shapes, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"

@@ -24,10 +24,11 @@ from .contexts import Contexts
 from .measurement import Measurement
 from .memory import Memory
 from .sync import Sync
+from .shapes import Shapes
 from .work import Work
 
 
-class SimBackend(Memory, Work, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
