@@ -24,11 +24,12 @@ from .measurement import Measurement
 from .memory import Memory
 from .pools import Pools
 from .sync import Sync
+from .shapes import Shapes
 from .vmm import Vmm
 from .work import Work
 
 
-class GpuSide(Memory, Pools, Vmm, Work, Sync, Contexts, Measurement):
+class GpuSide(Memory, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"

@@ -25,11 +25,12 @@ from .measurement import Measurement
 from .memory import Memory
 from .pools import Pools, SimPool
 from .sync import Sync
+from .shapes import Shapes
 from .vmm import Vmm
 from .work import Work
 
 
-class SimBackend(Memory, Pools, Vmm, Work, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
