@@ -286,6 +286,7 @@ static void vmm_access_all(vmm_range &r, CUmemAccess_flags flags, int device) { 
     CUmemAccessDesc d = {}; d.location.type = CU_MEM_LOCATION_TYPE_DEVICE; d.location.id = device; d.flags = flags;
     for (int k = 0; k < r.n; k++) CU(vmm.setAccess((CUdeviceptr)(r.base + r.off[k]), r.len[k], &d, 1)); }
 static void vmm_unmap_range(vmm_range &r, size_t from, size_t to) {  // the whole mappings inside [from, to)
+    CHECK(cudaDeviceSynchronize());  // as the shell does: cuMemUnmap does not wait for work still using the range
     for (int k = 0; k < r.n;)
         if (r.off[k] >= from && r.off[k] + r.len[k] <= to) {
             CU(vmm.unmap((CUdeviceptr)(r.base + r.off[k]), r.len[k]));
