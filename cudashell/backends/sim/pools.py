@@ -6,9 +6,11 @@ Modeled after the H100 (CUDA 13: ../shared/design/memory-model-facts.md, "Stream
 default; a block freed on a stream comes back to the next allocation on that stream at once (the same address); a
 block freed on another stream after an event dependency, or once that stream has reached the free (opportunistic);
 failing all, the allocator makes the allocating stream wait for a pending free (internal dependencies). A freed block
-stays the pool's *used* memory until a stream, event or device synchronize sees its free done: then it is the pool's
-idle memory, and the pool gives idle memory back down to its threshold — so `cudaMemPoolTrimTo` right after a queued
-free keeps the memory reserved, as it did on the H100. Reserved memory grows in 2 MiB steps (the pool's mapping
+stays the pool's *used* memory until a stream, event or device synchronize — or a trim — finds its free done (its
+stream has reached it): then it is the pool's idle memory. A synchronize gives idle memory back down to the release
+threshold, a trim down to what it keeps — so `cudaMemPoolTrimTo` right after a free still queued behind work keeps
+the memory reserved (a C probe on the H100), and right after a free on an idle stream gives it back (the shell on
+the H100). Reserved memory grows in 2 MiB steps (the pool's mapping
 granularity on the H100)."""
 
 from __future__ import annotations
@@ -107,10 +109,12 @@ class Pools:
                 "used": p.used, "used_high": p.used_high, **{k.replace("-", "_"): p.reuse[k] for k in REUSE}}
 
     def pool_trim(self, pool, keep):
-        """cuMemPoolTrimTo: only idle memory goes; a freed block no synchronize has seen done is still used."""
+        """cuMemPoolTrimTo: only idle memory goes — a freed block whose stream has not reached the free is still
+        used."""
         self._alive()
+        self._advance(self.now + self.profile.async_call)  # what the streams reach during the call counts
+        self._frees_done()
         self._pool(pool).keep_at_most(keep)
-        self._advance(self.now + self.profile.async_call)
 
     def _pool_of_stream(self, handle, stream) -> SimPool:
         """The pool an allocation on `stream` comes from: the one named, or its GPU's default pool."""
@@ -152,13 +156,17 @@ class Pools:
         others = [b for s, blocks in self.freed_on.items() if s is not q for b in blocks if b.mem_pool is pool and fits(b)]
         return min(others, key=_held) if others else None
 
-    def _pools_synchronized(self) -> None:
-        """A stream, event or device synchronize: the frees done by now are seen (their blocks become idle memory,
-        for any stream), and each pool gives idle memory back down to its release threshold."""
+    def _frees_done(self) -> None:
+        """Blocks whose free their stream has reached become their pools' idle memory, for any stream."""
         for blocks in self.freed_on.values():
             for b in [b for b in blocks if b.reached]:
                 blocks.remove(b)
                 self._release(b)
+
+    def _pools_synchronized(self) -> None:
+        """A stream, event or device synchronize: the frees done by now are seen (their blocks become idle memory,
+        for any stream), and each pool gives idle memory back down to its release threshold."""
+        self._frees_done()
         for pool in self.mem_pools.values():
             if pool.reserved > pool.threshold:
                 pool.keep_at_most(pool.threshold)
