@@ -45,6 +45,7 @@ ROWS = {
     "kernel": Row("k", "k", offers="k"),
     "size": Row("1KB", 1024, ("lots", "bad size 'lots'")),
     "count": Row("2^4", 16, ("many", "'many'")),
+    "extent": Row("1000x64", (1000, 64), ("1x2x3x4", "'1x2x3x4' is neither a size nor an extent")),
     "points": Row("2.5", 2.5, ("-1", "bad points '-1'")),
     "int": Row("0x10", 16, ("x", "expected an integer, got 'x'")),
     "dim3": Row("16,16", (16, 16, 1), ("1,,2", "'1,,2' lacks its y dimension"), offers="16,16"),

@@ -35,7 +35,9 @@ event destroy e; callback stream 1 hello; sync; launch increment d 16; launch sp
 hold; memcpy p d 4KB async stream 1; release; prefetch m device; advise m preferred device; sync; compare p d
 checksums; timeline; profile; history; kernels; devices; doctor; contexts; settings; echo done; say hi
 expect ok; unregister h; show nosuch; memcpy p d 2MB; free d; repeat 3 <<< memcpy h2d p[0:4] p[4:8] >>>
-help memcpy; help memcpy memset; help; set time on; ls; set time off; free all; ls"""
+help memcpy; help memcpy memset; help; set time on; ls; set time off; free all; ls
+alloc pitched 1000x4 as img; alloc pinned 4000 as q; memcpy2d q img 1000x4; alloc pitched 1000x2x2 as vol
+memcpy3d q vol 1000x2x2 async; sync; info img; ls"""
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +143,9 @@ DRIVES = {
     "help, settings, history, units": (None, [
         "help", "help memcpy", "help memcpy memset", "demo", "settings", "set time on", "units 64MB", "units 3",
         "doctor", "history", 'section "one" points 2.5', "section two"]),
+    "pitched memory": (None, [
+        "alloc pitched 1000x4 as img", "alloc pinned 4000 as q", "memcpy2d q img 1000x4", "alloc pitched 100x2x2 as v",
+        "memcpy3d q v 100x2x2 async", "sync", "info img", "ls"]),
     "lessons and advice": (None, [
         "lesson list", "lesson pinned", "lesson hint", "lesson answer", "lesson skip", "lesson quit", "lesson list",
         "set advice on", "alloc pageable 4KB as h", "alloc device 4KB as d", "memcpy h d async", "sync", "advice",

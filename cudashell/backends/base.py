@@ -51,6 +51,7 @@ class Allocation:
     handle: object
     host_ptr: int | None
     device_ptr: int | None
+    pitch: int = 0  # pitched memory (alloc_pitched): the bytes from one row to the next, as the driver chose
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ CONTRACT: dict[str, Call] = {
     "free_async": Call("memory", C, traced=True, allocation="ends"),
     "pool_default": Call("memory", Q), "pool_create": Call("memory", C), "pool_destroy": Call("memory", C),
     "pool_set": Call("memory", C), "pool_attributes": Call("memory", Q), "pool_trim": Call("memory", C),
+    "alloc_pitched": Call("memory", C, allocation="makes"),
     "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
@@ -148,7 +150,8 @@ CONTRACT: dict[str, Call] = {
     "reserve": Call("memory", Q, forward=False, worker=False),
     "room": Call("memory", Q, forward=False, worker=False),
     # work
-    "memcpy": Call("work", W, plan=True, traced=True), "memset": Call("work", W, plan=True, traced=True),
+    "memcpy": Call("work", W, plan=True, traced=True), "memcpy_shaped": Call("work", W, plan=True, traced=True),
+    "memset": Call("work", W, plan=True, traced=True),
     "launch": Call("work", W, plan=True, traced=True), "load_kernels": Call("work", C, allocation="module"),
     "host_callback": Call("work", W), "host_noop": Call("work", W, plan=True),
     # synchronisation: streams and events
@@ -293,6 +296,11 @@ class Backend(ABC):
         """cuMemPoolTrimTo: give idle memory back until at most `keep` bytes stay reserved."""
 
     @abstractmethod
+    def alloc_pitched(self, width: int, height: int, depth: int, ctx=None) -> tuple[Allocation, Timing]:
+        """Pitched device memory for `height` × `depth` rows of `width` bytes (cuMemAllocPitch; cudaMalloc3D's rows
+        are height × depth): the Allocation's `pitch` is the driver's row stride, its size pitch × height × depth."""
+
+    @abstractmethod
     def register(self, buf, flags: frozenset) -> int | None:
         """Pin a pageable buffer in place (cuMemHostRegister); return its device pointer or None."""
 
@@ -326,6 +334,13 @@ class Backend(ABC):
 
     @abstractmethod
     def memcpy(self, src, src_off: int, dst, dst_off: int, nbytes: int, stream, async_: bool) -> Timing: ...
+
+    @abstractmethod
+    def memcpy_shaped(self, src, src_off: int, src_pitch: int, src_rows: int, dst, dst_off: int, dst_pitch: int,
+                      dst_rows: int, width: int, height: int, depth: int, stream, async_: bool) -> Timing:
+        """A 2-D or 3-D copy (cuMemcpy2D[Async], cuMemcpy3D[Async]): `depth` slices of `height` rows of `width`
+        bytes; each side's rows `pitch` bytes apart and its slices `rows` rows apart (cudaPitchedPtr's ysize). The
+        shell has checked the rectangles' bounds and that `width` fits both pitches."""
 
     @abstractmethod
     def memset(self, buf, offset: int, value: int, nbytes: int, stream, async_: bool) -> Timing: ...

@@ -91,6 +91,16 @@ def kernel_floor(backend, a, b, latency: float, rate: float) -> float:
 CURVE_SIZES = (4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20)
 
 
+def narrow_row(backend, pinned, dev, rows: int = 4096) -> float:
+    """What a row narrower than a sector adds to a 2-D copy (profile.copy_narrow_row): `rows` rows of 4 B from packed
+    pinned memory to rows 512 B apart on the device (cudaMemcpy2DAsync, as the H100 was measured: 16.9 µs), less a
+    contiguous copy of the same bytes, per row; both queued back to back behind a hold."""
+    shaped = queued_seconds(backend, lambda: backend.memcpy_shaped(pinned, 0, 4, rows, dev, 0, 512, rows, 4, rows, 1,
+                                                                   None, True), REPS)
+    whole = queued_seconds(backend, lambda: backend.memcpy(pinned, 0, dev, 0, 4 * rows, None, True), REPS)
+    return max(0.0, (shaped - whole) / rows)
+
+
 def copy_curve(backend, src, dst, queued: bool) -> list[list[float]]:
     """[[bytes, seconds], …] from 4 KiB to 256 MiB: small copies are latency-bound (a small pageable copy
     costs far more per byte than a large one), large ones bandwidth-bound. Copies the GPU queues (pinned,
@@ -244,7 +254,7 @@ def measure(backend, ctx, progress: Progress) -> dict:
             "pageable_h2d": copy_rate(backend, pageable, dev, small),
             "pageable_d2h": copy_rate(backend, dev, pageable, small),
             "d2d": 2 * copy_rate(backend, dev, dev2, small),
-            "copy_latency": queued_small, "sync_latency": sync,
+            "copy_latency": queued_small, "copy_narrow_row": narrow_row(backend, pin_big, dev), "sync_latency": sync,
             "engine_switch": engine_switch(backend, pinned, dev, queued_small, queued_d2h),
             "launch_latency": latency, "async_call": api, "shell_overhead": overhead,
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
@@ -267,7 +277,8 @@ def measure(backend, ctx, progress: Progress) -> dict:
          "calibrate out lab-gpu.json", "cudaMemcpy / cudaHostAlloc / kernel launches, timed with events",
          opts=(Opt("out", Arg("FILE", "file")),),
          details="Measures a size curve (4 KiB … 256 MiB) for pinned, write-combined and pageable copies each "
-                 "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; what a "
+                 "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; what each "
+                 "narrow row adds to a 2-D copy (4096 rows of 4 B against 16 KiB in one piece); what a "
                  "synchronize costs beyond the work (an empty kernel's launch + sync, less the call and the kernel); "
                  "the host cost of an async call and the shell's own time per command; what cudaMalloc, cudaFree, "
                  "pinning, registering and their undoing cost (per MiB where it grows with size); "
@@ -321,6 +332,7 @@ class CalibrateDataProfile(TypedDict):
     pageable_d2h: float
     d2d: float
     copy_latency: float
+    copy_narrow_row: float
     sync_latency: float
     engine_switch: float
     launch_latency: float
@@ -362,6 +374,8 @@ class Calibration(Result, kind="calibrate"):
         for key, value in p.items():
             if key.endswith(("_h2d", "_d2h", "d2d", "_read")):
                 out.append(f"  {key:<24} {value / 1e9:10.2f} GB/s")
+            elif key.endswith("_row"):  # nanoseconds: a few a row
+                out.append(f"  {key:<24} {value * 1e9:10.2f} ns")
             elif key.endswith(("latency", "per_mib", "_alloc", "_free")):
                 out.append(f"  {key:<24} {fmt_seconds(value):>13}")
         if d["path"]:

@@ -147,3 +147,16 @@ def c_pool(w, name: str, use) -> str:
         device = 0 if name == "default" else int(name[3:-8])
         return f"{{ cudaMemPool_t mp; CHECK(cudaDeviceGetDefaultMemPool(&mp, {device})); {use('mp')} }}"
     return use(ident("mp", name))
+
+
+def pitch_word(session, text: str, col: int | None) -> str:
+    """A scalar argument `img.pitch` — pitched memory's pitch, as a kernel needs it to find row y — as its number;
+    any other text as it is."""
+    name, dot, field = text.rpartition(".")
+    if not dot or field != "pitch" or name not in session.buffers:
+        return text
+    shape = session.buffers[name].shape
+    if shape is None:
+        raise ShellError("USAGE", f"{name} is not pitched memory: it has no pitch", "alloc pitched WIDTHxHEIGHT as "
+                         f"{name} makes memory with one (a linear buffer's rows are as wide as you say)", col)
+    return str(shape.pitch)

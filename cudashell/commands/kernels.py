@@ -9,7 +9,7 @@ from typing import NotRequired, TypedDict
 
 from ..backends.base import LaunchOptions
 from ..errors import ShellError, usage
-from ..export.cemit import CTYPES, refuse
+from ..export.cemit import CTYPES, ident, refuse
 from ..language.argkinds import parse_part
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
@@ -29,7 +29,7 @@ from ..output.results import Result, TimingData, hexptr, timing_data
 from ..simt.signatures import read_kernels
 from ..simt.variables import module_variables
 from ..sizes import format_size
-from .checks import check_device_accessible, check_reach, check_within, region
+from .checks import check_device_accessible, check_reach, check_within, pitch_word, region
 
 
 def _buffer_arg(session, backend, text: str, col: int, checked: bool, ctx):
@@ -97,7 +97,8 @@ def launch(session, backend, args):
     cols = args.many_cols.get("ARG", [])
     checked = "unchecked" not in args.flags
     ctx = session.contexts[session.stream(args.get("S"), args.col("S")).context]  # a kernel runs in its stream's
-    values = [(_buffer_arg(session, backend, t, c, checked, ctx) if p.is_buffer else scalar(t, p.dtype, c))
+    values = [(_buffer_arg(session, backend, t, c, checked, ctx) if p.is_buffer
+               else scalar(pitch_word(session, t, c), p.dtype, c))
               for p, t, c in zip(kernel.params, texts, cols)]
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
     if not kernel.builtin and "ELEMENTS" in args.values:
@@ -186,7 +187,9 @@ def _launch_user(w, symbol, kernel, a, i, text):
             args.append(f"any_ptr{{{w.ptr(part)}}}")
             sizes.append(w.rest(part))
         else:
-            args.append(_c_scalar(word, p.dtype))
+            pitched = word[:-len(".pitch")] if word.endswith(".pitch") else None
+            args.append(f"({CTYPES.get(p.dtype) or 'int'}){ident('pitch', pitched)}" if pitched in w.pitched
+                        else _c_scalar(word, p.dtype))
     block = a.get("B") or dim3(256)
     grid = a.get("G") or default_grid(max(sizes) // 4 if sizes else 1, block)  # as the shell's launch
     _emit_launch(w, symbol, grid, block, a, i, args)

@@ -10,7 +10,7 @@ from ..export.cemit import ident
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
 from ..model.operations import ALLOC_ASYNC, FREE_ASYNC, PREFETCH
-from ..model.session import Buffer
+from ..model.session import Buffer, Shape
 from ..model.syncrules import FREE_SYNCS
 from ..output.render import (
     Whole,
@@ -39,7 +39,8 @@ def buffer_row(buf: Buffer) -> BufferRow:
             "flags": sorted(buf.flags),
             "registered": None if buf.registered is None else sorted(buf.registered),
             "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
-            "same_pointer": same, "state": buf.state(), "device": buf.device, "context": buf.context}
+            "same_pointer": same, "state": buf.state(), "device": buf.device, "context": buf.context,
+            **({"shape": buf.shape.fields()} if buf.shape else {})}
 
 PINNED, MANAGED, DEVICE = ("pinned",), ("managed",), ("device",)
 
@@ -49,11 +50,13 @@ def managed_only(buf, words) -> bool:
 
 
 
-@command("alloc", "memory", "allocate pageable, pinned, device or managed memory",
+@command("alloc", "memory", "allocate pageable, pinned, device, managed or pitched memory",
          "alloc pinned 64MB mapped portable as staging",
          "malloc / cudaHostAlloc (cuMemHostAlloc) / cudaMalloc (cuMemAlloc) / cudaMallocManaged / "
-         "cudaMallocAsync (cuMemAllocAsync) / cudaMallocFromPoolAsync (cuMemAllocFromPoolAsync)",
-         args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed"), noun="memory"), Arg("SIZE", "size")),
+         "cudaMallocAsync (cuMemAllocAsync) / cudaMallocFromPoolAsync (cuMemAllocFromPoolAsync) / "
+         "cudaMallocPitch, cudaMalloc3D (cuMemAllocPitch)",
+         args=(Arg("KIND", choices=("pageable", "pinned", "device", "managed", "pitched"), noun="memory"),
+               Arg("SIZE", "extent")),
          flags=(Flag("portable", only_with=PINNED), Flag("mapped", only_with=PINNED),
                 Flag("writecombined", ("wc",), only_with=PINNED), Flag("global", only_with=MANAGED, excludes=("host",)),
                 Flag("host", only_with=MANAGED), Flag("async", only_with=DEVICE)),
@@ -71,9 +74,18 @@ def managed_only(buf, words) -> bool:
                  "(stream 0 unless told): the address is known at once, the memory usable in stream order — the "
                  "buffer is pending on its stream until the stream reaches the allocation (`alloc device 64MB async "
                  "stream 1 as tmp`; `free tmp async stream 1` gives it back); `pool P` takes it from pool P instead "
-                 "(cudaMallocFromPoolAsync: `pool` lists the pools).")
+                 "(cudaMallocFromPoolAsync: `pool` lists the pools). `alloc pitched WIDTHxHEIGHT[xDEPTH]` "
+                 "is cudaMallocPitch (cudaMalloc3D with a depth): device memory whose rows of WIDTH bytes lie a pitch "
+                 "apart, the driver's choice (512-byte steps on the H100) — `ls` and `info` show it, `memcpy2d` uses "
+                 "it, and a kernel gets it as `NAME.pitch` (`alloc pitched 1000x64 as img`).")
 def alloc(session, backend, args):
     kind, size = args.get("KIND"), args.get("SIZE")
+    if (kind == "pitched") != isinstance(size, tuple):
+        raise usage(f"alloc pitched takes WIDTHxHEIGHT[xDEPTH], not the size {size}" if kind == "pitched" else
+                    f"alloc {kind} takes a size, not the extent {'x'.join(map(str, size))}", args.col("SIZE"),
+                    "alloc pitched 1000x64 (rows of 1000 B, 64 of them); alloc device 64MB")
+    if kind == "pitched":
+        return _alloc_pitched(session, backend, args, *size)
     if size <= 0:
         raise ShellError("CUDA_ERROR_INVALID_VALUE", "a size of 0 bytes cannot be allocated",
                          "give a size above 0", args.col("SIZE"))
@@ -113,6 +125,23 @@ def _alloc_async(session, backend, args, name: str, size: int) -> Allocated:
                       "stream": stream.name, **via, **timing_data(t)}, named=buf.name)
 
 
+def _alloc_pitched(session, backend, args, width: int, height: int, depth: int = 1) -> Allocated:
+    """cudaMallocPitch / cudaMalloc3D: a device buffer of pitch × height × depth bytes, the pitch the driver's."""
+    if min(width, height, depth) <= 0:
+        raise ShellError("CUDA_ERROR_INVALID_VALUE", f"an extent of {width}x{height}x{depth} holds no bytes",
+                         "give a width, height and depth above 0", args.col("SIZE"))
+    name = args.get("NAME") or session.next_name("device")
+    check_new_name(session, name, args.col("NAME"))
+    ctx = session.context
+    allocation, t = backend.alloc_pitched(width, height, depth, ctx.handle)
+    pitch = allocation.pitch
+    buf = Buffer(name, "device", pitch * height * depth, frozenset(), None, allocation.device_ptr, allocation.handle,
+                 device=ctx.device, context=ctx.name, shape=Shape(width, height, depth, pitch))
+    session.add_buffer(buf)
+    return Allocated({"buffer": buffer_row(buf), "call": "cudaMalloc3D" if depth > 1 else "cudaMallocPitch",
+                      **timing_data(t)}, named=buf.name)
+
+
 HOST_ALLOC_FLAGS = {"portable": "cudaHostAllocPortable", "mapped": "cudaHostAllocMapped",
                     "writecombined": "cudaHostAllocWriteCombined"}
 
@@ -123,7 +152,11 @@ def c_alloc(w, a, i, text):
     name = w.named(a, text)
     var = ident("b", name)
     w.declare(f"unsigned char *{var} = nullptr;")
-    there, line = (_c_alloc_async if "async" in a.flags else _c_alloc_now)(w, a, i, var, kind, size)
+    if kind == "pitched":
+        kind, size = "device", Shape.h100(*size).size
+        there, line = _c_alloc_pitched(w, a, i, name, var)
+    else:
+        there, line = (_c_alloc_async if "async" in a.flags else _c_alloc_now)(w, a, i, var, kind, size)
     w.buffers[name] = (kind, size)
     w.buf_ctx[name] = there
     w.buf_make[name] = line
@@ -179,7 +212,24 @@ def _c_alloc_async(w, a, i, var: str, kind: str, size: int) -> tuple[str, str]:
     return there, line
 
 
-def _zero(w, var: str, kind: str, size: int, i: int) -> None:
+def _c_alloc_pitched(w, a, i, name: str, var: str) -> tuple[str, str]:
+    """cudaMallocPitch, or cudaMalloc3D with a depth: the pitch is the driver's, in `pitch_NAME` for the copies and
+    kernels after it; zeroed whole (padding too), as the shell's memory starts."""
+    width, height, depth = (*a.get("SIZE"), 1)[:3]
+    pitch = ident("pitch", name)
+    w.declare(f"size_t {pitch} = 0;")
+    w.pitched[name] = height
+    if depth == 1:
+        line, driver = f"CHECK(cudaMallocPitch((void **)&{var}, &{pitch}, {width}, {height}));", "cuMemAllocPitch"
+    else:
+        line, driver = (f"{{ cudaPitchedPtr pp; CHECK(cudaMalloc3D(&pp, make_cudaExtent({width}, {height}, {depth}))); "
+                        f"{var} = (unsigned char *)pp.ptr; {pitch} = pp.pitch; }}", "cuMemAllocPitch")
+    w.emit(line, i, driver)
+    _zero(w, var, "device", f"{pitch} * {height * depth}", i)
+    return w.ctx, line
+
+
+def _zero(w, var: str, kind: str, size: int | str, i: int) -> None:
     """New memory zeroed, as the shell's is. While held the default stream waits for `release` (and a
     synchronous memset of pinned memory would wait for it forever): pinned memory is zeroed by the host,
     GPU memory on a stream of its own."""
@@ -438,6 +488,16 @@ class BufferRow(TypedDict):
     state: str
     device: int
     context: str
+    shape: NotRequired[ShapeRow]  # pitched memory only
+
+
+class ShapeRow(TypedDict):
+    """Pitched memory's layout: `width` bytes used of each row, rows `pitch` bytes apart (the driver's choice)."""
+
+    width: int
+    height: int
+    depth: int
+    pitch: int
 
 
 class AllocData(TimingData):
@@ -455,7 +515,14 @@ class Allocated(Result, kind="alloc"):
         if "stream" in d:  # the address now, the memory when the stream reaches the allocation
             return [f"{buffer_line(d['buffer'])}  — {d['call']} on stream {d['stream']}, {how_text(d)}; "
                     f"{d['buffer']['state']} {timing_note(d)}"]
-        return [f"{buffer_line(d['buffer'])}  — {d['call']} {fmt_seconds(d['seconds'])} {timing_note(d)}"]
+        shape = f" ({shape_text(d['buffer']['shape'])})" if "shape" in d["buffer"] else ""
+        return [f"{buffer_line(d['buffer'])}{shape}  — {d['call']} {fmt_seconds(d['seconds'])} {timing_note(d)}"]
+
+
+def shape_text(shape: ShapeRow) -> str:
+    """`1000x64 B, pitch 1024`: the extent asked for and the pitch the driver chose."""
+    depth = f"x{shape['depth']}" if shape["depth"] > 1 else ""
+    return f"{shape['width']}x{shape['height']}{depth}, pitch {shape['pitch']}"
 
 
 class BufferData(TypedDict):
@@ -542,6 +609,7 @@ class InfoData(TypedDict):
     state: str
     device: int
     context: str
+    shape: NotRequired[ShapeRow]
     host_accessible: bool
     device_accessible: bool
     driver: InfoDataDriver
@@ -574,6 +642,8 @@ class PointerInfo(Result, kind="info"):
         rows += [(label, drv[key], "(cuMemRangeGetAttribute)") for key, label in
                  (("read_mostly", "read mostly"), ("preferred_location", "preferred at"),
                   ("last_prefetch_location", "last prefetched to")) if key in drv]
+        if "shape" in d:
+            rows.append(("extent, pitch", shape_text(d["shape"]), "(cuMemAllocPitch: rows a pitch apart)"))
         rows += [(f"kernel in {r['context']}", r["reaches"],
                   "" if r["reaches"].startswith("0x") else "(it cannot use it there)") for r in d["reach"]]
         label = max(len(r[0]) for r in rows)
@@ -611,6 +681,9 @@ class Listing(Result, kind="ls"):
                 + ([r["context"]] if ctxs else []) for r in d["buffers"]]
         headers = ["name", "kind", "size", "flags", "host ptr", "device ptr", "state"] + (["GPU"] if gpus else []) \
             + (["context"] if ctxs else [])
+        if any("shape" in r for r in d["buffers"]):  # pitched memory: its extent and pitch, in a column of its own
+            rows = [row + [shape_text(r["shape"]) if "shape" in r else "-"] for row, r in zip(rows, d["buffers"])]
+            headers.append("extent, pitch")
         def short():
             return [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)], headers
 

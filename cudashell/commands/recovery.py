@@ -85,7 +85,10 @@ def _rebuild_contexts(session, backend) -> None:
 
 def _rebuild_buffer(session, backend, buf, saved: dict, lost: dict) -> dict:
     old = {"host_ptr": buf.host_ptr, "device_ptr": buf.device_ptr}
-    alloc, _ = backend.alloc(buf.kind, buf.size, buf.flags, session.contexts[buf.context].handle)
+    ctx = session.contexts[buf.context].handle
+    shape = buf.shape  # pitched memory is made pitched again: the same driver gives the same pitch
+    alloc, _ = (backend.alloc_pitched(shape.width, shape.height, shape.depth, ctx) if shape
+                else backend.alloc(buf.kind, buf.size, buf.flags, ctx))
     buf.handle, buf.host_ptr, buf.device_ptr = alloc.handle, alloc.host_ptr, alloc.device_ptr
     if buf.registered is not None:
         try:

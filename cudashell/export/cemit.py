@@ -180,7 +180,8 @@ def alive(session, words=None) -> tuple:
              "streams": {n: s.context for n, s in session.streams.items()},
              "buffers": {b.name: b.context for b in bufs}, "held": session.held is not None,
              "kernels": {n: k for n, k in session.kernels.items() if not k.builtin and (words is None or n in words)},
-             "symbols": {b.name: b.source_name for b in bufs if b.symbol}}
+             "symbols": {b.name: b.source_name for b in bufs if b.symbol},
+             "pitched": {b.name: b.shape.height for b in bufs if b.shape}}
     return ({b.name: ("registered" if b.registered is not None else b.kind, b.size) for b in bufs},
             events, {b.name: b.device for b in bufs if b.device}, session.context.device, where)
 
@@ -227,6 +228,7 @@ class Writer:
         self.sources: list[tuple[str, str]] = []  # users' kernels (namespace, source), written before main
         self.user: dict = {n: (k.symbol, k) for n, k in where.get("kernels", {}).items()}  # launch name → (C name, Kernel)
         self.symbols: dict[str, str] = dict(where.get("symbols", {}))  # a module's variable's buffer → its C name
+        self.pitched: dict[str, int] = dict(where.get("pitched", {}))  # pitched memory → its rows a slice (`pitch_NAME`)
         self.kernels = kernels or {}
         self.gpus_here = gpus_here
         self.base = base

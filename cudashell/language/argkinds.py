@@ -34,6 +34,27 @@ def parse_int(text: str, col: int | None = None) -> int:
         raise usage(f"expected an integer, got '{text}'", col) from None
 
 
+# ---------------------------------------------------------------- extents of pitched memory and 2-D/3-D copies
+
+EXTENT_HINT = "an extent is WIDTHxHEIGHT or WIDTHxHEIGHTxDEPTH without spaces, the width in bytes: 1000x64, 4KBx16x8"
+
+
+def parse_extent(text: str, col: int | None = None) -> int | tuple[int, ...]:
+    """`64MB` → a size (what `alloc` takes for the other kinds); `1000x64` or `4KBx16x8` → (width, height[, depth]):
+    the width a size in bytes, the others counts. A size is read first, so hex (`0x100`) stays a size."""
+    try:
+        return parse_size(text, col)
+    except ShellError:
+        pass
+    parts = text.lower().split("x")
+    if not 2 <= len(parts) <= 3 or not all(parts):
+        raise usage(f"'{text}' is neither a size nor an extent", col, EXTENT_HINT)
+    try:
+        return (parse_size(parts[0], col), *(parse_count(p, col) for p in parts[1:]))
+    except ShellError:
+        raise usage(f"bad extent '{text}'", col, EXTENT_HINT) from None
+
+
 # ---------------------------------------------------------------- launch shapes
 
 DIM3_HINT = "a launch shape is X, X,Y or X,Y,Z without spaces: grid 64,64 block 16,16"
@@ -258,6 +279,7 @@ _KINDS = [
     ArgKind("kernel", offer=lambda arg, at: [(k, v.signature()) for k, v in at.session.kernels.items()]),
     ArgKind("size", parse_size),
     ArgKind("count", parse_count),
+    ArgKind("extent", parse_extent, label="SIZE|WxH[xD]"),
     ArgKind("points", parse_points),
     ArgKind("int", parse_int),
     ArgKind("dim3", parse_dim3, _shapes, label="X[,Y[,Z]]"),

@@ -59,6 +59,13 @@ MEMCPY = {  # by the direction the command names
     "d2d": _memcpy("d2d", "compute", "C", "DtoD", "tab:purple"),
     "h2h": _memcpy("h2h", "host", "h", "HtoH", "tab:brown"),
 }
+# 2-D and 3-D copies (cudaMemcpy2D, cudaMemcpy3D): copies on the same engines, drawn with the same letters and named
+# as nvprof names them (one activity kind for every copy); their own keys, so `profile` and the advice tell them apart
+MEMCPY_SHAPED = {
+    (dims, direction): Operation(f"memcpy{dims} {direction}", f"memcpy{dims}", "memcpy_shaped", row.engine, row.glyph,
+                                 row.nvprof, row.colour, row.legend, R.memcpy_rule, True, row.tags)
+    for dims in ("2d", "3d") for direction, row in MEMCPY.items()
+}
 MEMSET = Operation("memset", "memset", "memset", "compute", "M", "[CUDA memset]", "tab:gray", "memset",
                    R.memset_rule, False, frozenset({STREAM, DEVICE}))
 KERNEL = Operation("kernel", "launch", "launch", "compute", "K", None, "tab:green", "kernel", R.QUEUED, False,
@@ -77,7 +84,7 @@ FREE_ASYNC = Operation("free async", "free", "free_async", "host", "F", "[cudaFr
 REPEAT = Operation("repeat", None, "run_plan", "compute", "E", "repeat", "tab:cyan", "repeat (its operations)",
                    None, False)
 
-OPERATIONS: tuple[Operation, ...] = (*MEMCPY.values(), MEMSET, KERNEL, *PREFETCH.values(), ALLOC_ASYNC, FREE_ASYNC,
+OPERATIONS: tuple[Operation, ...] = (*MEMCPY.values(), *MEMCPY_SHAPED.values(), MEMSET, KERNEL, *PREFETCH.values(), ALLOC_ASYNC, FREE_ASYNC,
                                      REPEAT)
 BY_KEY = {op.key: op for op in OPERATIONS}
 

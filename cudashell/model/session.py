@@ -17,7 +17,32 @@ from .streamorder import StreamOrder
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
+H100_PITCH_STEP = 512  # cudaMallocPitch's pitch on the H100: the width in 512-byte steps
 TRACE_LIMIT = 100_000  # operations the trace keeps (about 50 MB); older ones are dropped, and counted
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Pitched memory's layout: `width` bytes used of each row, rows `pitch` bytes apart (the driver's choice),
+    `height` rows a slice, `depth` slices. A 2-D copy or a kernel needs the pitch to find row y: base + y * pitch."""
+
+    width: int
+    height: int
+    depth: int
+    pitch: int
+
+    def fields(self) -> dict:
+        return {"width": self.width, "height": self.height, "depth": self.depth, "pitch": self.pitch}
+
+    @classmethod
+    def h100(cls, width: int, height: int, depth: int = 1) -> Shape:
+        """The layout the H100's driver gives (design/memory-model-facts.md): the width rounded up to 512 B — 1, 511,
+        512 → 512; 513, 1000 → 1024; 4097 → 4608 — the simulator's answer and an exported program's sizes."""
+        return cls(width, height, depth, -(-width // H100_PITCH_STEP) * H100_PITCH_STEP)
+
+    @property
+    def size(self) -> int:
+        return self.pitch * self.height * self.depth
 
 
 @dataclass
@@ -40,6 +65,7 @@ class Buffer:
     made: tuple | None = None  # `alloc … async`: (its stream, the allocation's index in the trace's count)
     uses: dict = field(default_factory=dict, repr=False)  # stream name → (stream, index, operation) of its last use
     raced: set = field(default_factory=set, repr=False)  # streams a stream-ordered race was reported on
+    shape: Shape | None = None  # pitched memory (cudaMallocPitch / cudaMalloc3D): its rows as the driver laid them
 
     @property
     def shown_kind(self) -> str:

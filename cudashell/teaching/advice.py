@@ -38,6 +38,10 @@ MAPPED_READS = 3  # launches reading one mapped buffer with no new data from the
 SIDE_SWITCHES = 3  # host ↔ device switches of a managed buffer without prefetch (h, d, h, d)
 PINNED_SHARE = 0.4  # of the host's RAM: the note comes before the pin guard (half of RAM) refuses
 ROUNDS_SEEN = max(TINY_ROW, SYNC_ROW)  # rounds of a `repeat` the rules look at (the rest repeat them)
+# a 2-D/3-D copy with rows under this many bytes pays per row: on the H100 (pinned → device, 4096 rows) 4-byte rows
+# moved 0.97 GB/s, 64-byte rows 29.9, 512-byte rows 51.5 of the link's 54.5 (design/memory-model-facts.md)
+NARROW_ROW = 512
+NARROW_ROWS = 64  # … and at least this many rows: a few narrow rows cost a copy's fixed cost, not their count
 HOST_TOUCH = ("fill", "show", "compare", "expect equal", "checksum")  # the host reads or writes the bytes
 
 
@@ -124,9 +128,13 @@ def stream_of(session, act: Act):
 
 
 def copy_bytes(session, act: Act) -> int | None:
-    """How many bytes a memcpy moved: its result says; in a `repeat` round, from its arguments."""
+    """How many bytes a memcpy moved: its result says; in a `repeat` round, from its arguments (a 2-D or 3-D copy's
+    from its extent)."""
     if act.data is not None:
         return act.data["bytes"]
+    extent = act.args.values.get("EXTENT")
+    if isinstance(extent, tuple):
+        return extent[0] * extent[1] * (extent[2] if len(extent) > 2 else 1)
     try:
         regions = [region(session, act.args.values[k], None) for k in ("SRC", "DST")]
         return common_size(regions, act.args.values.get("SIZE"), None, (None, None))
@@ -314,6 +322,19 @@ def strided_kernel(memory, flow, session, act) -> Iterator[tuple]:
             return
 
 
+def narrow_rows(memory, flow, session, act) -> Iterator[tuple]:
+    extent = act.args.values.get("EXTENT") if COPY in act.tags else None
+    if not isinstance(extent, tuple):
+        return
+    width, rows = extent[0], extent[1] * (extent[2] if len(extent) > 2 else 1)
+    if width < NARROW_ROW and rows >= NARROW_ROWS:
+        src, dst = (act.args.values[k].name for k in ("SRC", "DST"))
+        yield (src, dst), (f"{act.name} of {rows} rows of {width} B: a 2-D copy pays for each row, so narrow rows "
+                           "move far below the link's rate (on the H100 4-byte rows 0.97 GB/s, 64-byte rows 29.9, "
+                           "4096-byte rows 54.5) — copy whole rows (a contiguous memcpy when both pitches are the "
+                           "width), or lay the data out so that rows are wide")
+
+
 RULES = (
     Rule("pageable-async", "Async copies from pageable memory", pageable_async),
     Rule("copy-then-sync", "An async copy followed at once by sync", copy_then_sync),
@@ -324,6 +345,7 @@ RULES = (
     Rule("managed-pingpong", "Managed memory touched on alternating sides", managed_pingpong),
     Rule("pinned-ram", "Pinning most of RAM", pinned_ram),
     Rule("strided-kernel", "Strided accesses in a kernel", strided_kernel),
+    Rule("narrow-rows", "A 2-D copy of narrow rows", narrow_rows),
 )
 
 

@@ -24,10 +24,11 @@ from .measurement import Measurement
 from .memory import Memory
 from .pools import Pools
 from .sync import Sync
+from .shapes import Shapes
 from .work import Work
 
 
-class GpuSide(Memory, Pools, Work, Sync, Contexts, Measurement):
+class GpuSide(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"

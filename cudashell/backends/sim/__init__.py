@@ -25,10 +25,11 @@ from .measurement import Measurement
 from .memory import Memory
 from .pools import Pools, SimPool
 from .sync import Sync
+from .shapes import Shapes
 from .work import Work
 
 
-class SimBackend(Memory, Pools, Work, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
