@@ -52,6 +52,10 @@ SESSION = [  # every exported command, each where it does CUDA work a program ca
     "context create as c1", "alloc pinned 64KB portable as cp", "stream create as 4", "fill cp 9",
     "launch increment cp stream 4", "sync stream 4", "stream destroy 4", "context use gpu0", "memcpy cp d0[0:64KB]",
     "free cp", "context destroy c1",
+    # virtual memory: one handle at two addresses of a reservation, so d0 gets p0's bytes through the alias
+    "vmm granularity", "vmm reserve 4MB as va", "vmm create 2MB as mem", "vmm map mem va", "vmm map mem va[2MB:]",
+    "vmm access va rw", "memcpy p0 va[0:+1MB]", "memcpy va[2MB:+1MB] d0", "vmm unmap va[2MB:+2MB]", "vmm release mem",
+    "vmm unmap va", "vmm free va",
     "if gpus 2 <<< device use 1; alloc device 64KB as far; peer enable 0 1; device use 0 >>>",
     "say en narrated", "sync", "reset",
     "memcpy p0 d0", "launch twice d0 262144 stream 1", "event record b stream 1", "event sync b", "stream destroy 2",

@@ -228,4 +228,4 @@ def test_every_call_that_returns_an_allocation_is_declared_so_for_the_workers_ha
     makes = {name for name in CONTRACT if hasattr(Backend, name)
              and "Allocation" in str(inspect.signature(getattr(Backend, name)).return_annotation)}
     assert makes == {name for name, call in CONTRACT.items() if call.allocation == "makes"} >= {"alloc", "alloc_async"}
-    assert {name for name, call in CONTRACT.items() if call.allocation == "ends"} == {"free", "free_async"}
+    assert {name for name, call in CONTRACT.items() if call.allocation == "ends"} == {"free", "free_async", "vmm_free"}

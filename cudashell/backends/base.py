@@ -142,6 +142,12 @@ CONTRACT: dict[str, Call] = {
     "pool_default": Call("memory", Q), "pool_create": Call("memory", C), "pool_destroy": Call("memory", C),
     "pool_set": Call("memory", C), "pool_attributes": Call("memory", Q), "pool_trim": Call("memory", C),
     "alloc_pitched": Call("memory", C, allocation="makes"),
+    # virtual memory management (the driver API): a reservation is an allocation (a buffer); physical handles are
+    # the side's own numbers
+    "vmm_granularity": Call("memory", Q), "vmm_reserve": Call("memory", C, allocation="makes"),
+    "vmm_create": Call("memory", C), "vmm_map": Call("memory", C), "vmm_access": Call("memory", C),
+    "vmm_unmap": Call("memory", C), "vmm_release": Call("memory", C),
+    "vmm_free": Call("memory", C, allocation="ends"),
     "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
@@ -299,6 +305,39 @@ class Backend(ABC):
     def alloc_pitched(self, width: int, height: int, depth: int, ctx=None) -> tuple[Allocation, Timing]:
         """Pitched device memory for `height` × `depth` rows of `width` bytes (cuMemAllocPitch; cudaMalloc3D's rows
         are height × depth): the Allocation's `pitch` is the driver's row stride, its size pitch × height × depth."""
+
+    @abstractmethod
+    def vmm_granularity(self, device: int) -> tuple[int, int]:
+        """cuMemGetAllocationGranularity of pinned device memory on GPU `device`: (minimum, recommended) bytes."""
+
+    @abstractmethod
+    def vmm_reserve(self, size: int, ctx=None) -> tuple[Allocation, Timing]:
+        """cuMemAddressReserve: addresses without memory behind them (the Allocation's device pointer); copies and
+        kernels may use only the parts mapped (vmm_map) and made accessible (vmm_access)."""
+
+    @abstractmethod
+    def vmm_create(self, size: int, device: int) -> int:
+        """cuMemCreate of pinned device memory on GPU `device`: the side's number for the physical handle."""
+
+    @abstractmethod
+    def vmm_map(self, buf, offset: int, handle: int) -> None:
+        """cuMemMap of the handle's whole size at the reservation's address + offset; no access yet."""
+
+    @abstractmethod
+    def vmm_access(self, buf, offset: int, size: int, mode: str, device: int) -> None:
+        """cuMemSetAccess over [offset, offset + size) of a reservation: mode rw, read or none for GPU `device`."""
+
+    @abstractmethod
+    def vmm_unmap(self, buf, offset: int, size: int) -> None:
+        """cuMemUnmap of whole mappings; memory of a released handle is freed with its last mapping."""
+
+    @abstractmethod
+    def vmm_release(self, handle: int) -> None:
+        """cuMemRelease: the handle is gone; its memory lives until its last mapping is unmapped."""
+
+    @abstractmethod
+    def vmm_free(self, buf) -> None:
+        """cuMemAddressFree of a reservation with nothing mapped in it any more."""
 
     @abstractmethod
     def register(self, buf, flags: frozenset) -> int | None:

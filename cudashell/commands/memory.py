@@ -307,10 +307,14 @@ def c_unregister(w, a, i, text):
 def free(session, backend, args):
     names = args.get("NAME")
     if names == ["all"]:
-        bufs = [b for b in session.buffers.values() if not b.symbol]  # a module's variables live with the module
+        bufs = [b for b in session.buffers.values() if not b.symbol and "vmm" not in b.flags]  # a module's
+        # variables live with the module; a reservation goes with `vmm free`
     else:
         bufs = [session.buffer(n, args.col("NAME")) for n in dict.fromkeys(names)]
     for buf in bufs:
+        if "vmm" in buf.flags:
+            raise usage(f"{buf.name} is a `vmm reserve` range: cudaFree does not free it", args.col("NAME"),
+                        f"`vmm unmap {buf.name}`, then `vmm free {buf.name}` (cuMemAddressFree)")
         if buf.symbol:
             raise usage(f"{buf.name} is module {buf.module}'s __{'device' if buf.symbol == 'global' else buf.symbol}__ "
                         f"variable {buf.source_name}: it lives as long as the module, and is not freed",
@@ -389,7 +393,9 @@ def ls(session, backend, args):
     session.settle(backend)
     rows = [buffer_row(b) for b in session.buffers.values()]
     totals = session.totals()
-    return Listing({"buffers": rows, "totals": totals})
+    vmm = {"reservations": session.vmm.rows(), "vmm_handles": session.vmm.handle_rows()} \
+        if session.vmm.reservations or session.vmm.handles else {}  # only once `vmm` made something: keys added
+    return Listing({"buffers": rows, "totals": totals, **vmm})
 
 
 @command("info", "memory", "what the driver says about one buffer's pointer", "info p0",
@@ -662,9 +668,33 @@ class LsDataTotals(TypedDict):
     managed: int
 
 
+class LsMapping(TypedDict):
+    offset: int
+    size: int
+    handle: str
+    released: bool
+    access: str
+
+
+class LsReservation(TypedDict):
+    name: str
+    size: int
+    mappings: list[LsMapping]
+
+
+class LsVmmHandle(TypedDict):
+    name: str
+    size: int
+    device: int
+    released: bool
+    mapped_at: list[str]
+
+
 class LsData(TypedDict):
     buffers: list[BufferRow]
     totals: LsDataTotals
+    reservations: NotRequired[list[LsReservation]]  # `vmm reserve` ranges and what is mapped where
+    vmm_handles: NotRequired[list[LsVmmHandle]]  # `vmm create` handles whose memory lives
 
 
 class Listing(Result, kind="ls"):
@@ -673,7 +703,7 @@ class Listing(Result, kind="ls"):
     def lines(self, tablefmt="simple", width=0):
         d = self.data
         if not d["buffers"]:
-            return ["no buffers"]
+            return ["no buffers"] + self._vmm_lines(tablefmt, width)
         gpus = len({r["device"] for r in d["buffers"]}) > 1 or any(r["device"] for r in d["buffers"])
         ctxs = any(r["context"] != f"gpu{r['device']}" for r in d["buffers"])  # a context of `context create`'s
         rows = [[r["name"], r["kind"], format_size_exact(r["size"]), flags_text(r), r["host_ptr"] or "-",
@@ -687,7 +717,22 @@ class Listing(Result, kind="ls"):
         def short():
             return [[r[0], r[1], format_size(d["buffers"][i]["size"]), *r[3:]] for i, r in enumerate(rows)], headers
 
-        return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))]
+        return [fit(rows, headers, tablefmt, width, short, ["left"] * len(headers))] + self._vmm_lines(tablefmt, width)
+
+    def _vmm_lines(self, tablefmt, width) -> list[str]:
+        """Each reservation's mappings (offset, size, handle, access), and the handles alive."""
+        d = self.data
+        maps = [[r["name"], f"+{format_size(m['offset'])}", format_size(m["size"]),
+                 m["handle"] + (" (released)" if m["released"] else ""), m["access"]]
+                for r in d.get("reservations", ()) for m in r["mappings"]]
+        handles = [[h["name"], format_size(h["size"]), str(h["device"]), "yes" if h["released"] else "no",
+                    ", ".join(h["mapped_at"]) or "-"] for h in d.get("vmm_handles", ())]
+        out = []
+        if maps:
+            out.append(fit(maps, ["reservation", "offset", "size", "handle", "access"], tablefmt, width))
+        if handles:
+            out.append(fit(handles, ["vmm handle", "size", "GPU", "released", "mapped at"], tablefmt, width))
+        return out
 
 
 class PrefetchData(TimingData):

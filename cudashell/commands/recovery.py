@@ -105,6 +105,35 @@ def _rebuild_buffer(session, backend, buf, saved: dict, lost: dict) -> dict:
             "contents": "kept" if buf.name not in lost else "lost: " + lost[buf.name]}
 
 
+def _rebuild_reservation(session, backend, buf) -> dict:
+    """A `vmm reserve` range made again, at its new address; its mappings come back with the handles."""
+    old = hexptr(buf.device_ptr)
+    alloc, _ = backend.vmm_reserve(buf.size, session.contexts[buf.context].handle)
+    buf.handle, buf.device_ptr = alloc.handle, alloc.device_ptr
+    buf.pending.clear()
+    return {"name": buf.name, "kind": buf.kind, "size": buf.size, "flags": buf.flag_text(), "old_host_ptr": None,
+            "old_device_ptr": old, "host_ptr": None, "device_ptr": hexptr(buf.device_ptr),
+            "contents": "lost: device memory"}
+
+
+def _rebuild_handles(session, backend) -> None:
+    """Every `vmm create` handle still alive (named, or released but mapped) made again and mapped where it was, with
+    its access; a released one released again once mapped."""
+    vmm = session.vmm
+    mapped = [m for r in vmm.reservations.values() for m in r.mappings]
+    handles = list({id(h): h for h in [*vmm.handles.values(), *(m.handle for m in mapped)]}.values())
+    for h in handles:
+        h.handle = backend.vmm_create(h.size, h.device)
+    for m in mapped:
+        buf = session.buffers[m.reservation]
+        backend.vmm_map(buf, m.offset, m.handle.handle)
+        if m.access != "none":
+            backend.vmm_access(buf, m.offset, m.size, m.access, session.vmm.reservations[buf.name].device)
+    for h in handles:
+        if h.released:
+            backend.vmm_release(h.handle)
+
+
 @command("reset", "session", "rebuild the session on a fresh GPU side (after a fault or a hang, or any time)",
          "reset", "cuCtxDestroy, then cuCtxCreate (in a new worker process) and every allocation again",
          details="Every buffer comes back with its name, kind, size and flags at new pointers, registrations are "
@@ -136,10 +165,13 @@ def reset(session, backend, args):
         if buf.symbol:  # a module's variable: made again, from the source, by its module's load
             continue
         try:
-            rows.append(_rebuild_buffer(session, backend, buf, saved, lost))
+            rows.append(_rebuild_buffer(session, backend, buf, saved, lost) if "vmm" not in buf.flags
+                        else _rebuild_reservation(session, backend, buf))
         except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks
             del session.buffers[buf.name]
+            session.vmm.reservations.pop(buf.name, None)
             dropped[buf.name] = e.code
+    _rebuild_handles(session, backend)
     return Reset({"cause": cause, "buffers": rows, "dropped": dropped,
                             "streams": [s.name for s in session.streams.values()],
                             "events": list(session.events), "kernels": kernels,

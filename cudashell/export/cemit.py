@@ -222,6 +222,7 @@ class Writer:
         self.driver_on = bool(self.created)  # contexts switch through the driver API once one was made
         self.devices: set[int] = {device, *self.gpu_of.values()}
         self.conditional: set[str] = set()  # buffers made inside an `if gpus` block
+        self.unchecked: set[str] = set()  # buffers not every byte of which can be read (`vmm reserve`): no checksum
         self.depth = 0  # how many `if gpus` blocks the writer is in
         self.ctx_before_if: list[str] = []  # the context current where each open block began
         self.helpers: list[str] = []
@@ -455,6 +456,8 @@ class Writer:
         else:
             end.append("    CHECK(cudaDeviceSynchronize());")
         for name, (kind, size) in self.buffers.items():
+            if name in self.unchecked:
+                continue
             var = ident("b", name)
             if kind == "device":
                 line = (f"{{ unsigned char *t = (unsigned char *)malloc({size}); "

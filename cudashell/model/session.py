@@ -14,6 +14,7 @@ from .kernels import BUILTINS
 from .operations import Operation, TraceEntry, plan_entries
 from .settings import SESSION_DEFAULTS
 from .streamorder import StreamOrder
+from .vmm import VmmState
 
 KIND_LETTER = {"pageable": "h", "pinned": "p", "device": "d", "managed": "m"}
 DEFAULT_STREAM_NAMES = ("0", "default")
@@ -268,6 +269,7 @@ class Session:
     advice: object = None  # the advice rules' memory and notes so far (advice.Advisor), made on first use
     order: StreamOrder = field(default_factory=StreamOrder)  # what stream order the commands established
     races: list = field(default_factory=list)  # stream-ordered races found by the last command, to report
+    vmm: VmmState = field(default_factory=VmmState)  # reservations, physical handles and mappings (`vmm`)
 
     # -------------------------------------------------------------- contexts
     @property
@@ -332,6 +334,8 @@ class Session:
         sums = dict.fromkeys(KIND_LETTER, 0)
         for b in self.buffers.values():
             sums[b.kind] += b.size
+        sums["device"] += self.vmm.memory() - sum(r.size for r in self.vmm.reservations.values())  # addresses
+        # are not memory; `vmm create`'s handles are
         return sums
 
     def pinned_bytes(self) -> int:

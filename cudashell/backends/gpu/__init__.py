@@ -25,10 +25,11 @@ from .memory import Memory
 from .pools import Pools
 from .sync import Sync
 from .shapes import Shapes
+from .vmm import Vmm
 from .work import Work
 
 
-class GpuSide(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement):
+class GpuSide(Memory, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"
@@ -69,6 +70,8 @@ class GpuSide(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement):
             self.mem_pools: dict = {}  # the shell's int → the bindings' CUmemoryPool (pools.py)
             self.unread_plans: dict[int, tuple] = {}  # plan tag → (work call indices, rounds): see plan_records
             self.next_token = 1
+            self.vmm_handles: dict = {}  # `vmm create`'s handles by number: (CUmemGenericAllocationHandle, size)
+            self.vmm_next = 0
             self.streams: set[int] = set()
             self.clock_khz = self._attr("CLOCK_RATE", 1_980_000)
             self.lock = threading.Lock()

@@ -26,10 +26,11 @@ from .memory import Memory
 from .pools import Pools, SimPool
 from .sync import Sync
 from .shapes import Shapes
+from .vmm import Vmm
 from .work import Work
 
 
-class SimBackend(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"
@@ -60,6 +61,8 @@ class SimBackend(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement, Clock
         self.default_pools: dict[int, int] = {}  # GPU → its default pool's handle
         self.next_pool = 0
         self.freed_on: dict[SimStream, list[SimAlloc]] = {}  # stream → blocks freed on it no synchronize has seen done
+        self.vmm_handles: dict = {}  # cuMemCreate's handles by number (vmm.PhysHandle), until released and unmapped
+        self.vmm_next = 0
         self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a may reach GPU b's memory
         self.ctxs: dict = {None: SimCtx(0, True, SimStream())}  # handle → context; None: GPU 0's primary
         self.cur = None  # the current context's handle
@@ -99,7 +102,7 @@ class SimBackend(Memory, Pools, Work, Shapes, Sync, Contexts, Measurement, Clock
         buf.handle.data = saved
 
     def reset(self):
-        for a in list(self.live) + list(self.stale.values()):
+        for a in list(self.live) + list(self.stale.values()) + list(self.vmm_handles.values()):
             if a not in self.salvaged:
                 a.data.release()
         self._fresh()

@@ -343,6 +343,7 @@ class Memory:
         if buf.kind == "device":
             self._alive()
             self._refuse_held("reading device memory (a synchronous copy)")
+            self.vmm_check(buf, offset, nbytes, "cuMemcpyDtoH")
         else:
             self._advance(self.now)
         return buf.handle.data.read(offset, nbytes)
@@ -355,6 +356,7 @@ class Memory:
     def known_zero(self, buf, offset, nbytes):
         if buf.kind == "device":  # a read the GPU side would have to make: as `read` does
             self._refuse_held("reading device memory (a synchronous copy)")
+            self.vmm_check(buf, offset, nbytes, "cuMemcpyDtoH")
         self._advance(self.now)
         return not buf.handle.data.touched(offset, nbytes)
 

@@ -23,6 +23,7 @@ from .common import (
     STEP,
     SimAlloc,
 )
+from .vmm import SimReservation
 
 
 class Work:
@@ -58,6 +59,8 @@ class Work:
     def memcpy(self, src, src_off, dst, dst_off, nbytes, stream, async_):
         self._alive()
         self._refuse_readonly(dst, "a copy")
+        self.vmm_check(src, src_off, nbytes, "cuMemcpy")
+        self.vmm_check(dst, dst_off, nbytes, "cuMemcpy", write=True)
         s, d = src.handle, dst.handle
         ctx = self._ctx_of(stream)
         rule = R.memcpy_rule(self._seen(s, d, ctx), self._seen(d, s, ctx), async_, nbytes)
@@ -98,6 +101,7 @@ class Work:
     def memset(self, buf, offset, value, nbytes, stream, async_):
         self._alive()
         self._refuse_readonly(buf, "a memset")
+        self.vmm_check(buf, offset, nbytes, "cuMemsetD8", write=True)
         a = buf.handle
         if buf.device_ptr is None:  # `unchecked`: the driver does not know the pointer
             raise ShellError(INVALID, f"{buf.name} is not memory the GPU can reach",
@@ -194,8 +198,11 @@ class Work:
 
         c = self._context(ctx)
         uva = self.profile.unified_addressing
-        regions = []
+        regions, arrays = [], {}
         for a in self.live:
+            if isinstance(a, SimReservation):  # a mapping a region, its handle's bytes shared by its mappings
+                regions.extend(self.vmm_regions(a, named.get(id(a), "a reservation"), arrays))
+                continue
             if a.kind == "device":
                 kind = "device" if a.device == c.device else "peer"
                 ok = (uva or a.ctx == ctx) if kind == "device" else (c.primary and (c.device, a.device) in self.peers)
