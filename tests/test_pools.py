@@ -183,3 +183,39 @@ def test_a_free_on_another_stream_while_a_use_may_still_run_is_a_race(cush):
     cush.ok("sync; alloc device 1MB async stream 1 as y; memset y 1 async stream 2; event record used stream 2")
     assert races(cush, "wait 1 used; free y async stream 1") == []
     cush.ok("sync")
+
+
+# ------------------------------------------------------------------ bench alloc: the async allocator, cold and warm
+def test_bench_alloc_times_a_cold_pool_and_a_warm_one_and_leaves_the_pools_as_they_were(cush):
+    rows = {r["kind"]: r for r in cush.ok("bench alloc device async async-warm sizes 64MB")["rows"]}
+    assert rows["async"]["call"] == rows["async-warm"]["call"] == "cudaMallocFromPoolAsync"
+    assert rows["async-warm"]["alloc_s_per_gib"] * 10 < rows["async"]["alloc_s_per_gib"]  # H100: 3.3 µs vs 11.3 ms
+    assert rows["async-warm"]["alloc_s_per_gib"] < rows["device"]["alloc_s_per_gib"]  # a warm pool beats cudaMalloc
+    assert [(p["name"], p["reserved"]) for p in cush.ok("pool")["pools"]] == [("default", 0)]
+
+
+def test_the_simulators_bench_gives_the_h100s_figures(sim):
+    rows = {r["kind"]: r for r in sim.ok("bench alloc async async-warm sizes 64MB")["rows"]}
+    call, per_gib = sim.backend.profile.async_call, 16  # 64 MiB is 1/16 GiB
+    assert rows["async"]["alloc_s_per_gib"] == pytest.approx((POOL_REUSE + 64 * POOL_MAP_PER_MIB + call) * per_gib)
+    assert rows["async-warm"]["alloc_s_per_gib"] == pytest.approx((POOL_WARM + call) * per_gib)
+
+
+# ------------------------------------------------------------------ advice
+def notes(cush, line: str) -> list[str]:
+    return [o["result"]["rule"] for o in cush.run(line) if o["kind"] == "note"]
+
+
+def test_a_cudamalloc_loop_is_advised_a_pool(sim):
+    sim.ok("set advice on")
+    assert notes(sim, "repeat 2 <<< alloc device 64MB as t; free t >>>") == []
+    assert notes(sim, "alloc device 64MB as t; free t; alloc device 64MB as t") == ["malloc-loop"]
+    assert notes(sim, "free t; alloc device 64MB as t") == []  # said once for its size
+
+
+def test_a_pool_at_threshold_0_giving_memory_back_at_a_sync_is_advised(sim):
+    sim.ok("set advice on; alloc device 1MB async as a; free a async")
+    assert notes(sim, "alloc device 1MB async as b") == []  # no sync between: the pool still held it
+    assert notes(sim, "free b async; sync; alloc device 1MB async as c") == ["pool-gives-back"]
+    sim.ok("pool create as kept; pool set kept threshold max; alloc device 1MB async pool kept as d")
+    assert notes(sim, "free d async; sync; alloc device 1MB async pool kept as e") == []  # its threshold keeps it

@@ -90,6 +90,7 @@ ALLOC_FIGURES = {  # bench alloc's kinds: (alloc figure, free figure, category)
     "registered": ("register_per_mib", "unregister_per_mib", "pinning"),
     "device": ("device_alloc", "device_free", "device"), "managed": ("managed alloc", "managed free", "device"),
     "pageable": ("malloc", "free", "host"),
+    "async": ("pool map", "pool release", "device"), "async-warm": ("pool warm", "pool keep", "device"),
 }
 CALIBRATED = (  # calibrate's figures compared one for one: (field, unit, scale, higher is better, category)
     ("pinned_h2d", "GB/s", 1e-9, True, "link"), ("pinned_d2h", "GB/s", 1e-9, True, "link"),

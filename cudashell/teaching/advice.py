@@ -42,6 +42,7 @@ ROUNDS_SEEN = max(TINY_ROW, SYNC_ROW)  # rounds of a `repeat` the rules look at 
 # moved 0.97 GB/s, 64-byte rows 29.9, 512-byte rows 51.5 of the link's 54.5 (design/memory-model-facts.md)
 NARROW_ROW = 512
 NARROW_ROWS = 64  # … and at least this many rows: a few narrow rows cost a copy's fixed cost, not their count
+MALLOC_ROW = 3  # cudaMalloc of one size after a cudaFree of it, in all, before the note
 HOST_TOUCH = ("fill", "show", "compare", "expect equal", "checksum")  # the host reads or writes the bytes
 
 
@@ -335,6 +336,43 @@ def narrow_rows(memory, flow, session, act) -> Iterator[tuple]:
                            "width), or lay the data out so that rows are wide")
 
 
+def malloc_loop(memory, flow, session, act) -> Iterator[tuple]:
+    live, freed, cycles = (memory.setdefault(k, {}) for k in ("live", "freed", "cycles"))
+    if act.name == "free" and "async" not in act.args.flags:
+        names = [f["name"] for f in act.data["freed"]] if act.data else act.args.values.get("NAME") or []
+        for size in (live.pop(n, None) for n in names):
+            if size is not None:
+                freed[size] = freed.get(size, 0) + 1
+        return
+    if act.name != "alloc" or act.args.values.get("KIND") != "device" or "async" in act.args.flags:
+        return
+    size = act.args.values["SIZE"]
+    live[act.data["buffer"]["name"] if act.data else act.args.values.get("NAME")] = size
+    if freed.get(size):  # allocated again after a free of the same size: a round of a loop
+        freed[size] -= 1
+        cycles[size] = cycles.get(size, 0) + 1
+        if cycles[size] == MALLOC_ROW:
+            yield size, (f"cudaMalloc of {format_size(size)} again after cudaFree, {MALLOC_ROW} times: each maps memory "
+                         "and each free waits for the device — the stream-ordered allocator's pool serves a loop "
+                         f"(`alloc device {size_word(size)} async`, `free … async`, `pool set default threshold max`)")
+
+
+def pool_gives_back(memory, flow, session, act) -> Iterator[tuple]:
+    kept = memory.setdefault("kept", {})  # pool → whether its threshold keeps memory (`pool set P threshold …`)
+    if act.name == "pool set" and act.args.values.get("WHAT") == "threshold":
+        kept[act.args.values["P"]] = act.args.values["VALUE"].strip().lower() not in ("0", "0b")
+    elif act.name == "free" and "async" in act.args.flags:
+        memory["freed"] = True
+    elif act.name in ("sync", "event sync") and memory.get("freed"):
+        memory["freed"], memory["released"] = False, True
+    elif act.name == "alloc" and "async" in act.args.flags and memory.pop("released", False):
+        pool = act.args.values.get("P", "default")
+        if not kept.get(pool):
+            yield pool, (f"alloc … async after a sync that followed a free … async: pool {pool}'s release threshold "
+                         "is 0, so the sync gave the freed memory back and this allocation maps it again (64 MiB: "
+                         f"11.3 ms on the H100, 3.3 µs from a warm pool) — `pool set {pool} threshold max` keeps it")
+
+
 RULES = (
     Rule("pageable-async", "Async copies from pageable memory", pageable_async),
     Rule("copy-then-sync", "An async copy followed at once by sync", copy_then_sync),
@@ -346,6 +384,8 @@ RULES = (
     Rule("pinned-ram", "Pinning most of RAM", pinned_ram),
     Rule("strided-kernel", "Strided accesses in a kernel", strided_kernel),
     Rule("narrow-rows", "A 2-D copy of narrow rows", narrow_rows),
+    Rule("malloc-loop", "cudaMalloc and cudaFree in a loop", malloc_loop),
+    Rule("pool-gives-back", "A pool that gives its memory back at every sync", pool_gives_back),
 )
 
 
