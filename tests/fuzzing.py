@@ -118,6 +118,12 @@ class Fuzzer:
         if spec.name == "repeat":  # a block with a bounded count: the point is the block, not the time it takes
             words = ["repeat", r.choice(["1", "2", "3", "0", "-1"]), "<<<", self.command(shell), ";",
                      self.command(shell), r.choice([">>>", ""])]
+        if spec.name == "memcpy batch":  # a block of copies, as `memcpy` takes them, on a stream
+            copy = REGISTRY["memcpy"]
+            block = " ; ".join(f"memcpy {self.value(copy.args[1], shell)} {self.value(copy.args[2], shell)}"
+                               for _ in range(r.choice([1, 2])))
+            words = ["memcpy batch", f"<<< {block} {r.choice(['>>>', ''])}", "stream",
+                     self.value(spec.opts[0].arg, shell)]
         if r.random() < 0.1:
             words.insert(r.randrange(len(words) + 1), r.choice(WORDS))
         if r.random() < 0.05 and len(words) > 1:

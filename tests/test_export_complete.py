@@ -37,7 +37,8 @@ SESSION = [  # every exported command, each where it does CUDA work a program ca
     "event record a", "memcpy p0 d0 async stream 1", "launch scale d0 2.5 stream 1", "launch twice d0 262144 stream 1",
     "launch mine.addk d0 1.5 262144 stream 1", "launch mine.twice d0[4KB:] 1024 stream 1", "event record b stream 1",
     "wait 2 b", "memcpy d2h d0 p0 async stream 2", "callback 2 done", "event sync b", "sync", "elapsed a b",
-    "show p0 count 4",
+    "show p0 count 4", "memcpy batch <<< memcpy p0[0:4KB] d0[768KB:+4KB]; memcpy d0[4KB:+4KB] p0[8KB:+4KB] >>> "
+    "stream 1 order during-call",
     # held work on three streams at once touches three separate parts of d0: the checksums do not race
     "hold", "memcpy p0[0:64KB] d0[64KB:] async stream 1", "launch increment d0[256KB:+4KB] stream 2", "stream create as 3",
     "memset d0[0:4KB] 3 async stream 3", "event record c stream 2", "release", "sleep 5", "sync",

@@ -121,6 +121,9 @@ HELLO = "kernel define hello <<< __global__ void hello(int n) { if (threadIdx.x 
 # what the demos and the examples leave out (the fuzzer meets some of it by chance, so it is driven here): each list
 # runs on a fresh shell, on the named profile; `{tmp}` is a folder of the test's own
 DRIVES = {
+    "a batch of copies": (None, [
+        "alloc pinned 8KB as p", "alloc device 8KB as d", "stream create", "memcpy batch <<< memcpy p[0:4KB] "
+        "d[4KB:]; memcpy d[0:4KB] p[4KB:] >>> stream 1 order any", "sync", "timeline"]),
     "kernels on each kind of memory": (None, [
         TWICE, HELLO, "kernels", "alloc device 4KB as d", "alloc managed 4KB as m", "alloc pinned 4KB mapped as z",
         "alloc pageable 4KB as h", "register h mapped", "alloc pageable 4KB as u", "fill d 1 dtype float32",

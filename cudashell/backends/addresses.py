@@ -1,7 +1,9 @@
 """The simulator's address spaces, shaped after what the driver does on the H100: freed ranges are handed
 back to the next allocation that fits (lowest address first), small allocations are carved from pools at
 512-byte granularity, larger ones get 1 MiB (exactly 1 MiB) or 2 MiB granularity and alignment, and
-pageable memory comes in pages (the cuda backend maps it with mmap). Deterministic from run to run."""
+pageable memory comes in pages (the cuda backend maps it with mmap): page-aligned and no more — where the kernel
+puts a mapping is its choice, so 64 KiB or 2 MiB alignment is luck, and the simulator's pageable space starts a few
+pages past a 64 KiB boundary so that nobody comes to count on it. Deterministic from run to run."""
 
 from __future__ import annotations
 
@@ -10,14 +12,15 @@ import bisect
 MIB = 1 << 20
 SMALL = MIB  # below this, pinned, device and managed memory are sub-allocated from a pool
 
+PAGEABLE_SKEW = 0x7000  # 7 pages past a 2 MiB boundary: mmap's addresses are page-aligned, not 64 KiB-aligned
 # (small-pool base, large base) per region; without UVA device memory lives at low "alias" addresses
-BASES = {"pageable": (0x7F3C_0000_0000, 0x7F3C_0000_0000), "pinned": (0x7F5A_0000_0000, 0x7F5B_0000_0000),
+BASES = {"pageable": (0x7F3C_0000_0000 + PAGEABLE_SKEW, 0x7F3C_0000_0000 + PAGEABLE_SKEW), "pinned": (0x7F5A_0000_0000, 0x7F5B_0000_0000),
          "device": (0x7F8E_0000_0000, 0x7F8F_0000_0000), "managed": (0x7FA0_0000_0000, 0x7FA1_0000_0000),
          "alias": (0x0000_0002_0000_0000, 0x0000_0003_0000_0000)}
 # a 32-bit process (the `no-uva` profile): 4 GiB of addresses in all, so each region ends where the next begins —
 # the heap above the program, pinned memory and managed memory in the middle, the device's own space on top
 # (device and alias share it: a profile has UVA or not, so only one of them is used)
-BASES_32 = {"pageable": (0x0900_0000, 0x0900_0000), "pinned": (0x3000_0000, 0x3100_0000),
+BASES_32 = {"pageable": (0x0900_0000 + PAGEABLE_SKEW, 0x0900_0000 + PAGEABLE_SKEW), "pinned": (0x3000_0000, 0x3100_0000),
             "managed": (0x6000_0000, 0x6100_0000), "device": (0x8000_0000, 0x8100_0000),
             "alias": (0x8000_0000, 0x8100_0000)}
 ENDS_32 = {"pageable": 0x3000_0000, "pinned": 0x6000_0000, "managed": 0x8000_0000, "device": 0xFFFF_0000,

@@ -157,6 +157,7 @@ CONTRACT: dict[str, Call] = {
     "room": Call("memory", Q, forward=False, worker=False),
     # work
     "memcpy": Call("work", W, plan=True, traced=True), "memcpy_shaped": Call("work", W, plan=True, traced=True),
+    "memcpy_batch": Call("work", W, plan=True, traced=True),
     "memset": Call("work", W, plan=True, traced=True),
     "launch": Call("work", W, plan=True, traced=True), "load_kernels": Call("work", C, allocation="module"),
     "host_callback": Call("work", W), "host_noop": Call("work", W, plan=True),
@@ -380,6 +381,13 @@ class Backend(ABC):
         """A 2-D or 3-D copy (cuMemcpy2D[Async], cuMemcpy3D[Async]): `depth` slices of `height` rows of `width`
         bytes; each side's rows `pitch` bytes apart and its slices `rows` rows apart (cudaPitchedPtr's ysize). The
         shell has checked the rectangles' bounds and that `width` fits both pitches."""
+
+    @abstractmethod
+    def memcpy_batch(self, copies: list, stream, order: str) -> Timing:
+        """cuMemcpyBatchAsync (CUDA 12.8+): `copies` as [src, src_off, dst, dst_off, nbytes] lists (lists cross the
+        worker's pipe with their buffers), queued by one call on `stream` with one source-access order for all
+        (syncrules.BATCH_ORDERS). The driver refuses the legacy default stream (None) and a copy of 0 bytes with
+        CUDA_ERROR_INVALID_VALUE (H100, CUDA 13), an older driver with CUDA_ERROR_NOT_SUPPORTED."""
 
     @abstractmethod
     def memset(self, buf, offset: int, value: int, nbytes: int, stream, async_: bool) -> Timing: ...

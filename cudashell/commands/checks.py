@@ -160,3 +160,34 @@ def pitch_word(session, text: str, col: int | None) -> str:
         raise ShellError("USAGE", f"{name} is not pitched memory: it has no pitch", "alloc pitched WIDTHxHEIGHT as "
                          f"{name} makes memory with one (a linear buffer's rows are as wide as you say)", col)
     return str(shape.pitch)
+
+
+# ------------------------------------------------------------------ a copy's direction (memcpy, memcpy batch)
+SIDE_WORD = {"h": "host", "d": "device", "hd": "managed (host or device)"}
+
+
+def infer_direction(src, dst) -> str:
+    """Like cudaMemcpyDefault: the direction the two buffers imply (managed counts as device)."""
+    s = "d" if "d" in src.side else "h"
+    d = "d" if "d" in dst.side else "h"
+    return f"{s}2{d}"
+
+
+def check_direction(direction: str, src, dst, col: int) -> None:
+    """With managed memory on either side, cudaMemcpy's own rule (probed on the H100, under UVA): a side the direction
+    calls device must be memory the GPU reaches — pageable memory there is CUDA_ERROR_INVALID_VALUE — and a side it
+    calls host takes any memory. Otherwise the shell's stricter check, which teaches which direction is which."""
+    s, d = direction[0], direction[2]
+    if "managed" in (src.kind, dst.kind):
+        for side, buf in ((s, src), (d, dst)):
+            if side == "d" and buf.kind == "pageable" and buf.registered is None:
+                raise ShellError("CUDA_ERROR_INVALID_VALUE",
+                                 f"{direction} takes {buf.name} as device memory, but it is pageable host memory",
+                                 "cudaMemcpy refuses it; leave the direction out, or `register` it first", col)
+        return
+    if s not in src.side or d not in dst.side:
+        right = infer_direction(src, dst)
+        raise ShellError("KIND_MISMATCH",
+                         f"{direction} copies {SIDE_WORD[s]} to {SIDE_WORD[d]}, but {src.name} is {src.kind} "
+                         f"and {dst.name} is {dst.kind}",
+                         f"did you mean `memcpy {right} {src.name} {dst.name}`? (or leave the direction out)", col)

@@ -748,4 +748,4 @@ class Prefetched(Result, kind="prefetch"):
     def text(self):
         d = self.data
         return ([f"prefetch {d['name']} → {d['to']}: {format_size_exact(d['bytes'])} on stream "
-                f"{d['stream']}, {gpu_time(d)} {timing_note(d)}"])
+                f"{d['stream']}, {gpu_time(d)}; {how_text(d)} {timing_note(d)}"])

@@ -50,7 +50,7 @@ def _memcpy(direction: str, engine: str, glyph: str, nvprof: str, colour: str) -
 
 def _prefetch(where: str, engine: str, nvprof: str) -> Operation:
     return Operation(f"prefetch {where}", "prefetch", "prefetch", engine, "P", f"[Unified Memory prefetch {nvprof}]",
-                     "tab:olive", "prefetch", R.QUEUED, False, frozenset({STREAM, PLACES}))
+                     "tab:olive", "prefetch", R.prefetch_rule, False, frozenset({STREAM, PLACES}))
 
 
 MEMCPY = {  # by the direction the command names
@@ -71,6 +71,11 @@ MEMSET = Operation("memset", "memset", "memset", "compute", "M", "[CUDA memset]"
 KERNEL = Operation("kernel", "launch", "launch", "compute", "K", None, "tab:green", "kernel", R.QUEUED, False,
                    frozenset({STREAM, DEVICE, KERNEL_RUN}))
 PREFETCH = {"device": _prefetch("device", "copy H2D", "HtoD"), "host": _prefetch("host", "copy D2H", "DtoH")}
+# cudaMemcpyBatchAsync: one call, many copies, run in stream order as one piece of work; its entry's engine is that of
+# its copies' direction (session.track's `engine`), this row's when they go several ways. No COPY tag: the rules that
+# read a copy's SRC and DST read one copy's.
+MEMCPY_BATCH = Operation("memcpy batch", "memcpy batch", "memcpy_batch", "copy H2D", "B", "[CUDA memcpy batch]",
+                         "tab:cyan", "memcpy batch", R.batch_rule, True, frozenset({STREAM}))
 # The stream-ordered allocator (cudaMallocAsync / cudaFreeAsync): no engine moves anything — the driver hands the
 # address back at once, on the host, and the stream reaches the allocation (or the free) in its order — so their
 # engine row is the host's. No advice tags: tags are a command's (tags_of), and `alloc`/`free` issue these only with
@@ -84,8 +89,8 @@ FREE_ASYNC = Operation("free async", "free", "free_async", "host", "F", "[cudaFr
 REPEAT = Operation("repeat", None, "run_plan", "compute", "E", "repeat", "tab:cyan", "repeat (its operations)",
                    None, False)
 
-OPERATIONS: tuple[Operation, ...] = (*MEMCPY.values(), *MEMCPY_SHAPED.values(), MEMSET, KERNEL, *PREFETCH.values(), ALLOC_ASYNC, FREE_ASYNC,
-                                     REPEAT)
+OPERATIONS: tuple[Operation, ...] = (*MEMCPY.values(), *MEMCPY_SHAPED.values(), MEMCPY_BATCH, MEMSET, KERNEL,
+                                     *PREFETCH.values(), ALLOC_ASYNC, FREE_ASYNC, REPEAT)
 BY_KEY = {op.key: op for op in OPERATIONS}
 
 

@@ -372,11 +372,12 @@ class Session:
 
     # -------------------------------------------------------------- GPU work in flight
     def track(self, operation: Operation, stream: Stream, nbytes: int, timing, *bufs: Buffer,
-              name: str | None = None, counts: dict | None = None) -> None:
+              name: str | None = None, counts: dict | None = None, engine: str = "") -> None:
         """Record GPU work in the trace; while it runs, the buffers it touches are pending on its stream. `name`: a
-        kernel's; `counts`: what a user kernel moved, as the simulator counted it (for `profile`)."""
+        kernel's; `counts`: what a user kernel moved, as the simulator counted it (for `profile`); `engine`: where it
+        ran, when not its row's (a batch of copies runs on its copies' engine)."""
         entry = TraceEntry(operation, stream.name, nbytes, timing.seconds, timing.start, timing.end, timing.label,
-                           timing.token, timing.issued, timing.tag, name=name, counts=counts)
+                           timing.token, timing.issued, timing.tag, name=name, counts=counts, engine=engine)
         self._in_order(operation, stream, bufs, self.traced())
         self.add_trace(entry)
         if timing.token is not None:

@@ -298,6 +298,9 @@ class Measurement:
         if method == "memcpy":
             name, cargs, _ = self._memcpy_call(*args)
             return name, cargs, None, args[5] if args[6] else None
+        if method == "memcpy_batch":
+            cargs, _ = self._memcpy_batch_call(*args)
+            return "cuMemcpyBatchAsync", cargs, None, args[1]
         if method == "memset":
             name, cargs, _ = self._memset_call(*args)
             return name, cargs, None, args[4] if args[5] else None

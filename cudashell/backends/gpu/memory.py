@@ -186,7 +186,10 @@ class Memory:
         return buf.device_ptr, buf.size, location(where, self._stream_ctx(stream).device), 0, stream
 
     def prefetch(self, buf, where, stream):
-        return self._timed(stream, "cuMemPrefetchAsync", self._prefetch_call(buf, where, stream), R.QUEUED)
+        """Timed as queued work: whether the call held the host (a first prefetch to the device does, on the H100) is
+        what the events around it observe, and its host time says."""
+        return self._timed(stream, "cuMemPrefetchAsync", self._prefetch_call(buf, where, stream),
+                           R.prefetch_rule(where, False))
 
     def advise(self, buf, advice, where):
         call("cuMemAdvise", buf.device_ptr, buf.size, ADVICE[advice], location(where, self.cur.device))

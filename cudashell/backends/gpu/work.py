@@ -23,8 +23,19 @@ from ...model.kernels import (
     with_includes,
 )
 from ..base import PLAIN_LAUNCH, Timing
-from ..bindings import HOST_FN, call, host_fn, launch_args
+from ..bindings import HOST_FN, call, cu, host_fn, launch_args
 from .common import CTYPE, CudaAlloc, _host_array
+
+
+SRC_ACCESS_ORDER = {"stream": "CU_MEMCPY_SRC_ACCESS_ORDER_STREAM",
+                    "during-call": "CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL",
+                    "any": "CU_MEMCPY_SRC_ACCESS_ORDER_ANY"}
+
+
+@functools.cache
+def _driver_version() -> int:
+    """cuDriverGetVersion, once: 13000 for CUDA 13.0."""
+    return int(call("cuDriverGetVersion"))
 
 
 @functools.cache
@@ -113,6 +124,29 @@ class Work:
             with self._in(here):
                 return self._between_gpus(args[:3], others.pop())
         return self._timed(stream if async_ else None, name, args, rule, nbytes)
+
+    def _memcpy_batch_call(self, copies, stream, order):
+        """cuMemcpyBatchAsync's arguments: each copy's pointers (host pointer where there is one, as cuMemcpy takes
+        them under UVA), one attribute for all copies (its source-access order), and the rule for the whole call."""
+        if not hasattr(cu, "cuMemcpyBatchAsync") or _driver_version() < 12080:
+            raise ShellError("CUDA_ERROR_NOT_SUPPORTED", f"cuMemcpyBatchAsync needs CUDA 12.8 or later (this driver: "
+                             f"{_driver_version() // 1000}.{_driver_version() % 1000 // 10}; these bindings "
+                             f"{'have' if hasattr(cu, 'cuMemcpyBatchAsync') else 'lack'} it)",
+                             "copy one by one: `memcpy … async stream S`")
+        dsts, srcs, sizes, rules = [], [], [], []
+        for src, src_off, dst, dst_off, nbytes in copies:
+            srcs.append(cu.CUdeviceptr((src.host_ptr if src.host_ptr is not None else src.device_ptr) + src_off))
+            dsts.append(cu.CUdeviceptr((dst.host_ptr if dst.host_ptr is not None else dst.device_ptr) + dst_off))
+            sizes.append(nbytes)
+            rules.append((self._cls(src), self._cls(dst), nbytes))
+        attr = cu.CUmemcpyAttributes()
+        attr.srcAccessOrder = getattr(cu.CUmemcpySrcAccessOrder, SRC_ACCESS_ORDER[order])
+        return (dsts, srcs, sizes, len(sizes), [attr], [0], 1, stream), R.batch_rule(rules, order)
+
+    def memcpy_batch(self, copies, stream, order):
+        """One driver call for every copy, timed as one queued piece of work; the driver's refusals are its own."""
+        args, rule = self._memcpy_batch_call(copies, stream, order)
+        return self._timed(stream, "cuMemcpyBatchAsync", args, rule, sum(args[2]))
 
     def _between_gpus(self, args: tuple, other: int) -> Timing:
         """A copy to or from another GPU's memory: cuMemcpy, then both GPUs synchronised, timed on the host —

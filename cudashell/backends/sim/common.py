@@ -39,6 +39,7 @@ class SimAlloc:
     registered: bool = False
     freed: bool = False
     managed: dict = field(default_factory=dict)  # range attributes of managed memory
+    been_to_host: bool = False  # managed: prefetched to the host once, so a prefetch back no longer holds the host
     pool: bool | None = None  # the small pinned pool it came from (write-combined or not)
     device: int = 0  # the GPU of the context it was made in
     ctx: object = None  # that context's handle (None: the session GPU's primary)

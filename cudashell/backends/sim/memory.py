@@ -324,12 +324,16 @@ class Memory:
         return self.profile.host_memory // 2, "half of the profile's host memory"
 
     def prefetch(self, buf, where, stream):
+        """The pages move on the copy engine; the first move to the device of pages the host wrote holds the host
+        until it is done, as on the H100 (syncrules.prefetch_rule)."""
         self._alive()
         a: SimAlloc = buf.handle
+        populates = where == "device" and not a.been_to_host and a.data.touched(0, a.size)
+        a.been_to_host = a.been_to_host or where == "host"
         a.managed["last_prefetch_location"] = "device 0" if where == "device" else "host"
         path = "pinned h2d" if where == "device" else "pinned d2h"
         return self._submit(stream, self.profile.copy_seconds(path, a.size),
-                            self.engine("h2d" if where == "device" else "d2h"), R.QUEUED)
+                            self.engine("h2d" if where == "device" else "d2h"), R.prefetch_rule(where, populates))
 
     def advise(self, buf, advice, where):
         self._alive()

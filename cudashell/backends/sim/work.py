@@ -26,6 +26,12 @@ from .common import (
 from .vmm import SimReservation
 
 
+# cudaMemcpyBatchAsync on the H100 (CUDA 13, 2026-11-26, a C probe): 64 copies of 4 KiB pinned → device in one call held
+# the host 88 µs (a loop of 64 cudaMemcpyAsync: 86 µs — the call costs per copy) and finished 111 µs after it began
+# (the loop: 171 µs): the copies run back to back with one start (the profile's copy latency) for all.
+BATCH_HOST_PER_COPY = 1.37e-6
+
+
 class Work:
     """The simulator's work (a mixin: its state is made in SimBackend._fresh)."""
 
@@ -97,6 +103,52 @@ class Work:
         else:
             d.data.reserve_copy(s.data, src_off, dst_off, nbytes)
         return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage)
+
+    def memcpy_batch(self, copies, stream, order):
+        """The copies in stream order as one piece of work on the first copy's engine, after one call whose host
+        cost grows with the copies (BATCH_HOST_PER_COPY); what the driver refuses, refused first, nothing queued."""
+        self._alive()
+        if stream is None:
+            raise ShellError(INVALID, "cudaMemcpyBatchAsync refuses the legacy default stream",
+                             "create a stream (`stream create`) and add `stream 1`")
+        ctx = self._ctx_of(stream)
+        rules, moves, duration, stage = [], [], 0.0, 0.0
+        for src, src_off, dst, dst_off, nbytes in copies:
+            self._refuse_readonly(dst, "a copy")
+            if nbytes == 0:
+                raise ShellError(INVALID, "a copy of 0 bytes in a batch: cuMemcpyBatchAsync refuses it",
+                                 "give every copy a size, or leave it out")
+            s, d = src.handle, dst.handle
+            classes = (self._seen(s, d, ctx), self._seen(d, s, ctx), nbytes)
+            path, kind = self._path(s, d, ctx)
+            if R.batch_copy_rule(*classes[:2], order, nbytes).stages:  # staged by the host, moved at the pinned rate
+                stage += self.profile.staging_latency + nbytes / self.profile.staging_rate
+                path = "pinned h2d"
+            duration += self.profile.copy_seconds(path, nbytes) - self.profile.copy_latency
+            rules.append(classes)
+            moves.append((s, src_off, d, dst_off, nbytes, kind))
+        rule = R.batch_rule(rules, order)
+        duration += self.profile.copy_latency  # one start for the batch, not one a copy
+
+        def effect(snapshot: bool):
+            taken = [(d, do, s.data.read(so, n) if s.data.touched(so, n) else None, n)
+                     for s, so, d, do, n, _ in moves] if snapshot else []  # the sources as they are now
+
+            def land():
+                if snapshot:
+                    for d, do, b, n in taken:
+                        d.data.write(do, b) if b is not None else d.data.fill(do, 0, n)
+                else:
+                    for s, so, d, do, n, _ in moves:
+                        d.data.copy_from(s.data, so, do, n)
+            return land
+
+        for s, so, d, do, n, _ in moves:
+            d.data.reserve_copy(s.data, so, do, n)
+        before = self.now
+        self._advance(self.now + BATCH_HOST_PER_COPY * len(copies))
+        t = self._submit(stream, duration, self.engine(moves[0][5]), rule, effect, stage=stage)
+        return replace(t, host_seconds=self.now - before, issued=before)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
         self._alive()
