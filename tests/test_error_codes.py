@@ -42,6 +42,7 @@ TRIGGERS = {
     "NO_SUCH_BUFFER": (None, ["free nosuch"]),
     "NO_SUCH_STREAM": (None, ["sync stream 9"]),
     "NO_SUCH_EVENT": (None, ["event record a", "elapsed a nope"]),
+    "NO_SUCH_POOL": (None, ["pool trim nosuch"]),
     "NO_SUCH_KERNEL": (None, ["alloc device 4KB", "launch nosuch d0"]),
     "NO_SUCH_DEMO": (None, ["demo nosuch"]),
     "NO_SUCH_LESSON": (None, ["lesson nosuch"]),

@@ -219,3 +219,19 @@ def test_a_pool_at_threshold_0_giving_memory_back_at_a_sync_is_advised(sim):
     assert notes(sim, "free b async; sync; alloc device 1MB async as c") == ["pool-gives-back"]
     sim.ok("pool create as kept; pool set kept threshold max; alloc device 1MB async pool kept as d")
     assert notes(sim, "free d async; sync; alloc device 1MB async pool kept as e") == []  # its threshold keeps it
+
+
+def test_a_made_pool_comes_back_after_reset_and_serves_again(cush):
+    cush.ok("pool create as mine; pool set mine threshold max; alloc device 64MB async pool mine as x")
+    cush.ok("reset")  # x comes back from cudaMalloc: `reset` makes every buffer so
+    assert row(cush, "mine")["threshold"] == 0  # made again with the driver's defaults
+    assert cush.ok("alloc device 64MB async pool mine as y")["pool"] == "mine"
+    assert row(cush, "mine")["used"] == 64 * MIB
+
+
+def test_the_legacy_default_streams_order_counts_as_a_dependency_for_reuse(sim):
+    sim.ok("pool set default reuse opportunistic off; pool set default reuse internal off")
+    sim.ok("stream create; stream create nonblocking; alloc device 64MB async as a")
+    before = ptr(sim, "a")
+    sim.ok(f"{GATE}; free a async; alloc device 64MB async stream 1 as b; alloc device 64MB async stream 2 as c")
+    assert ptr(sim, "b") == before != ptr(sim, "c")  # blocking stream 1 waits for stream 0's free; 2 does not

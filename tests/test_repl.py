@@ -39,7 +39,7 @@ def test_completion_offers_what_fits_at_the_cursor(shell):
     assert texts("mem", shell) == ["memcpy", "memset"]
     assert texts("alloc pinned 64MB ", shell) == ["portable", "mapped", "writecombined", "as"]
     assert texts("alloc managed 1MB ", shell) == ["global", "host", "as"]
-    assert texts("alloc device 1MB ", shell) == ["async", "as", "on", "stream"]  # cudaMallocAsync: `async [stream S]`
+    assert texts("alloc device 1MB ", shell) == ["async", "as", "on", "stream", "pool"]  # `async [stream S] [pool P]`
     assert texts("memcpy h2d ", shell)[:2] == ["p0", "h0"]  # host-side sources only
     assert texts("memcpy h2d p0 ", shell)[:1] == ["d0"]  # device-side destinations only
     assert texts("memcpy p0 d0 async stream ", shell) == ["0", "1"]

@@ -154,6 +154,9 @@ def reset(session, backend, args):
     session.held = None  # the fresh side holds nothing
     session.unresolved = []
     _rebuild_contexts(session, backend)
+    for pool in session.pools.values():  # made again, with the driver's defaults (its settings were the old side's)
+        pool.handle = backend.pool_create(pool.device)
+    session.order.host_waited(session.traced() - 1)  # nothing of the old side is still running
     for a, b in list(session.peers):  # peer access belongs to the contexts: given again on the fresh side
         try:
             backend.peer_access(a, b, True)

@@ -4,8 +4,8 @@ name, which PyCUDA gives only as text), registration, pointer queries, streams w
 launches. Times are measured here, next to the driver: CUDA events (or CUPTI) for the GPU, the host clock around
 each call for `blocking` — so the pipe to the shell never shows in a figure.
 
-Its parts, by the contract's concerns (base.CONTRACT): memory.py (pools.py: the stream-ordered pools), work.py, sync.py, contexts.py,
-measurement.py; starting and closing are here."""
+Its parts, by the contract's concerns (base.CONTRACT): memory.py (pools.py: the stream-ordered pools), work.py,
+sync.py, contexts.py, measurement.py; starting and closing are here."""
 
 from __future__ import annotations
 

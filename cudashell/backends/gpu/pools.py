@@ -5,7 +5,7 @@ the bindings' CUmemoryPool objects stay here, by that int."""
 from __future__ import annotations
 
 from ...errors import ShellError
-from ..bindings import call, cu
+from ..bindings import call, cu, location
 
 ATTR = cu.CUmemPool_attribute
 # the attribute behind each key of pool_attributes, and whether the driver holds it as a cuuint64_t (else an int)
@@ -42,8 +42,7 @@ class Pools:
         props = cu.CUmemPoolProps()
         props.allocType = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
         props.handleTypes = cu.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
-        props.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-        props.location.id = device
+        props.location = location("device", device)
         return self._keep_pool(call("cuMemPoolCreate", props))
 
     def pool_destroy(self, pool):

@@ -5,8 +5,8 @@ their engine, kernels of different streams concurrently, the legacy default stre
 which calls hold the host comes from the one table in `syncrules`. Deterministic: the same script gives the same
 figures.
 
-Its parts, by the contract's concerns (base.CONTRACT): memory.py (pools.py: the stream-ordered pools), work.py, sync.py, contexts.py,
-measurement.py, on the virtual clock of clock.py; starting, resetting and closing are here."""
+Its parts, by the contract's concerns (base.CONTRACT): memory.py (pools.py: the stream-ordered pools), work.py,
+sync.py, contexts.py, measurement.py, on the virtual clock of clock.py; starting, resetting and closing are here."""
 
 from __future__ import annotations
 

@@ -130,11 +130,20 @@ class Pools:
         if mine:
             return min(mine, key=_held), False
         others = [b for s, blocks in self.freed_on.items() if s is not q for b in blocks if b.mem_pool is pool and fits(b)]
-        ordered = [b for b in others if (pool.reuse["follow-events"] and q.seen.get(b.freed_by, 0) >= b.free_seq)
+        ordered = [b for b in others if (pool.reuse["follow-events"] and self._ordered_after_free(q, b))
                    or (pool.reuse["opportunistic"] and b.reached)]
         if ordered:
             return min(ordered, key=_held), False
         return None, False
+
+    def _ordered_after_free(self, q, b: SimAlloc) -> bool:
+        """Whether stream q is ordered after b's free: by an event it waited for, or by the legacy default stream's
+        implicit synchronisation with the blocking streams of its context (the driver follows both)."""
+        if q.seen.get(b.freed_by, 0) >= b.free_seq:
+            return True
+        default = self.ctxs[q.ctx].default
+        return b.freed_by.ctx == q.ctx and (b.freed_by is default and not q.nonblocking
+                                           or q is default and not b.freed_by.nonblocking)
 
     def _pending_block(self, q, pool: SimPool, fits) -> SimAlloc | None:
         """Internal dependencies: a block freed on another stream, not yet reached, that q may take by waiting."""
