@@ -80,6 +80,9 @@ class Fuzzer:
             return pick(COUNTS)
         if kind == "dim3":
             return pick(DIM3S)
+        if kind == "extent":  # pitched memory and 2-D/3-D copies: good, edge and hostile
+            return pick(["100x4", "1000x4", "4x64", "64x8x2", "1x1", "0x4x1", "4KBx16", "1000x4x2", "64KB", "3x",
+                         "x", "1x2x3x4", "2^40x2^40"])
         if kind == "int":
             return pick(INTS)
         if kind == "stream":

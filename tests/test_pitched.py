@@ -167,3 +167,14 @@ def test_export_c_allocates_pitched_and_copies_with_the_drivers_pitch(sim, tmp_p
 
 def test_calibrate_measures_the_narrow_row_cost(sim):
     assert sim.ok("calibrate")["profile"]["copy_narrow_row"] == pytest.approx(2.5e-9, rel=0.05)
+
+
+def test_through_the_workers_pipe_the_pitch_and_the_rows_arrive(piped):
+    """The cuda backend's path (the worker numbers the allocation; the pitch rides in its Allocation), the simulator
+    behind it; a `repeat` plan records and reruns the 2-D copy."""
+    assert piped.ok("alloc pitched 1000x4 as img")["buffer"]["shape"]["pitch"] == 1024
+    piped.ok("alloc pinned 4000 as h; fill h iota dtype uint8; memcpy2d h img 1000x4; alloc pinned 4000 as b")
+    piped.ok("stream create as s; memcpy3d img b 1000x4x1 async stream s; sync")
+    assert piped.ok("compare h b")["equal"]
+    piped.ok("repeat 3 <<< memcpy2d h img 1000x4 async >>>")
+    assert piped.ok("calibrate")["profile"]["copy_narrow_row"] == pytest.approx(2.5e-9, rel=0.05)

@@ -70,7 +70,7 @@ def test_csv_of_a_record_keeps_its_lists_and_its_nested_records_as_columns():
 
 def test_csv_of_an_empty_table_is_its_header():
     assert csv_out(["ls"]).splitlines() == [
-        "name,kind,size,size_text,flags,registered,host_ptr,device_ptr,same_pointer,state,device,context"]
+        "name,kind,size,size_text,flags,registered,host_ptr,device_ptr,same_pointer,state,device,context,shape"]
 
 
 def _leaves(data: dict) -> dict:

@@ -45,7 +45,8 @@ def parse_extent(text: str, col: int | None = None) -> int | tuple[int, ...]:
     try:
         return parse_size(text, col)
     except ShellError:
-        pass
+        if "x" not in text.lower():  # no extent in view: the size's own error (with its hint)
+            raise
     parts = text.lower().split("x")
     if not 2 <= len(parts) <= 3 or not all(parts):
         raise usage(f"'{text}' is neither a size nor an extent", col, EXTENT_HINT)

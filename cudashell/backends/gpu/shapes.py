@@ -1,5 +1,5 @@
 """Pitched memory and 2-D/3-D copies through the driver: cuMemAllocPitch (whose pitch is the answer the shell shows)
-and cuMemcpy2D[Async] / cuMemcpy3D[Async] with unified addresses, timed as the other copies are."""
+and cuMemcpy2D[Async] / cuMemcpy3D[Async] with each end's memory type, timed as the other copies are."""
 
 from __future__ import annotations
 
@@ -13,11 +13,20 @@ from .common import CudaAlloc
 
 # cuMemAllocPitch's ElementSizeBytes: the largest a kernel reads in one access (4, 8 or 16), as cudaMallocPitch asks
 ELEMENT_BYTES = 16
-UNIFIED = cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED  # under UVA a pointer says where it lives: host or device alike
+MEMORY_TYPE = {"device": cu.CUmemorytype.CU_MEMORYTYPE_DEVICE, "managed": cu.CUmemorytype.CU_MEMORYTYPE_UNIFIED}
+HOST = cu.CUmemorytype.CU_MEMORYTYPE_HOST  # pageable or pinned (registered too): the host pointer
 
 
-def _pointer(buf, offset: int) -> int:
-    return (buf.host_ptr if buf.host_ptr is not None else buf.device_ptr) + offset
+def _side(m, end: str, buf, offset: int, pitch: int) -> None:
+    """One end of a CUDA_MEMCPY2D/3D: its memory type named, as cudaMemcpy2D's kind would (the host pointer for
+    host memory, the device address for device memory, the unified address for managed memory)."""
+    kind = MEMORY_TYPE.get(buf.kind, HOST)
+    setattr(m, f"{end}MemoryType", kind)
+    if kind is HOST:
+        setattr(m, f"{end}Host", buf.host_ptr + offset)
+    else:
+        setattr(m, f"{end}Device", buf.device_ptr + offset)
+    setattr(m, f"{end}Pitch", pitch)
 
 
 class Shapes:
@@ -46,9 +55,8 @@ class Shapes:
         else:
             m = cu.CUDA_MEMCPY3D()
             m.srcHeight, m.dstHeight, m.Depth = src_rows, dst_rows, depth
-        m.srcMemoryType = m.dstMemoryType = UNIFIED
-        m.srcDevice, m.srcPitch = _pointer(src, src_off), src_pitch
-        m.dstDevice, m.dstPitch = _pointer(dst, dst_off), dst_pitch
+        _side(m, "src", src, src_off, src_pitch)
+        _side(m, "dst", dst, dst_off, dst_pitch)
         m.WidthInBytes, m.Height = width, height
         name = "cuMemcpy2D" if depth == 1 else "cuMemcpy3D"
         args = (m, stream) if async_ else (m,)

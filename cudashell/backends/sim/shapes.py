@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from ...errors import ShellError
 from ...model import syncrules as R
 from ...model.session import Shape
@@ -13,11 +15,25 @@ from .common import INVALID
 SECTOR = 32  # rows narrower than this cost per row (the H100's 4 B rows); 64 B rows did not
 
 
-def rows_of(width: int, height: int, depth: int, src_pitch: int, src_rows: int, dst_pitch: int, dst_rows: int):
-    """(source offset, destination offset) of each row a copy moves, slice by slice."""
+BLOCK = 16 << 20  # the most bytes of a side's span one step of a copy reads at once
+
+
+def blocks_of(width: int, height: int, depth: int, src_pitch: int, src_rows: int, dst_pitch: int, dst_rows: int):
+    """(source offset, destination offset, rows) of consecutive rows of one slice, each block's span at most
+    BLOCK bytes on either side (a row at least): so a copy of millions of rows is a few numpy steps, not a loop."""
+    per = max(1, BLOCK // max(src_pitch, dst_pitch))
     for z in range(depth):
-        for y in range(height):
-            yield (z * src_rows + y) * src_pitch, (z * dst_rows + y) * dst_pitch
+        for y in range(0, height, per):
+            yield (z * src_rows + y) * src_pitch, (z * dst_rows + y) * dst_pitch, min(per, height - y)
+
+
+def span(rows: int, pitch: int, width: int) -> int:
+    return (rows - 1) * pitch + width
+
+
+def strided(data: np.ndarray, rows: int, pitch: int, width: int) -> np.ndarray:
+    """The rows of a block as a (rows, width) view of its span's bytes."""
+    return np.lib.stride_tricks.as_strided(data, (rows, width), (pitch, 1), writeable=True)
 
 
 class Shapes:
@@ -45,37 +61,39 @@ class Shapes:
         if nbytes == 0:
             return self._host_call(self.profile.async_call, rule)
         path, kind = self._path(s, d, ctx)
-        rows = list(rows_of(width, height, depth, src_pitch, src_rows, dst_pitch, dst_rows))
+        blocks = list(blocks_of(width, height, depth, src_pitch, src_rows, dst_pitch, dst_rows))
         duration = self.profile.copy_seconds("pinned h2d" if rule.stages else path, nbytes)
         if width < SECTOR:
-            duration += len(rows) * self.profile.copy_narrow_row
+            duration += height * depth * self.profile.copy_narrow_row
         stage = 0.0
         if rule.stages:  # as memcpy: the host stages the pageable rows, then the DMA runs at the pinned rate
             stage = max(self.profile.copy_seconds(path, nbytes) - self.profile.copy_seconds("pinned h2d", nbytes),
                         self.profile.staging_latency + nbytes / self.profile.staging_rate)
 
-        def effect(snapshot: bool):  # returns what the clock runs when the copy is done (a fault, or None)
-            if snapshot:  # the rows as they are now, at issue
-                data = [(do, s.data.read(src_off + so, width) if s.data.touched(src_off + so, width) else None)
-                        for so, do in rows]
+        def source(so: int, n: int) -> np.ndarray | None:
+            """A block's source span now, or None where it was never written (zeros)."""
+            at, length = src_off + so, span(n, src_pitch, width)
+            return s.data.read(at, length) if s.data.touched(at, length) else None
 
-                def write_staged():
-                    for do, b in data:
-                        if b is None:
-                            d.data.fill(dst_off + do, 0, width)
-                        else:
-                            d.data.write(dst_off + do, b)
-                return write_staged
+        def land(so: int, do: int, n: int, data: np.ndarray | None) -> None:
+            """The block's rows into the destination, its padding as it was."""
+            at, length = dst_off + do, span(n, dst_pitch, width)
+            if data is None and not d.data.touched(at, length):
+                return  # zeros onto zeros
+            out = np.array(d.data.read(at, length))
+            rows = strided(out, n, dst_pitch, width)
+            rows[...] = 0 if data is None else strided(np.array(data), n, src_pitch, width)
+            d.data.write(at, out)
 
-            def copy_rows():
-                for so, do in rows:
-                    d.data.copy_from(s.data, src_off + so, dst_off + do, width)
-            return copy_rows
+        def effect(snapshot: bool):  # what the clock runs when the copy is done (it returns no fault)
+            staged = [(so, do, n, source(so, n)) for so, do, n in blocks] if snapshot else None  # read at issue
 
-        for so, do in rows:
-            if rule.stages:
-                if s.data.touched(src_off + so, width):
-                    d.data.reserve(dst_off + do, width)
-            else:
-                d.data.reserve_copy(s.data, src_off + so, dst_off + do, width)
+            def done() -> None:
+                for so, do, n, *data in staged or [(so, do, n) for so, do, n in blocks]:
+                    land(so, do, n, data[0] if data else source(so, n))
+            return done
+
+        for so, do, n in blocks:
+            if s.data.touched(src_off + so, span(n, src_pitch, width)):
+                d.data.reserve(dst_off + do, span(n, dst_pitch, width))
         return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage)
