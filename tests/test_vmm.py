@@ -133,3 +133,22 @@ def test_completion_offers_handles_and_reservations(sim):
     assert "mem" in [s.text for s in suggest("vmm map ", session)]
     places = [s.text for s in suggest("vmm map mem ", session)]
     assert "va" in places and "d" not in places
+
+
+def test_free_all_gives_virtual_memory_back_in_the_drivers_order(sim):
+    sim.ok(f"{SETUP}; vmm access va rw; vmm create 64GB as big; alloc device 1MB as d")
+    freed = sim.ok("free all")["freed"]
+    assert [f["name"] for f in freed] == ["va", "d"]
+    assert sim.ok("ls") == {"buffers": [], "totals": {"pageable": 0, "pinned": 0, "device": 0, "managed": 0}}
+    assert sim.backend.device_used == 0 and not sim.backend.vmm_handles and not sim.backend.live
+
+
+@pytest.mark.parametrize("line", ["vmm granularity on 64", "vmm create 2MB on 64"])
+def test_a_gpu_that_is_not_there_is_invalid_device(cush, line):
+    assert cush.fails(line)["code"] == "CUDA_ERROR_INVALID_DEVICE"
+
+
+def test_the_driver_calls_a_mapped_reservation_device_memory(cush):
+    # H100: cuPointerGetAttribute(MEMORY_TYPE) of a mapped, accessible VMM range → device
+    cush.ok(f"{SETUP}; vmm access va rw")
+    assert cush.ok("info va")["driver"]["memory_type"] == "device"

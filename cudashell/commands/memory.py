@@ -298,7 +298,8 @@ def c_unregister(w, a, i, text):
          "free / cudaFreeHost / cudaFree / cudaFreeAsync (cuMemFreeAsync)",
          args=(Arg("NAME", "buffer", many=True, also=(("all", "every buffer"),)),),
          flags=(Flag("async"),), opts=(Opt("stream", Arg("S", "stream"), needs="async"),),
-         details="A registered buffer is unregistered first. `free all` releases every buffer. cudaFree waits for "
+         details="A registered buffer is unregistered first. `free all` releases every buffer, and virtual memory "
+                 "(every mapping unmapped, every handle released, every reservation freed). cudaFree waits for "
                  "the whole device first; `free NAME… async [stream S]` is cudaFreeAsync, for device memory: queued "
                  "on the stream (0 unless told), the host does not wait, and the memory goes back to its pool when "
                  "the stream reaches the free (a later `alloc device … async` on the same stream may reuse it at "
@@ -325,10 +326,14 @@ def free(session, backend, args):
                          "releases everything", args.col("NAME"))
     if "async" in args.flags:  # queued: neither held streams nor the device make it wait
         return _free_async(session, backend, args, bufs)
-    if session.held is not None and any(b.kind != "pageable" or b.registered is not None for b in bufs):
+    everything = names == ["all"]
+    if session.held is not None and (any(b.kind != "pageable" or b.registered is not None for b in bufs)
+                                     or (everything and session.vmm.reservations)):
         raise held_error("cudaFree, which waits for the device,").at(args.col("NAME"))
     freed = []
     t0 = backend.clock()
+    if everything:
+        freed += _free_vmm(session, backend)
     for buf in bufs:
         unregistered = session.release_buffer(backend, buf)
         del session.buffers[buf.name]
@@ -339,6 +344,28 @@ def free(session, backend, args):
         session.order.host_waited(session.traced() - 1)
     return Freed({"freed": freed, "host_seconds": backend.clock() - t0, "timing": backend.timing_label,
                            "sync_rule": FREE_SYNCS.why if syncs else None})
+
+
+def _free_vmm(session, backend) -> list[dict]:
+    """`free all` gives virtual memory back too, in the driver's order: every mapping unmapped, every handle released,
+    every reservation's addresses freed (cuMemUnmap, cuMemRelease, cuMemAddressFree)."""
+    vmm, freed = session.vmm, []
+    for res in list(vmm.reservations.values()):
+        buf = session.buffers[res.name]
+        for m in list(res.mappings):
+            backend.vmm_unmap(buf, m.offset, m.size)
+            res.mappings.remove(m)
+            m.handle.mappings.remove(m)
+    for h in list(vmm.handles.values()):
+        backend.vmm_release(h.handle)
+        del vmm.handles[h.name]
+        session.gone["vmm " + h.name] = "was released"
+    for res in list(vmm.reservations.values()):
+        backend.vmm_free(session.buffers[res.name])
+        del session.buffers[res.name], vmm.reservations[res.name]
+        session.gone[res.name] = "was freed"
+        freed.append({"name": res.name, "kind": "device", "size": res.size, "unregistered": False})
+    return freed
 
 
 def _free_async(session, backend, args, bufs: list) -> Freed:
@@ -366,8 +393,13 @@ def _free_async(session, backend, args, bufs: list) -> Freed:
 def c_free(w, a, i, text):
     names = list(w.buffers) if a.get("NAME") == ["all"] else list(dict.fromkeys(a.get("NAME")))
     for name in names:
-        kind, _ = w.buffers.pop(name)
+        kind, size = w.buffers.pop(name)
         var = ident("b", name)
+        if name in w.unchecked:  # a `vmm reserve` range (`free all`): unmapped, then its addresses freed
+            w.unchecked.discard(name)
+            w.emit(f"vmm_unmap_range({ident('vr', name)}, 0, {size}); "
+                   f"CU(vmm.addressFree((CUdeviceptr){var}, {size})); {var} = nullptr;", i, "cuMemAddressFree")
+            continue
         if kind == "registered":
             w.emit(f"CHECK(cudaHostUnregister({var}));", i, "cuMemHostUnregister")
         line, driver = {"pageable": (f"free({var});", "munmap"), "registered": (f"free({var});", "munmap"),

@@ -181,7 +181,8 @@ def alive(session, words=None) -> tuple:
              "buffers": {b.name: b.context for b in bufs}, "held": session.held is not None,
              "kernels": {n: k for n, k in session.kernels.items() if not k.builtin and (words is None or n in words)},
              "symbols": {b.name: b.source_name for b in bufs if b.symbol},
-             "pitched": {b.name: b.shape.height for b in bufs if b.shape}}
+             "pitched": {b.name: b.shape.height for b in bufs if b.shape},
+             "reservations": [b.name for b in bufs if "vmm" in b.flags]}
     return ({b.name: ("registered" if b.registered is not None else b.kind, b.size) for b in bufs},
             events, {b.name: b.device for b in bufs if b.device}, session.context.device, where)
 
@@ -222,7 +223,8 @@ class Writer:
         self.driver_on = bool(self.created)  # contexts switch through the driver API once one was made
         self.devices: set[int] = {device, *self.gpu_of.values()}
         self.conditional: set[str] = set()  # buffers made inside an `if gpus` block
-        self.unchecked: set[str] = set()  # buffers not every byte of which can be read (`vmm reserve`): no checksum
+        self.unchecked: set[str] = set(where.get("reservations", ()))  # `vmm reserve` ranges: not every byte can be
+        # read (no checksum at the end), and `free all` unmaps and frees them
         self.depth = 0  # how many `if gpus` blocks the writer is in
         self.ctx_before_if: list[str] = []  # the context current where each open block began
         self.helpers: list[str] = []

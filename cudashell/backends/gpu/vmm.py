@@ -28,6 +28,7 @@ class Vmm:
     """The GpuSide's virtual memory management (a mixin: `vmm_handles` is made in GpuSide.__init__)."""
 
     def vmm_granularity(self, device):
+        self._check_device(device)  # the same refusal as the simulator's, before the driver sees the number
         flags = cu.CUmemAllocationGranularity_flags
         prop = _prop(device)
         return (int(call("cuMemGetAllocationGranularity", prop, flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM)),
@@ -42,6 +43,7 @@ class Vmm:
                 self._host_timing(t0))
 
     def vmm_create(self, size, device):
+        self._check_device(device)
         handle = call("cuMemCreate", size, _prop(device), 0)
         self.vmm_next += 1
         self.vmm_handles[self.vmm_next] = (handle, size)
@@ -52,6 +54,7 @@ class Vmm:
         call("cuMemMap", buf.device_ptr + offset, size, 0, h, 0)
 
     def vmm_access(self, buf, offset, size, mode, device):
+        self._check_device(device)
         desc = cu.CUmemAccessDesc()
         desc.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
         desc.location.id = device

@@ -14,6 +14,7 @@ from ..refusals import refuse_register
 from ..sparse import SparseBytes
 from .common import INVALID, MIB, STALE_LIMIT, SimAlloc
 from .pools import GROWTH
+from .vmm import SimReservation
 
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
 # The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): a block freed on
@@ -85,7 +86,9 @@ class Memory:
         on_device = kind in ("device", "managed")
         used, limit = (self.device_used, p.device_memory) if on_device else (self.host_used, p.host_memory)
         if device and on_device:  # another GPU's own memory
-            used = sum(x.size for x in self.live if x.device == device and x.kind == "device")
+            used = sum(x.size for x in self.live if x.device == device and x.kind == "device"
+                       and not isinstance(x, SimReservation))  # a reservation is addresses; its handles are memory
+            used += sum(h.size for h in self.vmm_handles.values() if h.device == device)
         if on_device:  # memory the stream-ordered pools hold idle is taken too
             used += sum(p.idle for p in self.mem_pools.values() if p.device == device)
         if used + size > limit:

@@ -12,7 +12,7 @@ from ...model.vmm import GRANULARITY
 from ...sizes import size_word
 from ..base import Allocation
 from ..sparse import CHUNK, SparseBytes
-from .common import INVALID, SimAlloc
+from .common import INVALID, INVALID_DEVICE, SimAlloc
 
 VMM_CALL = 2e-6  # a reserve, map, access, unmap or release: a host call of a few µs (no engine work)
 
@@ -117,8 +117,15 @@ class SimReservation(SimAlloc):
 class Vmm:
     """The simulator's virtual memory management (a mixin: `vmm_handles` is made in SimBackend._fresh)."""
 
+    def _gpu(self, device: int) -> None:
+        """A GPU the profile has, checked as the GPU side checks it (before the driver sees the number)."""
+        if not 0 <= device < self.profile.gpus:
+            raise ShellError(INVALID_DEVICE, f"there is no GPU {device}: the profile has {self.profile.gpus}",
+                             "`devices` lists them")
+
     def vmm_granularity(self, device):
         self._alive()
+        self._gpu(device)
         self._advance(self.now + VMM_CALL)
         return GRANULARITY, GRANULARITY
 
@@ -140,6 +147,7 @@ class Vmm:
     def vmm_create(self, size, device):
         self._alive()
         self._granular(size, "cuMemCreate")
+        self._gpu(device)
         self._room_for("device", size, device)
         self.vmm_next += 1
         self.vmm_handles[self.vmm_next] = PhysHandle(size, SparseBytes(size, self.budget), device)
@@ -183,6 +191,7 @@ class Vmm:
 
     def vmm_access(self, buf, offset, size, mode, device):
         self._alive()
+        self._gpu(device)
         for m in self._covering(buf.handle, offset, size, "cuMemSetAccess"):
             m.access = mode
         self._advance(self.now + VMM_CALL)
