@@ -227,7 +227,7 @@ def test_a_bench_stops_at_the_first_size_the_budget_refuses_and_says_which():
 # ------------------------------------------------------------------ 5. progress per point
 @pytest.mark.parametrize("line, points", [
     ("bench memcpy h2d pinned sizes 4KB,8KB reps 2", 2),
-    ("bench latency rounds 10", 8),
+    ("bench latency rounds 10", 10),  # and 64 small copies: a loop, one batch
     ("bench alloc pinned device sizes 4KB", 2),
     ("bench zerocopy 2^10..2^11", 2),
     ("bench overlap streams 1,2,4", 3),

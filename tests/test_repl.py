@@ -36,7 +36,7 @@ def texts(line, shell):
 def test_completion_offers_what_fits_at_the_cursor(shell):
     shell.execute("alloc pinned 1MB; alloc device 1MB; alloc pageable 1MB; register h0; stream create; "
                   "event record e")
-    assert texts("mem", shell) == ["memcpy", "memcpy2d", "memcpy3d", "memset"]
+    assert texts("mem", shell) == ["memcpy", "memcpy batch", "memcpy2d", "memcpy3d", "memset"]
     assert texts("alloc pinned 64MB ", shell) == ["portable", "mapped", "writecombined", "as"]
     assert texts("alloc managed 1MB ", shell) == ["global", "host", "as"]
     assert texts("alloc device 1MB ", shell) == ["async", "as", "on", "stream", "pool"]  # `async [stream S] [pool P]`
