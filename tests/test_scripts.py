@@ -183,22 +183,25 @@ def test_the_constant_memory_demo_counts_a_broadcast_and_a_divergent_index(sim):
 
 
 def test_the_pools_demo_shows_reuse_a_release_at_threshold_0_and_a_warm_pool_beating_cudamalloc(sim):
-    """demo pools: the same address back on the same stream, 0 bytes reserved after a sync at threshold 0 and the
-    next allocation mapping again, a pool at threshold max keeping its GiB; the warm allocation's events closer
-    together than cudaMalloc's and than the one after the release; nothing left behind, the default pool at 0."""
+    """demo pools, after the user kept memory in the default pool (threshold max, as lesson allocators leaves it):
+    the same address back on the same stream, 0 bytes reserved after a sync at threshold 0 and the next allocation
+    mapping again, a pool at threshold max keeping its GiB; the warm allocation's events closer together than
+    cudaMalloc's and than the one after the release; its pools gone at its end, the default pool as it was."""
+    sim.ok("pool set default threshold max; alloc device 64MB async as mine; free mine async; sync")
     objs = sim.run("demo pools")
     assert all(o["ok"] for o in objs), [o for o in objs if not o["ok"]]
     made = {o["result"]["buffer"]["name"]: o["result"] for o in objs if o["kind"] == "alloc"}
     assert made["b"]["buffer"]["device_ptr"] == made["a"]["buffer"]["device_ptr"]
-    assert made["w"]["call"] == "cudaMallocFromPoolAsync" and made["w"]["pool"] == "keep"
+    assert (made["a"]["pool"], made["w"]["pool"], made["w"]["call"]) == ("fresh", "keep", "cudaMallocFromPoolAsync")
     listed = [{p["name"]: p for p in o["result"]["pools"]} for o in objs if o["kind"] == "pools"]
-    assert listed[1]["default"]["reserved"] == listed[1]["default"]["used"] == 1 << 30  # the cold allocation
-    assert listed[2]["default"]["reserved"] == 0  # freed, synchronized, threshold 0: given back
-    assert listed[3]["keep"]["reserved"] == 1 << 30 and listed[3]["keep"]["used"] == 0  # threshold max: kept
+    assert listed[0]["fresh"]["reserved"] == listed[0]["fresh"]["used"] == 1 << 30  # the cold allocation
+    assert listed[1]["fresh"]["reserved"] == 0  # freed, synchronized, threshold 0: given back
+    assert listed[2]["keep"]["reserved"] == 1 << 30 and listed[2]["keep"]["used"] == 0  # threshold max: kept
     ms = {o["result"]["from"]: o["result"]["ms"] for o in objs if o["kind"] == "elapsed"}
     assert ms["w0"] < ms["m0"] < ms["c0"] and ms["w0"] < ms["r0"]
     assert sim.ok("ls")["buffers"] == [] and sim.shell.backend.device_used == 0
-    assert [(p["name"], p["reserved"]) for p in sim.ok("pool")["pools"]] == [("default", 0)]
+    assert [(p["name"], p["threshold_text"], p["reserved"]) for p in sim.ok("pool")["pools"]] == [
+        ("default", "max", 64 << 20)]
 
 
 def test_the_pitched_demo_walks_rows_by_the_pitch_and_times_narrow_rows_against_wide_ones(sim):
