@@ -96,9 +96,9 @@ def _copy(session, backend, args, dims: int):
                        "call": f"cudaMemcpy{dims}D" + ("Async" if async_ else ""), **timing_data(t)})
 
 
-COMMON = dict(flags=(Flag("async"),),
-              opts=(Opt("spitch", Arg("SP", "size")), Opt("dpitch", Arg("DP", "size")),
-                    Opt("stream", Arg("S", "stream"), needs="async")))
+COMMON = {"flags": (Flag("async"),),
+          "opts": (Opt("spitch", Arg("SP", "size")), Opt("dpitch", Arg("DP", "size")),
+                   Opt("stream", Arg("S", "stream"), needs="async"))}
 
 
 @command("memcpy2d", "copies", "copy a rectangle of rows between pitched or linear buffers",
@@ -159,7 +159,7 @@ def c_memcpy3d(w, a, i, text):
     width, height, depth = a.get("EXTENT")
 
     def pitched(part, given) -> str:
-        rows = w.pitched[part.name] if part.name in w.pitched else height
+        rows = w.pitched.get(part.name, height)
         return f"make_cudaPitchedPtr({w.ptr(part)}, {_c_pitch(w, part, given, width)}, {width}, {rows})"
 
     w.emit(f"{{ cudaMemcpy3DParms p = {{}}; p.srcPtr = {pitched(src, a.get('SP'))}; "
