@@ -211,7 +211,9 @@ def test_advice_is_on_at_the_prompt():
 
 
 # every shipped demo, advice on: the notes it fires, each where the demo teaches it
-DEMO_NOTES = {"pinned-vs-pageable": ["pageable-async"], "streams": ["free-syncs"], "coalescing": ["strided-kernel"]}
+DEMO_NOTES = {"pinned-vs-pageable": ["pageable-async"], "streams": ["free-syncs"], "coalescing": ["strided-kernel"],
+              "pools": ["pool-gives-back"],  # the allocation after a sync at threshold 0
+              "pitched": ["narrow-rows"] * 3}  # the image's 100-byte rows out, the 4-byte rows in and out
 
 
 @pytest.mark.parametrize("name", sorted(demos()))

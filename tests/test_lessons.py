@@ -56,7 +56,7 @@ def type_answer(cush, step: L.Step) -> list[dict]:
 
 # ------------------------------------------------------------------ the shipped lessons
 def test_there_is_a_lesson_for_each_article_in_english_and_chinese_each_under_15_minutes():
-    assert set(LESSONS) == {"pinned", "flags", "zero-copy", "managed", "streams"}
+    assert set(LESSONS) == {"pinned", "flags", "zero-copy", "managed", "streams", "allocators"}
     articles = " ".join(L.load(path).article for path in L.shipped().values())
     assert all(seed in articles for seed in ("000", "001", "003", "004"))
     for name, path in L.shipped().items():

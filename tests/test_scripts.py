@@ -182,6 +182,48 @@ def test_the_constant_memory_demo_counts_a_broadcast_and_a_divergent_index(sim):
     assert sim.ok("ls")["buffers"] == [] and sim.shell.backend.device_used == 0
 
 
+def test_the_pools_demo_shows_reuse_a_release_at_threshold_0_and_a_warm_pool_beating_cudamalloc(cush):
+    """demo pools, after the user kept memory in the default pool (threshold max, as lesson allocators leaves it):
+    the same address back on the same stream, 0 bytes reserved after a sync at threshold 0 and the next allocation
+    mapping again, a pool at threshold max keeping its GiB; the warm allocation's events closer together than
+    cudaMalloc's and than the one after the release; its pools gone at its end, the default pool as it was. On both
+    backends (the H100 gave these bytes and addresses)."""
+    cush.ok("pool set default threshold max; alloc device 64MB async as mine; free mine async; sync")
+    objs = cush.run("demo pools")
+    assert all(o["ok"] for o in objs), [o for o in objs if not o["ok"]]
+    made = {o["result"]["buffer"]["name"]: o["result"] for o in objs if o["kind"] == "alloc"}
+    assert made["b"]["buffer"]["device_ptr"] == made["a"]["buffer"]["device_ptr"]
+    assert (made["a"]["pool"], made["w"]["pool"], made["w"]["call"]) == ("fresh", "keep", "cudaMallocFromPoolAsync")
+    listed = [{p["name"]: p for p in o["result"]["pools"]} for o in objs if o["kind"] == "pools"]
+    assert listed[0]["fresh"]["reserved"] == listed[0]["fresh"]["used"] == 1 << 30  # the cold allocation
+    assert listed[1]["fresh"]["reserved"] == 0  # freed, synchronized, threshold 0: given back
+    assert listed[2]["keep"]["reserved"] == 1 << 30 and listed[2]["keep"]["used"] == 0  # threshold max: kept
+    ms = {o["result"]["from"]: o["result"]["ms"] for o in objs if o["kind"] == "elapsed"}
+    assert ms["w0"] < ms["m0"] and ms["w0"] < ms["r0"]
+    assert cush.ok("ls")["buffers"] == []
+    assert [(p["name"], p["threshold_text"], p["reserved"]) for p in cush.ok("pool")["pools"]] == [
+        ("default", "max", 64 << 20)]
+
+
+def test_the_pitched_demo_walks_rows_by_the_pitch_and_times_narrow_rows_against_wide_ones(cush):
+    """demo pitched: rows of 100 bytes padded to a 512-byte pitch, a kernel given img.pitch writing what a packed
+    copy back reads as 0, 1, 2, …; a width over the pitch refused by the driver; the same 256 KiB slower in rows of
+    4 bytes than of 4096 and the same bytes either way; a 3-D box in and out; nothing left behind. On both backends."""
+    objs = cush.run("demo pitched")
+    assert all(o["ok"] or o["cmd"].startswith("memcpy2d out img 600x8") for o in objs)
+    shapes = {o["result"]["buffer"]["name"]: o["result"]["buffer"]["shape"] for o in objs if o["kind"] == "alloc"
+              and "shape" in o["result"]["buffer"]}
+    assert (shapes["img"]["pitch"], shapes["narrow"]["pitch"], shapes["wide"]["pitch"]) == (512, 512, 4096)
+    assert shapes["vol"]["pitch"] == 1024 and shapes["vol"]["depth"] == 32
+    refused = next(o for o in objs if o["cmd"].startswith("memcpy2d out img 600x8"))
+    assert refused["error"]["code"] == "CUDA_ERROR_INVALID_VALUE"
+    shown = next(o["result"] for o in objs if o["kind"] == "show")
+    assert shown["values"] == [0.0, 1.0, 2.0, 3.0]
+    ms = {o["result"]["from"]: o["result"]["ms"] for o in objs if o["kind"] == "elapsed"}
+    assert ms["w0"] * 5 < ms["n0"]  # the H100: 238 µs against 9.3 µs
+    assert cush.ok("ls")["buffers"] == []
+
+
 def test_a_demo_leaves_the_users_session_as_it_found_it(sim):
     """Its names do not clash with the user's (zero-copy makes `za`), and nothing it made stays behind."""
     sim.ok("alloc pinned 4KB as za; fill za 7; stream create as mine; event record mark")
