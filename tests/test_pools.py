@@ -58,8 +58,12 @@ def test_the_simulator_models_the_h100s_host_times_for_a_cold_and_a_warm_pool(si
 
 
 def test_a_trim_gives_back_a_freed_block_its_stream_has_reached_and_keeps_one_still_queued(cush):
-    cush.ok("alloc device 64MB async as a; free a async")  # an idle stream reaches the free at once (the H100 too)
-    assert cush.ok("pool trim default")["pool"]["reserved"] == 0
+    cush.ok("alloc device 64MB async as a; free a async")  # an idle stream reaches the free at once …
+    reserved = cush.ok("pool trim default")["pool"]["reserved"]
+    if cush.shell.backend.capabilities.models_time:
+        assert reserved == 0
+    else:  # … on a GPU in a few µs: one H100 had reached it by the trim, another (of a 2-GPU host) had not
+        assert reserved in (0, 64 * MIB)
     cush.ok("alloc device 64MB async as b; launch spin 20000; free b async")  # the free waits behind 20 ms of work
     assert cush.ok("pool trim default")["pool"]["reserved"] == 64 * MIB
     cush.ok("sync")
