@@ -9,8 +9,8 @@ failing all, the allocator makes the allocating stream wait for a pending free (
 stays the pool's *used* memory until a stream, event or device synchronize — or a trim — finds its free done (its
 stream has reached it): then it is the pool's idle memory. A synchronize gives idle memory back down to the release
 threshold, a trim down to what it keeps — so `cudaMemPoolTrimTo` right after a free still queued behind work keeps
-the memory reserved (a C probe on the H100), and right after a free on an idle stream gives it back (the shell on
-the H100). Reserved memory grows in 2 MiB steps (the pool's mapping
+the memory reserved (a C probe on the H100), and right after a free on an idle stream gives it back (the
+simulator's stream reaches the free at once; on a GPU the trim races with the driver reaching it). Reserved memory grows in 2 MiB steps (the pool's mapping
 granularity on the H100)."""
 
 from __future__ import annotations
