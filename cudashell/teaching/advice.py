@@ -40,8 +40,9 @@ PINNED_SHARE = 0.4  # of the host's RAM: the note comes before the pin guard (ha
 ROUNDS_SEEN = max(TINY_ROW, SYNC_ROW)  # rounds of a `repeat` the rules look at (the rest repeat them)
 MALLOC_ROW = 3  # cudaMalloc of one size after a cudaFree of it, in all, before the note
 # a 2-D/3-D copy with rows under this many bytes pays per row: on the H100 (pinned → device, 4096 rows) 4-byte rows
-# moved 0.97 GB/s, 64-byte rows 29.9, 512-byte rows 51.5 of the link's 54.5 (design/memory-model-facts.md)
-NARROW_ROW = 512
+# moved 0.97 GB/s, 64-byte rows 29.9, 512-byte rows 51.5 of the link's 54.5 (design/memory-model-facts.md), and a
+# 3-D copy of 256-byte rows 51.6: rows from 256 bytes up are wide enough
+NARROW_ROW = 256
 NARROW_ROWS = 64  # … and at least this many rows: a few narrow rows cost a copy's fixed cost, not their count
 HOST_TOUCH = ("fill", "show", "compare", "expect equal", "checksum")  # the host reads or writes the bytes
 
