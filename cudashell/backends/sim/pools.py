@@ -35,6 +35,7 @@ class SimPool:
     used: int = 0  # live allocations and freed blocks no synchronize has seen done
     reserved_high: int = 0
     used_high: int = 0
+    mapped_before: bool = False  # its first mapping costs far more than later ones (sim/memory.py)
     destroyed: bool = False  # cuMemPoolDestroy with allocations still out: it goes when the last one does
 
     def use(self, nbytes: int) -> None:
