@@ -287,7 +287,7 @@ def c_kernel_load(w, a, i, text):
     expanded = with_includes(source, where)
     w.user_source(expanded, {prefix + k.name: k for k in read_kernels(source, where)})
     w.emit(f"// kernel load {path}: its source is above main", i)
-    w.module_variables(expanded, module_variables(expanded, where), mod or Path(path).stem, i)
+    w.module_variables(expanded, module_variables(source, where), mod or Path(path).stem, i)
 
 
 def _loaded_source(w, path: str, prefix: str) -> tuple[str | None, str | None]:
@@ -338,7 +338,7 @@ def c_kernel_define(w, a, i, text):
         names[name] = found[0]
     w.user_source(expanded, names)
     w.emit(f"// kernel define {name}: its source is above main", i)
-    w.module_variables(expanded, module_variables(expanded, known.path if known is not None else None), name, i)
+    w.module_variables(expanded, module_variables(source, where), name, i)
 
 
 @command("kernels", "kernels", "list the kernels you can launch", "kernels", "(none)", exported=False)

@@ -47,15 +47,23 @@ def _read(source: str, path: str | None, root: str | None) -> tuple[Kernel, ...]
                          else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION" else None) from None
 
 
-def _kernels(source: str, path: str | None, root: Path | None) -> tuple[Kernel, ...]:
-    from .compile_error import CompileError
+@functools.lru_cache(maxsize=8)
+def declarations(source: str, path: str | None, root: str | None) -> tuple:
+    """clang's reading of a source's declarations (its translation unit, and each line's file and line): one parse
+    for the kernels' parameters and the module's variables (variables.py), which a GPU load asks for both."""
     from .frontend import _tu, preprocess
-    from .prelude import DECL_LINES
 
     name = Path(path).name if path else "kernel.cu"
     dirs = [Path(path).parent] if path else []
-    text, where = preprocess(source, name, dirs, root, missing_headers_ok=True)
-    tu = _tu(_blank_nvcc_only(text))
+    text, where = preprocess(source, name, dirs, Path(root) if root is not None else None, missing_headers_ok=True)
+    return _tu(_blank_nvcc_only(text)), where
+
+
+def _kernels(source: str, path: str | None, root: Path | None) -> tuple[Kernel, ...]:
+    from .compile_error import CompileError
+    from .prelude import DECL_LINES
+
+    tu, where = declarations(source, path, str(root) if root is not None else None)
 
     def loc(location) -> tuple:
         line = location.line - DECL_LINES

@@ -54,14 +54,12 @@ _DTYPES = {"INT": "int32", "UINT": "uint32", "CHAR_S": "int8", "SCHAR": "int8", 
 def module_variables(source: str, path: str | None = None, root: Path | None = None) -> list[Variable]:
     """The file-scope variables of a source in device memory, in the order declared (a definition once). With
     `root` (grading), no file outside it is opened."""
-    from .frontend import _tu, preprocess
     from .prelude import DECL_LINES
+    from .signatures import declarations
     from .symbols import space_of
 
-    name = Path(path).name if path else "kernel.cu"
     try:
-        text, _ = preprocess(source, name, [Path(path).parent] if path else [], root)
-        tu = _tu(text)
+        tu, _ = declarations(source, path, str(root) if root is not None else None)  # the parameters' parse
     except CompileError as e:  # nvcc read what the front end cannot (or clang is not installed here)
         if e.code == "OUTSIDE_SUBMISSION":
             raise

@@ -220,7 +220,7 @@ class Work:
         from ...simt.variables import module_variables
 
         found = []
-        for var in module_variables(with_includes(source, path), path, self.root):
+        for var in module_variables(source, path, self.root):  # the parse the signatures made (cached)
             if var.namespaced:
                 continue
             for name in var.module_names:
