@@ -5,10 +5,15 @@ and the attributes read back as they were set."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from cudashell.backends.sim.memory import POOL_WARM, pool_map_seconds
-from tests.conftest import text_run
+from cudashell.backends.profile import Profile
+from cudashell.backends.sim import SimBackend
+from cudashell.backends.sim.memory import pool_map_seconds
+from cudashell.commands.calibrate import pool_figures
+from tests.conftest import Cush, text_run
 
 MIB = 1 << 20
 GATE = "launch spin 30000"  # 30 ms: the stream is busy far longer than the shell takes between two commands
@@ -50,11 +55,11 @@ def test_at_threshold_max_the_memory_stays_and_the_next_allocation_is_fast(cush)
 
 
 def test_the_simulator_models_the_h100s_host_times_for_a_cold_and_a_warm_pool(sim):
-    call = sim.backend.profile.async_call
+    p = sim.backend.profile
     cold = sim.ok("pool set default threshold max; alloc device 64MB async as a")
-    assert cold["host_seconds"] == pytest.approx(pool_map_seconds(64 << 20, True) + call)  # 11.3 ms
+    assert cold["host_seconds"] == pytest.approx(pool_map_seconds(p, 64 << 20, True))  # 11.3 ms: the whole call
     sim.ok("free a async; sync")
-    assert sim.ok("alloc device 64MB async as b")["host_seconds"] == pytest.approx(POOL_WARM + call)  # 3.3 µs
+    assert sim.ok("alloc device 64MB async as b")["host_seconds"] == pytest.approx(max(p.pool_warm, p.async_call))  # 3.3 µs
 
 
 def test_a_trim_gives_back_a_freed_block_its_stream_has_reached_and_keeps_one_still_queued(cush):
@@ -210,9 +215,10 @@ def test_bench_alloc_times_a_cold_pool_and_a_warm_one_and_leaves_the_pools_as_th
 
 def test_the_simulators_bench_gives_the_h100s_figures(sim):
     rows = {r["kind"]: r for r in sim.ok("bench alloc async async-warm sizes 64MB")["rows"]}
-    call, per_gib = sim.backend.profile.async_call, 16  # 64 MiB is 1/16 GiB
-    assert rows["async"]["alloc_s_per_gib"] == pytest.approx((pool_map_seconds(64 << 20, True) + call) * per_gib)
-    assert rows["async-warm"]["alloc_s_per_gib"] == pytest.approx((POOL_WARM + call) * per_gib)
+    p, per_gib = sim.backend.profile, 16  # 64 MiB is 1/16 GiB
+    call = p.async_call
+    assert rows["async"]["alloc_s_per_gib"] == pytest.approx(pool_map_seconds(p, 64 << 20, True) * per_gib)
+    assert rows["async-warm"]["alloc_s_per_gib"] == pytest.approx(max(p.pool_warm, call) * per_gib)
 
 
 # ------------------------------------------------------------------ advice
@@ -254,8 +260,34 @@ def test_the_legacy_default_streams_order_counts_as_a_dependency_for_reuse(sim):
 def test_a_pool_maps_again_far_faster_than_its_first_time(sim):
     """The H100: a pool's first 64 MiB took 11.3 ms, the same 64 MiB mapped again after a synchronize gave it back
     109 µs (1 GiB: 12.5 ms, then 1.28 ms)."""
-    call = sim.backend.profile.async_call
     sim.ok("alloc device 64MB async as a; free a async; sync")  # threshold 0: given back
     again = sim.ok("alloc device 64MB async as b")["host_seconds"]
-    assert again == pytest.approx(pool_map_seconds(64 << 20, False) + call)
+    assert again == pytest.approx(pool_map_seconds(sim.backend.profile, 64 << 20, False))
     assert 100e-6 < again < 120e-6
+
+
+def test_calibrate_measures_the_pool_figures_the_simulator_models_with(sim, tmp_path):
+    """calibrate on the simulator reads back the profile's pool figures; a profile with others changes `alloc …
+    async`'s host time, so a calibrated GPU's figures reach the model."""
+    p = sim.backend.profile
+    got = sim.ok(f"calibrate out {tmp_path / 'c.json'}")["profile"]
+    for key in ("pool_reuse", "pool_warm"):  # a whole call: never less than any async call
+        assert got[key] == pytest.approx(max(getattr(p, key), p.async_call)), key
+    for key in ("pool_first_map", "pool_map_again", "pool_map_per_mib"):  # less the reuse as measured: 1.9 µs off
+        assert got[key] == pytest.approx(getattr(p, key), rel=0.1), key
+    slow = json.loads((tmp_path / "c.json").read_text()) | {"pool_first_map": 0.5}
+    (tmp_path / "slow.json").write_text(json.dumps(slow))
+    shell = Cush(SimBackend(Profile.load(str(tmp_path / "slow.json"))))
+    try:
+        assert shell.ok("alloc device 64MB async as a")["host_seconds"] > 0.5
+    finally:
+        shell.shell.close()
+
+
+def test_a_pools_first_mapping_measures_far_slower_than_the_later_ones(cush):
+    """What calibrate measures of the stream-ordered allocator, on a pool of its own, is the H100's shape."""
+    f = pool_figures(cush.backend, 0)
+    assert f["pool_first_map"] > 10 * f["pool_map_again"] > 0  # H100: 11.2 ms against 31 µs
+    assert f["pool_reuse"] < 100e-6 and f["pool_warm"] < 100e-6  # 1.7 and 3.3 µs
+    assert 0 < f["pool_map_per_mib"] < 20e-6  # 1.22 µs a MiB
+    assert [p["name"] for p in cush.ok("pool")["pools"]] == ["default"]  # its pool is gone

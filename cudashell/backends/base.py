@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # numpy is imported where it is used: the GPU side starts wit
 # cuMemHostGetFlags bits
 HOST_PORTABLE, HOST_DEVICEMAP, HOST_WRITECOMBINED = 1, 2, 4
 HOST_FLAG_NAMES = {HOST_PORTABLE: "PORTABLE", HOST_DEVICEMAP: "DEVICEMAP", HOST_WRITECOMBINED: "WRITECOMBINED"}
+UNLIMITED = (1 << 64) - 1  # a pool's release threshold `max` (UINT64_MAX): nothing is given back at a synchronize
 
 
 def host_flag_names(bits: int) -> list[str]:

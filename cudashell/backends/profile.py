@@ -89,6 +89,16 @@ class Profile:
     device_free: float = 40e-6
     pinned_free_per_mib: float = 0.13e-3
     unregister_per_mib: float = 0.06e-3
+    # the stream-ordered allocator's host time (H100, CUDA 13: design/memory-model-facts.md): a block freed on the
+    # same stream taken again (1.7 µs); memory a pool kept idle at threshold max (64 MiB: 3.3 µs); memory a pool maps,
+    # a fixed cost the first time (11.3 ms for a first 64 MiB, 12.5 ms for 1 GiB), a smaller one again after a
+    # synchronize gave it back (109 µs for 64 MiB, 315 µs for 256 MiB, 1.28 ms for 1 GiB), and per MiB mapped.
+    # `calibrate` measures them on a pool of its own
+    pool_reuse: float = 1.7e-6
+    pool_warm: float = 3.3e-6
+    pool_first_map: float = 11.2e-3
+    pool_map_again: float = 31e-6
+    pool_map_per_mib: float = 1.22e-6
     staging_rate: float = 10 * GB  # the host's memcpy of pageable bytes into the driver's staging buffer
     staging_latency: float = 15e-6
     # several GPUs: how many, and how each pair is joined (all pairs alike); rates per direction, cudaMemcpyPeer

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import NotRequired, TypedDict
 
+from ..backends.base import UNLIMITED
 from ..errors import ShellError, usage
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import command
@@ -25,7 +26,6 @@ from ..sizes import format_size, parse_size
 MEMCPY_KINDS = ("pageable", "pinned", "writecombined", "registered", "mapped", "managed")
 ALLOC_KINDS = ("pageable", "pinned", "portable", "mapped", "writecombined", "registered", "device", "managed", "async",
                "async-warm")
-UNLIMITED = (1 << 64) - 1  # a pool's release threshold `max`
 DIRECTIONS = ("h2d", "d2h", "d2d", "bidir")
 
 

@@ -9,6 +9,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
+from ..backends.base import UNLIMITED
 from ..backends.profile import Profile
 from ..errors import ShellError
 from ..language.grammar import Arg, Opt
@@ -16,6 +17,7 @@ from ..language.registry import command
 from ..model.kernels import BUILTINS
 from ..model.launchdims import dim3
 from ..model.scratch import Progress, Scratch
+from ..model.session import Buffer
 from ..output.render import fmt_seconds
 from ..output.results import Result
 
@@ -194,6 +196,53 @@ def alloc_figures(backend, ctx, size: int = SIZE) -> dict:
             "register_per_mib": register / mib, "unregister_per_mib": unregister / mib}
 
 
+POOL_SMALL, POOL_BIG, POOL_BLOCK = 64 << 20, 256 << 20, 4 << 10
+
+
+def pool_figures(backend, device: int) -> dict:
+    """The stream-ordered allocator's host times, on a pool of calibrate's own (threshold 0, as a default pool is):
+    its first mapping of 64 MiB; mapping 64 and 256 MiB again after a synchronize gave them back (medians of three:
+    the fixed part and the part per MiB); a 4 KiB block freed on the stream and taken again (reuse); 64 MiB a pool
+    kept idle at threshold max (warm). Each is the whole call's host time, as `alloc … async` reports it."""
+    pool = backend.pool_create(device)
+
+    def alloc(size: int):
+        a, t = backend.alloc_async(size, None, pool)
+        return Buffer("calibrate", "device", size, frozenset(), None, a.device_ptr, a.handle, device=device), \
+            t.host_seconds
+
+    def given_back(buf) -> None:
+        backend.free_async(buf, None)
+        backend.device_sync()
+
+    def mapped_again(size: int) -> float:
+        times = []
+        for _ in range(3):
+            buf, t = alloc(size)
+            given_back(buf)
+            times.append(t)
+        return statistics.median(times)
+
+    try:
+        buf, first = alloc(POOL_SMALL)
+        given_back(buf)
+        small, big = mapped_again(POOL_SMALL), mapped_again(POOL_BIG)
+        buf, _ = alloc(POOL_BLOCK)
+        backend.free_async(buf, None)
+        buf, reuse = alloc(POOL_BLOCK)
+        given_back(buf)
+        backend.pool_set(pool, "threshold", UNLIMITED)
+        given_back(alloc(POOL_SMALL)[0])
+        buf, warm = alloc(POOL_SMALL)
+        given_back(buf)
+    finally:
+        backend.pool_destroy(pool)
+    per_mib = max(0.0, (big - small) / ((POOL_BIG - POOL_SMALL) / MIB))
+    mapping = per_mib * POOL_SMALL / MIB + reuse
+    return {"pool_reuse": reuse, "pool_warm": warm, "pool_first_map": max(0.0, first - mapping),
+            "pool_map_again": max(0.0, small - mapping), "pool_map_per_mib": per_mib}
+
+
 PEER_SMALL, PEER_BIG = 64 << 10, 256 << 20
 
 
@@ -217,7 +266,7 @@ def peer_figures(backend) -> dict:
 STEPS = 14  # the progress line's steps in `measure`: one per figure or curve measured
 
 
-def measure(backend, ctx, progress: Progress) -> dict:
+def measure(backend, ctx, device: int, progress: Progress) -> dict:
     s = Scratch(backend, ctx)
     try:
         pinned, t_pin = s.alloc("pinned", SIZE)
@@ -267,6 +316,7 @@ def measure(backend, ctx, progress: Progress) -> dict:
     finally:
         s.free_all()
     figures.update(alloc_figures(backend, ctx))
+    figures.update(pool_figures(backend, device))
     progress.step()
     figures.update(peer_figures(backend))
     progress.step()
@@ -282,6 +332,8 @@ def measure(backend, ctx, progress: Progress) -> dict:
                  "synchronize costs beyond the work (an empty kernel's launch + sync, less the call and the kernel); "
                  "the host cost of an async call and the shell's own time per command; what cudaMalloc, cudaFree, "
                  "pinning, registering and their undoing cost (per MiB where it grows with size); "
+                 "what the stream-ordered allocator's calls cost (a block reused on its stream, a warm pool, a pool "
+                 "mapping memory the first time and again, per MiB); "
                  "and what a kernel reads per second from device and from zero-copy memory; with two or more GPUs, "
                  "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
@@ -289,7 +341,7 @@ def calibrate(session, backend, args):
     info = backend.info
     progress = Progress(session, STEPS, "calibrate")
     try:
-        figures = measure(backend, session.context.handle, progress)
+        figures = measure(backend, session.context.handle, session.context.device, progress)
     finally:
         progress.close()
     known = {f.name for f in fields(Profile)}
@@ -344,6 +396,11 @@ class CalibrateDataProfile(TypedDict):
     pinned_free_per_mib: float
     register_per_mib: float
     unregister_per_mib: float
+    pool_reuse: float
+    pool_warm: float
+    pool_first_map: float
+    pool_map_again: float
+    pool_map_per_mib: float
     kernel_device_read: float
     kernel_zero_copy_read: float
     kernel_floor: float
@@ -376,7 +433,7 @@ class Calibration(Result, kind="calibrate"):
                 out.append(f"  {key:<24} {value / 1e9:10.2f} GB/s")
             elif key.endswith("_row"):  # nanoseconds: a few a row
                 out.append(f"  {key:<24} {value * 1e9:10.2f} ns")
-            elif key.endswith(("latency", "per_mib", "_alloc", "_free")):
+            elif key.endswith(("latency", "per_mib", "_alloc", "_free")) or key.startswith("pool_"):
                 out.append(f"  {key:<24} {fmt_seconds(value):>13}")
         if d["path"]:
             out.append(f"use it with: cudashell --sim-profile {d['path']}")

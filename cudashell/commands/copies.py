@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from ..errors import ShellError, usage
+from ..errors import usage
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
 from ..model.operations import MEMCPY, MEMSET

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from ..backends.base import UNLIMITED
 from ..errors import ShellError, usage
 from ..export.cemit import ident
 from ..language.argkinds import parse_size
@@ -20,7 +21,6 @@ from ..output.results import Message, Result
 from ..sizes import format_size
 from .checks import c_pool, check_name, default_name, resolve_pool
 
-UNLIMITED = (1 << 64) - 1  # `threshold max`: UINT64_MAX, as the driver takes it
 REUSE = {"follow-events": "cudaMemPoolReuseFollowEventDependencies",
          "opportunistic": "cudaMemPoolReuseAllowOpportunistic",
          "internal": "cudaMemPoolReuseAllowInternalDependencies"}

@@ -17,20 +17,13 @@ from .vmm import SimReservation
 from .pools import GROWTH
 
 MALLOC = 1e-6  # malloc or free of pages never touched: about a microsecond
-# The stream-ordered allocator's host time (H100, CUDA 13: ../shared/design/memory-model-facts.md): a block freed on
-# the same stream, taken again, 1.7 µs; 64 MiB from the idle memory of a pool whose threshold kept it, 3.3 µs. Memory
-# a pool maps: its first mapping 11.3 ms for 64 MiB and 12.5 ms for 1 GiB (a fixed cost the first time), mapping
-# again after a synchronize gave memory back 109 µs for 64 MiB, 315 µs for 256 MiB, 1.28 ms for 1 GiB.
-POOL_REUSE = 1.7e-6
-POOL_WARM = 3.3e-6
-POOL_FIRST_MAP = 11.2e-3
-POOL_MAP_AGAIN = 31e-6
-POOL_MAP_PER_MIB = 1.22e-6
 
 
-def pool_map_seconds(nbytes: int, first: bool) -> float:
-    """The host time of an allocation whose pool maps `nbytes` (its first mapping, or a later one)."""
-    return POOL_REUSE + (POOL_FIRST_MAP if first else POOL_MAP_AGAIN) + POOL_MAP_PER_MIB * nbytes / MIB
+def pool_map_seconds(profile, nbytes: int, first: bool) -> float:
+    """The host time of an allocation whose pool maps `nbytes` (its first mapping, or a later one): the profile's
+    pool figures (measured on the H100; `calibrate` measures them)."""
+    fixed = profile.pool_first_map if first else profile.pool_map_again
+    return profile.pool_reuse + fixed + profile.pool_map_per_mib * nbytes / MIB
 
 
 def _rounded(region: str, size: int) -> int:
@@ -140,14 +133,16 @@ class Memory:
                 mapped = 0
         if block is not None:
             self._take_block(block, a)
-            cost = POOL_REUSE
+            cost = self.profile.pool_reuse
         else:
             a.addr = self._addresses(region, size, "device")
             mem_pool.grow(mapped)
-            cost = POOL_WARM if not mapped else pool_map_seconds(size - (mem_pool.idle - mapped), not mem_pool.mapped_before)
+            cost = (self.profile.pool_warm if not mapped
+                    else pool_map_seconds(self.profile, size - (mem_pool.idle - mapped), not mem_pool.mapped_before))
             mem_pool.mapped_before = mem_pool.mapped_before or bool(mapped)
         mem_pool.use(size)
-        self._advance(self.now + cost)
+        # `cost` is the whole call's host time, as the GPU measures it; _submit adds the async call it includes
+        self._advance(self.now + max(0.0, cost - self.profile.async_call))
         self.live.add(a)
         self._count(a, +1)
         t = self._submit(stream, 0.0, None, R.QUEUED)

@@ -22,7 +22,6 @@ from .common import INVALID, MIB, SimAlloc
 
 GROWTH = 2 * MIB
 REUSE = ("follow-events", "opportunistic", "internal")  # the driver's three reuse policies, all on by default
-UNLIMITED = (1 << 64) - 1  # a threshold of `max` (UINT64_MAX): nothing is given back at a synchronize
 
 
 @dataclass(eq=False)
