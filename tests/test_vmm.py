@@ -67,9 +67,23 @@ def test_unmap_then_the_range_is_refused_and_release_keeps_the_memory_while_mapp
     assert [b["name"] for b in cush.ok("ls")["buffers"]] == ["back"]
 
 
+def test_a_read_only_range_gives_its_bytes_and_refuses_a_write_and_none_refuses_both(cush):
+    """The H100 (benchmarks/ref_batch.cu): with PROT_READ a copy out and a kernel's read work, a copy in and a memset
+    are CUDA_ERROR_INVALID_VALUE; with PROT_NONE a copy out is refused too."""
+    cush.ok(f"{SETUP}; vmm access va rw; memset va[0:+4] 6; vmm access va read")
+    assert read(cush, "va[0:+4]", 4) == [6, 6, 6, 6]
+    assert cush.fails("memcpy back[0:+4] va[0:+4]")["code"] == "CUDA_ERROR_INVALID_VALUE"
+    assert cush.fails("memset va[0:+4] 1")["code"] == "CUDA_ERROR_INVALID_VALUE"
+    cush.ok("kernel define peek <<< __global__ void peek(const int *a, int *o) { *o = *a; } >>>")
+    cush.ok("alloc device 4 as o; launch peek va o grid 1 block 1; sync; memcpy o back[0:+4]")
+    assert cush.ok("show back[0:+4] dtype int32")["values"] == [0x06060606]
+    cush.ok("vmm access va none")
+    assert cush.fails("memcpy va[0:+4] back[0:+4]")["code"] == "CUDA_ERROR_INVALID_VALUE"
+
+
 def test_free_before_unmap_and_a_part_of_a_mapping_are_refused_before_the_driver(cush):
     cush.ok(SETUP)
-    assert cush.fails("vmm free va")["code"] == "USAGE"
+    assert cush.fails("vmm free va")["code"] == "CUDA_ERROR_INVALID_VALUE"  # as the H100 answered cuMemAddressFree
     assert cush.fails("vmm unmap va[0:+1MB]")["code"] == "CUDA_ERROR_INVALID_VALUE"
     assert cush.fails("vmm map mem va[1MB:]")["code"] == "CUDA_ERROR_INVALID_VALUE"  # not on the granularity
     assert cush.fails("vmm map mem va")["code"] == "CUDA_ERROR_INVALID_VALUE"  # already mapped there

@@ -67,8 +67,8 @@ class Profile:
     # a 2-D or 3-D copy: what each row narrower than a 32-byte sector adds to a contiguous copy of its bytes. The
     # H100 (pinned → device, 4096 rows; design/memory-model-facts.md) took 16.9 µs for rows of 4 B against about
     # 6.5 µs for 16 KiB in one piece: 2.5 ns a row; rows of 64, 512 and 4096 B ran within 20 % of the contiguous
-    # copy of their bytes (8.8, 40.8, 308 µs), so wider rows cost nothing of their own. A 64 MiB rectangle of
-    # 16 KiB rows ran at half the contiguous rate (2.70 ms): not modeled. `calibrate` measures it (4 B rows)
+    # copy of their bytes (8.8, 40.8, 308 µs), so wider rows cost nothing of their own (64 MiB in rows of 4 KiB to
+    # 1 MiB: 54.5–54.7 GB/s, as contiguous; benchmarks/ref_batch.cu). `calibrate` measures it (4 B rows)
     copy_narrow_row: float = 2.5e-9
     # what a blocking call costs the host beyond the work: the round trip from the GPU's end of it to the host
     # going on (cudaStreamSynchronize, a synchronous copy). calibrate measures it as an empty kernel's launch +

@@ -193,12 +193,13 @@ def vmm_release(session, backend, args):
 
 @command("vmm free", "memory", "give a reservation's addresses back", "vmm free va", "cuMemAddressFree",
          args=(Arg("VA", "buffer", accepts=_reservations),),
-         details="Nothing may be mapped in it any more: `vmm unmap` first.")
+         details="Nothing may be mapped in it any more: `vmm unmap` first (the H100 refuses a range still mapped: "
+                 "CUDA_ERROR_INVALID_VALUE).")
 def vmm_free(session, backend, args):
     buf, res = _reservation(session, args.get("VA"), args.col("VA"))
-    if res.mappings:  # cuMemUnmap turns a mapped range back into a reservation: the order the driver documents
-        raise usage(f"{buf.name} still has {len(res.mappings)} mapping(s): unmap before cuMemAddressFree",
-                    args.col("VA"), f"`vmm unmap {buf.name}` first")
+    if res.mappings:  # the H100 answered cuMemAddressFree of a range still mapped so; checked before the driver
+        raise ShellError("CUDA_ERROR_INVALID_VALUE", f"cuMemAddressFree: {buf.name} still has {len(res.mappings)} "
+                         f"mapping(s)", f"`vmm unmap {buf.name}` first", col=args.col("VA"))
     backend.vmm_free(buf)
     del session.buffers[buf.name]
     del session.vmm.reservations[buf.name]

@@ -26,10 +26,12 @@ from .common import (
 from .vmm import SimReservation
 
 
-# cudaMemcpyBatchAsync on the H100 (CUDA 13, 2026-11-26, a C probe): 64 copies of 4 KiB pinned → device in one call held
-# the host 88 µs (a loop of 64 cudaMemcpyAsync: 86 µs — the call costs per copy) and finished 111 µs after it began
-# (the loop: 171 µs): the copies run back to back with one start (the profile's copy latency) for all.
-BATCH_HOST_PER_COPY = 1.37e-6
+# cudaMemcpyBatchAsync on the H100 (CUDA 13, benchmarks/ref_batch.cu, median of 15, twice): 64 copies of 4 KiB pinned
+# → device in one call held the host 58 µs (a loop of 64 cudaMemcpyAsync: 150 µs), and its copies took 65 µs between
+# events around them (the loop: 165 µs, paced by the host): one start (the profile's copy latency) for the batch, then
+# about 0.94 µs a copy beyond its bytes' time (a 4 KiB copy's on the path's curve).
+BATCH_HOST_PER_COPY = 0.9e-6
+BATCH_ENGINE_PER_COPY = 0.94e-6
 
 
 class Work:
@@ -105,8 +107,9 @@ class Work:
         return self._submit(stream, duration, self.engine(kind), rule, effect, stage=stage)
 
     def memcpy_batch(self, copies, stream, order):
-        """The copies in stream order as one piece of work on the first copy's engine, after one call whose host
-        cost grows with the copies (BATCH_HOST_PER_COPY); what the driver refuses, refused first, nothing queued."""
+        """The copies in stream order as one piece of work on the first copy's engine (one start, then each copy's
+        own cost: BATCH_ENGINE_PER_COPY), after one call whose host cost grows with the copies
+        (BATCH_HOST_PER_COPY); what the driver refuses, refused first, nothing queued."""
         self._alive()
         if stream is None:
             raise ShellError(INVALID, "cudaMemcpyBatchAsync refuses the legacy default stream",
@@ -124,7 +127,8 @@ class Work:
             if R.batch_copy_rule(*classes[:2], order, nbytes).stages:  # staged by the host, moved at the pinned rate
                 stage += self.profile.staging_latency + nbytes / self.profile.staging_rate
                 path = "pinned h2d"
-            duration += self.profile.copy_seconds(path, nbytes) - self.profile.copy_latency
+            duration += BATCH_ENGINE_PER_COPY + max(0.0, self.profile.copy_seconds(path, nbytes)
+                                                    - self.profile.copy_seconds(path, 4096))
             rules.append(classes)
             moves.append((s, src_off, d, dst_off, nbytes, kind))
         rule = R.batch_rule(rules, order)
@@ -146,8 +150,8 @@ class Work:
         for s, so, d, do, n, _ in moves:
             d.data.reserve_copy(s.data, so, do, n)
         before = self.now
-        self._advance(self.now + BATCH_HOST_PER_COPY * len(copies))
         t = self._submit(stream, duration, self.engine(moves[0][5]), rule, effect, stage=stage)
+        self._advance(self.now + BATCH_HOST_PER_COPY * len(copies))  # the copies start while the call goes on
         return replace(t, host_seconds=self.now - before, issued=before)
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
