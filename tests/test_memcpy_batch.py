@@ -134,3 +134,14 @@ def test_bench_latency_on_the_gpu_has_both_rows(capsys):
         assert batch < loop  # the H100 in C: 73 µs against 171
     finally:
         c.shell.close()
+
+
+def test_a_batch_nests_in_a_repeat_and_each_round_copies(sim):
+    """The block of `repeat` holds the batch's own block: <<< … >>> pairs are counted, not the first >>> taken."""
+    sim.ok("alloc pinned 8KB as p; alloc device 8KB as d; alloc pinned 8KB as b; fill p iota dtype uint16; "
+           "stream create as s")
+    res = sim.ok("repeat 3 <<< memcpy batch <<< memcpy p[0:4KB] d[4KB:]; memcpy p[4KB:] d[0:4KB] >>> stream s >>>")
+    assert res["times"] == 3 and res["plan"]["per_round"]["rounds"] == 2  # rounds 2–3 by the backend, no shell
+    sim.ok("sync; memcpy d b")
+    assert [sim.ok(f"show b[{at}:+2] dtype uint16")["values"] for at in (0, "4KB")] == [[2048], [0]]  # swapped halves
+    assert sim.fails("repeat 2 <<< memcpy batch <<< memcpy p d >>> stream s")["code"] == "USAGE"  # one >>> short

@@ -63,7 +63,8 @@ def inner_copies(text: str, col: int) -> list:
                  "`during-call` before the call returns (a source may change right after), `any` whenever, even "
                  "after the call (the source must stay as it is until the copies are done). The driver refuses the "
                  "legacy default stream (stream 0) and a copy of 0 bytes (CUDA_ERROR_INVALID_VALUE); a driver older "
-                 "than CUDA 12.8 has no such call (CUDA_ERROR_NOT_SUPPORTED). On the H100, 64 copies of 4 KiB held the host "
+                 "than CUDA 12.8 has no such call (CUDA_ERROR_NOT_SUPPORTED). A batch nests in `repeat`'s block "
+                 "(`repeat 100 <<< memcpy batch <<< … >>> stream 1 >>>`). On the H100, 64 copies of 4 KiB held the host "
                  "58 µs as one batch against 150 µs as a loop of cudaMemcpyAsync, and were done in 73 µs against "
                  "171 (benchmarks/ref_batch.cu): `bench latency` compares.")
 def memcpy_batch(session, backend, args):

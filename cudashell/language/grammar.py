@@ -38,8 +38,21 @@ class Segment:
         return self.line[self.tokens[0].col - 1 : self.end].strip()
 
 
-_TOKEN = re.compile(r"""\s*(?:<<<(?P<source>.*?)>>>|(?P<opensrc><<<)|(?P<sep>;)|(?P<comment>\#)"""
+_TOKEN = re.compile(r"""\s*(?:(?P<opensrc><<<)|(?P<sep>;)|(?P<comment>\#)"""
                     r"""|(?P<q>["'])(?P<quoted>.*?)(?P=q)|(?P<open>["'])|(?P<word>[^\s;#"'][^\s;#]*))""", re.S)
+_MARK = re.compile(r"<<<|>>>")
+
+
+def _block_end(line: str, pos: int) -> int | None:
+    """Where the block opened by the <<< before `pos` closes (the index of its >>>), counting the blocks and the
+    kernel launches (`k<<<g, b>>>`) inside it, so that `repeat 3 <<< memcpy batch <<< … >>> stream s >>>` nests;
+    None when it never does."""
+    depth = 1
+    for m in _MARK.finditer(line, pos):
+        depth += 1 if m.group() == "<<<" else -1
+        if depth == 0:
+            return m.start()
+    return None
 
 
 def tokenize(line: str) -> list[Token | str]:
@@ -51,11 +64,12 @@ def tokenize(line: str) -> list[Token | str]:
         if m is None or m.end() == pos:  # only whitespace was left
             break
         pos = m.end()
-        if m.group("source") is not None:  # CUDA C between <<< and >>>: `;` and `#` are its own
-            out.append(Token(m.group("source").strip(), m.start() + 1 + len(m.group(0)) - len(m.group(0).lstrip()),
-                             m.end(), quoted=True))
-        elif m.group("opensrc"):
-            raise usage("unterminated <<<", m.start("opensrc") + 1, "end the source with >>>")
+        if m.group("opensrc"):  # CUDA C or commands between <<< and >>>: `;` and `#` are their own
+            end = _block_end(line, pos)
+            if end is None:
+                raise usage("unterminated <<<", m.start("opensrc") + 1, "end the source with >>>")
+            out.append(Token(line[pos:end].strip(), m.start("opensrc") + 1, end + 3, quoted=True))
+            pos = end + 3
         elif m.group("sep"):
             out.append(";")
         elif m.group("comment"):
