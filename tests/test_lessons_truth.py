@@ -106,13 +106,24 @@ def test_demo_streams_shows_this_gpus_copy_engine_count(profile, engines):
 
 
 @pytest.mark.parametrize("changes", [{}, {"pageable_memory_access": True, "async_engine_count": 1}])
-def test_device_and_doctor_report_pageable_memory_access_and_copy_engines_as_the_profile_says(changes):
+def test_device_devices_and_doctor_report_pageable_memory_access_and_copy_engines_as_the_profile_says(changes):
     backend = SimBackend(replace(Profile.load(None), **changes))
     cush = Cush(backend)
-    device = cush.ok("device")
+    device, [listed] = cush.ok("device"), cush.ok("devices")["devices"]
     found = {f["topic"]: f["value"] for f in cush.ok("doctor")["findings"]}
     pageable, engines = changes.get("pageable_memory_access", False), changes.get("async_engine_count", 3)
     assert device["pageable_memory_access"] is pageable and device["async_engine_count"] == engines
+    assert listed["pageable_memory_access"] is pageable and listed["async_engine_count"] == engines
     assert found["pageableMemoryAccess"] == ("yes" if pageable else "no")
     assert found["asyncEngineCount"] == str(engines)
     cush.shell.close()
+
+
+def test_devices_says_each_gpus_copy_engines_and_pageable_access_in_80_columns():
+    shown = text_run(["devices"], width=80, profile="one-copy-engine")
+    assert "GPU 0: asyncEngineCount 1 (1 copy engine: copies both ways take turns on it), pageableMemoryAccess 0" \
+        in " ".join(shown.split())
+    assert all(len(line) <= 80 for line in shown.splitlines())
+    pair = text_run(["devices"], width=120, profile="two-h200")
+    assert "GPU 0, 1: asyncEngineCount 3 (3 copy engines: each direction has its own), pageableMemoryAccess 0" \
+        in " ".join(pair.split())
