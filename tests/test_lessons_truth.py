@@ -58,8 +58,7 @@ def texts(lang: str) -> dict[str, str]:
     for name, path in L.shipped().items():
         lesson = L.load(path)
         words = [lesson.title, lesson.intro, lesson.summary] + [t for s in lesson.steps for t in (s.goal, s.why) if t]
-        out[f"lesson {name}"] = "\n".join(w[lang] for w in words) + "\n".join(
-            h for s in lesson.steps for h in s.hints[lang])
+        out[f"lesson {name}"] = "\n".join([w[lang] for w in words] + [h for s in lesson.steps for h in s.hints[lang]])
     for name in demos():
         lines = (DEMO_DIR / f"{name}.cush").read_text().splitlines()
         out[f"demo {name}"] = "\n".join(line[7:] for line in lines if line.startswith(f"say {lang} "))
