@@ -9,7 +9,8 @@ from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
 from tests.conftest import Cush
 
-KEYS = {"ordinal", "name", "pci_bus_id", "numa_node", "total_mem", "compute_capability"}
+KEYS = {"ordinal", "name", "pci_bus_id", "numa_node", "total_mem", "compute_capability", "async_engine_count",
+        "pageable_memory_access"}
 
 
 def test_one_gpu_lists_itself_and_refuses_copies_between_gpus(cush):

@@ -32,7 +32,8 @@ def unavailable_reason(driver_cuda_major: int) -> str | None:
         try:
             wanted = int(version("cupti-python").split(".")[0])
         except PackageNotFoundError:
-            return "cupti-python is not installed (pip install 'cudashell[cupti]'): engine times come from CUDA events"
+            return ("cupti-python is not installed (pip install cupti-python, of the driver's CUDA major version): "
+                    "engine times come from CUDA events")
         if wanted > driver_cuda_major:
             return (f"cupti-python {wanted} needs a CUDA {wanted} driver, this one is CUDA {driver_cuda_major} "
                     f"(pip install 'cupti-python=={driver_cuda_major}.*'): engine times come from CUDA events")

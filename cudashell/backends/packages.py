@@ -19,5 +19,5 @@ def gpu_packages_missing() -> str | None:
     if _missing("pycuda"):
         return "PyCUDA is not installed"
     if _missing("cuda.bindings"):
-        return "NVIDIA's cuda-bindings is not installed (pip install 'cudashell[cuda]')"
+        return "NVIDIA's cuda-bindings is not installed (pip install cuda-bindings, of the driver's CUDA major version)"
     return None

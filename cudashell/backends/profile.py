@@ -32,8 +32,8 @@ class Profile:
     concurrent_managed_access: bool = True
     async_engine_count: int = 3
     concurrent_kernels: bool = True
-    # Hyper-Q (Kepler on): each stream has its own hardware queue, so work waiting for its stream does not hold an
-    # engine from other streams' ready work; before Kepler one queue ran each engine's work in issue order
+    # Hyper-Q (compute capability 3.5 on): each stream has its own hardware queue, so work waiting for its stream does
+    # not hold an engine from other streams' ready work; without it one queue ran each engine's work in issue order
     hyper_q: bool = True
     pcie_gen: int = 5
     pcie_width: int = 16
@@ -215,7 +215,7 @@ def calibrated() -> Profile:
 
 
 BUILTIN = {  # changes to the calibrated H100
-    "one-copy-engine": {"name": "H100 with one copy engine (simulated, like GPUs before Kepler)",
+    "one-copy-engine": {"name": "H100 with one copy engine (simulated: asyncEngineCount 1, no Hyper-Q)",
                         "async_engine_count": 1, "hyper_q": False},
     "two-h200": {"name": "H200 (simulated; two joined by NVLink, figures measured on the H200 pair)", "gpus": 2,
                  "device_memory": 141 * (1 << 30), "pinned_h2d": 55.3 * GB, "pinned_d2h": 55.3 * GB,

@@ -27,14 +27,17 @@ def devices() -> list[dict]:
     out = []
     for i in range(call("cuDeviceGetCount")):
         dev = call("cuDeviceGet", i)
-        major, minor = (call("cuDeviceGetAttribute", attr, dev) for attr in (
+        major, minor, engines, pageable = (call("cuDeviceGetAttribute", attr, dev) for attr in (
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT,
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS))
         bus_id = text(call("cuDeviceGetPCIBusId", 32, dev))
         link = pcie_link(bus_id)
         out.append({"ordinal": i, "name": text(call("cuDeviceGetName", 256, dev)), "pci_bus_id": bus_id,
                     "numa_node": link["numa_node"] if link else None, "total_mem": call("cuDeviceTotalMem", dev),
-                    "compute_capability": f"{major}.{minor}"})
+                    "compute_capability": f"{major}.{minor}", "async_engine_count": engines,
+                    "pageable_memory_access": bool(pageable)})
     return out
 
 

@@ -537,7 +537,7 @@ def _plot(data: dict, path: str, col: int) -> None:
     try:
         fig = bench_figure(data)
     except ImportError:
-        raise ShellError("NOT_INSTALLED", "--plot needs matplotlib", "pip install 'cudashell[plot]'", col) from None
+        raise ShellError("NOT_INSTALLED", "--plot needs matplotlib", "pip install matplotlib", col) from None
     try:
         fig.savefig(path, dpi=100, bbox_inches="tight")
     except OSError as e:

@@ -13,11 +13,13 @@ from ..sizes import format_size
 
 
 @command("devices", "session", "every GPU, and how each pair is joined: peer access, NVLink or PCIe, native atomics",
-         "devices", "cuDeviceGetCount, cuDeviceGetPCIBusId, cuDeviceCanAccessPeer, cuDeviceGetP2PAttribute "
-         "(+ nvidia-smi topo -m for the link's name)", exported=False,
+         "devices", "cuDeviceGetCount, cuDeviceGetPCIBusId, cuDeviceGetAttribute, cuDeviceCanAccessPeer, "
+         "cuDeviceGetP2PAttribute (+ nvidia-smi topo -m for the link's name)", exported=False,
          details="The session works on one GPU (`*`); `bench peer` copies between each pair. Bus id and NUMA "
                  "node say which CPU socket a GPU hangs off; on the simulator the profile's GPUs "
-                 "(`--sim-profile two-h200` has two). `enabled` lists the peer access `peer enable` gave.")
+                 "(`--sim-profile two-h200` has two). Under the table each GPU's asyncEngineCount (1: copies to and "
+                 "from it take turns on one engine) and pageableMemoryAccess (1: a kernel may read malloc'd memory, "
+                 "as on HMM-enabled hosts and Grace Hopper). `enabled` lists the peer access `peer enable` gave.")
 def devices(session, backend, args):
     return DeviceList({**backend.devices(), "current": backend.info.ordinal,
                               "enabled": sorted(session.peers), "timing": backend.timing_label})
@@ -57,6 +59,8 @@ class DevicesDataDevicesItem(TypedDict):
     numa_node: int | None  # None where sysfs does not say (the GPU side)
     total_mem: int
     compute_capability: str
+    async_engine_count: int  # copy engines (asyncEngineCount): 1 means H2D and D2H copies take turns
+    pageable_memory_access: bool  # pageableMemoryAccess: whether a kernel may read malloc'd memory
 
 
 class DevicesDataPeersItem(TypedDict):
@@ -85,7 +89,7 @@ class DeviceList(Result, kind="devices"):
         rows = [[("* " if g["ordinal"] == d["current"] else "  ") + str(g["ordinal"]), g["name"], g["pci_bus_id"],
                  "-" if g["numa_node"] is None else g["numa_node"], format_size(g["total_mem"]),
                  "sm_" + g["compute_capability"].replace(".", "")] for g in d["devices"]]
-        out = [fit(rows, ["GPU", "name", "bus id", "NUMA", "memory", "compute"], tablefmt, width)]
+        out = [fit(rows, ["GPU", "name", "bus id", "NUMA", "memory", "compute"], tablefmt, width)] + _attributes(d)
         if d["peers"]:
             enabled = {tuple(p) for p in d["enabled"]}
             yes = {True: "yes", False: "no"}
@@ -96,6 +100,20 @@ class DeviceList(Result, kind="devices"):
         else:
             out.append("(one GPU: nothing to copy between; `--sim-profile two-h200` models a pair)")
         return out
+
+
+def _attributes(d: dict) -> list[str]:
+    """One line for the GPUs that share their copy engines and pageable access: what a copy or a kernel may count on."""
+    groups: dict[tuple, list[str]] = {}
+    for g in d["devices"]:
+        groups.setdefault((g["async_engine_count"], g["pageable_memory_access"]), []).append(str(g["ordinal"]))
+    out = []
+    for (engines, pageable), gpus in groups.items():
+        copies = "each direction has its own" if engines >= 2 else "copies both ways take turns on it"
+        reach = "a kernel may read malloc'd memory" if pageable else "a kernel cannot read malloc'd memory"
+        out.append(f"GPU {', '.join(gpus)}: asyncEngineCount {engines} ({engines} copy engine{'s' * (engines != 1)}: "
+                   f"{copies}), pageableMemoryAccess {int(pageable)} ({reach})")
+    return out
 
 
 class PeerData(TimingData):

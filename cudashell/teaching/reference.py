@@ -65,8 +65,8 @@ def explain(category: str, r: float, higher_is_better: bool, facts: dict, ref: d
         return "simulated", f"modeled from the simulator's profile, not measured{why}"
     if category == "engines" and fewer_engines:
         if engines == 1:
-            return "one-copy-engine", ("one copy engine (asyncEngineCount 1: a laptop or consumer GPU): the two "
-                                       "directions take turns, about half")
+            return "one-copy-engine", ("one copy engine (asyncEngineCount 1, as on some laptop and consumer GPUs): "
+                                       "the two directions take turns, about half")
         return "one-copy-engine", f"the reference has one copy engine, this GPU {engines}: copies each way overlap"
     gen, width = facts.get("pcie_gen"), facts.get("pcie_width")
     max_gen, max_width = facts.get("pcie_max_gen"), facts.get("pcie_max_width")

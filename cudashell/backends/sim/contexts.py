@@ -20,7 +20,8 @@ class Contexts:
         p = self.profile
         bus = p.pci_bus_id.rsplit(":", 2)
         devices = [{"ordinal": i, "name": p.name, "pci_bus_id": f"{bus[0]}:{int(bus[1], 16) + i:02x}:{bus[2]}",
-                    "numa_node": 0, "total_mem": p.device_memory, "compute_capability": p.compute_capability}
+                    "numa_node": 0, "total_mem": p.device_memory, "compute_capability": p.compute_capability,
+                    "async_engine_count": p.async_engine_count, "pageable_memory_access": p.pageable_memory_access}
                    for i in range(p.gpus)]
         peers = [{"src": a, "dst": b, "access": p.peer_access, "link": p.peer_link, "atomics": p.peer_access}
                  for a in range(p.gpus) for b in range(p.gpus) if a != b]
