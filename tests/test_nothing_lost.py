@@ -25,6 +25,7 @@ import pytest
 
 from cudashell.backends.sim import SimBackend
 from cudashell.commands.lessons import PROGRESS_FILE, damage
+from cudashell.errors import ShellError
 from cudashell.frontends.shell import Shell
 from cudashell.output.files import locked, replace_file
 from cudashell.teaching import lessons as L
@@ -146,6 +147,21 @@ def test_a_replaced_file_keeps_its_mode_and_a_link_its_target(tmp_path):
     replace_file("/dev/null", "a device is written as it is")
 
 
+def test_a_file_in_a_folder_where_none_can_be_made_beside_it_is_written_in_place(tmp_path, monkeypatch):
+    from cudashell.output import files
+
+    def refused(target):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    monkeypatch.setattr(files, "_temporary", refused)  # a folder you may not write (root may write anywhere)
+    mine = tmp_path / "mine.csv"
+    mine.write_text("old")
+    replace_file(mine, "new")
+    assert mine.read_text() == "new"
+    with pytest.raises(ShellError) as e:
+        replace_file(tmp_path / "new.csv", "x")
+    assert (e.value.code, e.value.message) == ("IO_ERROR", f"cannot write {tmp_path / 'new.csv'}: Permission denied")
+
+
 def test_output_to_a_disk_that_fills_is_one_line_and_the_session_goes_on(tmp_path, monkeypatch):
     out, err = io.StringIO(), io.StringIO()
     shell = Shell(SimBackend(), "t", out=out, err=err)
@@ -156,7 +172,8 @@ def test_output_to_a_disk_that_fills_is_one_line_and_the_session_goes_on(tmp_pat
         assert shell.execute(f"echo line {n} of the log")
     monkeypatch.undo()
     assert err.getvalue().count("\n") == 1
-    assert err.getvalue() == f"output: cannot write {target}: No space left on device; results come to the screen again\n"
+    assert err.getvalue() == \
+        f"output: cannot write {target}: No space left on device; results come to the screen again\n"
     assert "line 19 of the log" in out.getvalue() and shell.redirect is None
     assert shell.execute("alloc pinned 1MB as p") and "p: pinned 1 MiB" in out.getvalue()
     shell.close()
@@ -306,6 +323,8 @@ def test_a_trim_waits_for_an_entry_being_added(tmp_path):
 DAMAGED = {
     "a wrong type": b'{"current": "pinned", "lessons": {"pinned": {"step": 1, "steps": 5, "skipped": 5}}}',
     "a step that is text": b'{"current": "pinned", "lessons": {"pinned": {"step": "2"}}}',
+    "a step below zero": b'{"current": "pinned", "lessons": {"pinned": {"step": -1}}}',
+    "a skipped step that is true": b'{"current": "pinned", "lessons": {"pinned": {"step": 2, "skipped": [true]}}}',
     "a current that is a number": b'{"current": 5, "lessons": {}}',
     "garbage": b"\x00garbage{{",
     "not UTF-8": b'{"current": "\xff"}',
@@ -335,8 +354,8 @@ def test_damaged_progress_is_one_line_on_the_screen(tmp_path):
     shell = Shell(SimBackend(), "t", out=out, err=out, state_dir=tmp_path)
     assert shell.execute("lesson pinned")
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("lessons.json was damaged (lesson pinned's 'skipped' is not a list); moved aside to "
-                               "lessons.json.bad-")
+    assert lines[0].startswith("lessons.json was damaged (lesson pinned's 'skipped' is not a list of step numbers); "
+                               "moved aside to lessons.json.bad-")
     assert lines[1].startswith("lesson pinned: ") and "INTERNAL_ERROR" not in out.getvalue()
     shell.close()
 

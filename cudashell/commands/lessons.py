@@ -74,7 +74,13 @@ def _fresh() -> dict:
     return {"current": None, "lessons": {}}
 
 
-ENTRY_TYPES = {"step": int, "steps": int, "done": bool, "lang": str, "skipped": list, "path": str}
+ENTRY_TYPES = {"step": (int, "a step number"), "steps": (int, "a number of steps"), "done": (bool, "true or false"),
+               "lang": (str, "a language's name"), "skipped": (list, "a list of step numbers"),
+               "path": (str, "a file's path")}
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def damage(data) -> str | None:
@@ -88,13 +94,11 @@ def damage(data) -> str | None:
     for name, entry in data["lessons"].items():
         if not isinstance(entry, dict):
             return f"lesson {name} is not a table"
-        for key, kind in ENTRY_TYPES.items():
-            value = entry.get(key)
-            if key in entry and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))
-                                 or kind is int and value < 0):
-                return f"lesson {name}'s {key!r} is not a {kind.__name__}"
-        if not all(isinstance(x, int) and not isinstance(x, bool) for x in entry.get("skipped", [])):
-            return f"lesson {name}'s 'skipped' is not a list of step numbers"
+        for key, (kind, what) in ENTRY_TYPES.items():
+            value = entry.get(key, kind())
+            if not isinstance(value, kind) or kind is int and not _whole(value) or \
+                    kind is list and not all(_whole(x) for x in value):
+                return f"lesson {name}'s {key!r} is not {what}"
     return None
 
 
@@ -127,7 +131,8 @@ def _progress(session) -> tuple[dict, dict]:
         with files.locked(path):
             return _checked(path)  # again, under the lock: another shell may have just replaced it
     except (OSError, ShellError) as e:
-        return _fresh(), {"damaged": f"{path.name} is damaged ({why}); {getattr(e, 'strerror', None) or e}"}
+        return _fresh(), {"damaged": f"{path.name} is damaged ({why}); {getattr(e, 'strerror', None) or e}; "
+                                     "progress starts afresh"}
 
 
 def _checked(path: Path) -> tuple[dict, dict]:

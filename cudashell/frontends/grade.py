@@ -396,7 +396,7 @@ def _graded(argv: list[str], env: Environment) -> ExitStatus:
     unwritten = _write_junit(grades, args.junit) if args.junit else None  # first: the output may fail (`| head`)
     lost = _print_grades(grades, cmd, args.json, env)
     if unwritten is not None:
-        code = startup_error(env, args.json, cmd, unwritten)
+        code = startup_error(env, args.json and not lost, cmd, unwritten)  # on stderr where stdout failed
     return env.output_lost(lost, code) if lost else code
 
 
@@ -422,7 +422,8 @@ def _print_grades(grades: list[dict], cmd: str, json_mode: bool, env: Environmen
     try:
         for n, g in enumerate(grades):
             result = Grade(g)
-            text = render.json_line(cmd, result) if json_mode else "\n" * (n > 0) + render.human(result, "simple", width)
+            text = render.json_line(cmd, result) if json_mode else \
+                "\n" * (n > 0) + render.human(result, "simple", width)
             if env.stdout is not None:
                 env.stdout.write(text + "\n")
         if env.stdout is not None:

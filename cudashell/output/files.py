@@ -35,17 +35,22 @@ def write_error(path, e: OSError, col: int | None = None) -> ShellError:
 def replace_file(path, content: str | bytes | Callable[[BinaryIO], None], col: int | None = None) -> None:
     """Write `content` (text as UTF-8, bytes, or a function that writes into a binary file) to `path`, replacing
     what was there only once all of it is on the disk. A failure is a ShellError (`write_error`) and leaves `path`
-    untouched. A link is followed (its target is replaced, as writing through it would); something that is not a
-    regular file (/dev/null, a pipe) is written as it is, having nothing to replace."""
+    untouched. A link is followed (its target is replaced, as writing through it would). Written as it is, in
+    place: something that is not a regular file (/dev/null, a pipe), having nothing to replace, and a file you may
+    write in a folder where you may not make one beside it."""
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode) if target.exists() else None
-        if target.exists() and not target.is_file():
-            with open(target, "wb") as f:
-                _fill(f, content)
-            return
-        fd, temp = _temporary(target)
+        there = target.exists()
+        mode = stat.S_IMODE(os.stat(target).st_mode) if there else None
+        if there and not target.is_file():
+            return _in_place(target, content)
+        try:
+            fd, temp = _temporary(target)
+        except PermissionError:
+            if not there or not os.access(target, os.W_OK):
+                raise
+            return _in_place(target, content)
     except OSError as e:
         raise write_error(path, e, col) from None
     try:
@@ -65,6 +70,11 @@ def replace_file(path, content: str | bytes | Callable[[BinaryIO], None], col: i
             raise write_error(path, e, col) from None
         raise
     _sync_folder(target.parent)
+
+
+def _in_place(target: Path, content) -> None:
+    with open(target, "wb") as f:
+        _fill(f, content)
 
 
 def _fill(f: BinaryIO, content: str | bytes | Callable[[BinaryIO], None]) -> None:
@@ -104,9 +114,16 @@ def _sync_folder(folder: Path) -> None:
 def locked(path, wait: float = LOCK_WAIT) -> Iterator[None]:
     """Hold `path`.lock (an exclusive flock) for the block: a state file is read again, merged and replaced inside
     it. The lock goes with the process, so a shell that died holds nothing; one held past `wait` seconds (a shell
-    stopped with Ctrl-Z in the middle of a write) is an IO_ERROR rather than a hang."""
+    stopped with Ctrl-Z in the middle of a write) is an IO_ERROR rather than a hang. Where no lock file can be made
+    (a read-only folder) the block runs unlocked."""
     lock_path = f"{path}.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        yield  # a folder where no lock can be made: the write decides for itself, as it did before locks
+        return
     try:
         deadline = time.monotonic() + wait
         while True:
