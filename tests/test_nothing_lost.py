@@ -455,8 +455,15 @@ def test_ctrl_c_during_grade_is_130_and_one_line_and_leaves_no_process(tmp_path)
     checks.write_text("run loop.cush\nexpect ok points 1\n")
     proc = _grade_process(tmp_path, "--time-limit", "60", str(checks), str(sub), stdout=subprocess.PIPE,
                           start_new_session=True)  # a process group of its own, as a terminal's foreground job
-    time.sleep(3)  # the section's process is in the kernel's loop by now
-    assert proc.poll() is None
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    if not children.exists():
+        proc.kill()
+        pytest.skip("the kernel does not list a process's children (CONFIG_PROC_CHILDREN)")
+    deadline = time.monotonic() + 30
+    while not children.read_text().split() and time.monotonic() < deadline:  # the section's process is forked
+        time.sleep(0.05)
+    time.sleep(1)  # and in the kernel's loop
+    assert proc.poll() is None and children.read_text().split()
     started = time.monotonic()
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at a terminal does
     err = proc.stderr.read()
