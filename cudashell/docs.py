@@ -15,6 +15,7 @@ from pathlib import Path
 from .errors import SHELL_CODES
 from .frontends.environment import Environment, ExitStatus
 from .language.registry import GROUPS, specs
+from .output.files import replace_file
 from .output.results import schema_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,12 +161,12 @@ def main(argv: list[str], env: Environment | None = None) -> ExitStatus:
     env = env or Environment()
     text = reference_markdown()
     if "--write" in argv:
-        REFERENCE.write_text(text)
+        replace_file(REFERENCE, text)
         print(f"wrote {REFERENCE}", file=env.stdout)
-        SCHEMA.write_text(schema_json())
+        replace_file(SCHEMA, schema_json())
         print(f"wrote {SCHEMA}", file=env.stdout)
         for doc in (README, GUIDE):
-            doc.write_text(with_examples(doc.read_text()))
+            replace_file(doc, with_examples(doc.read_text()))
             print(f"wrote the examples in {doc}", file=env.stdout)
     else:
         env.stdout.write(text)

@@ -58,6 +58,7 @@ SHELL_CODES = {
     "SCRIPT_FAILED": "a script run by `run` or `demo` had a failed command",
     "RECURSION": "scripts nested deeper than 16",
     "IO_ERROR": "a file could not be written",
+    "DISK_FULL": "a file could not be written for want of room (disk or quota): the file is left as it was",
     "NOT_SUPPORTED_ON_SIM": "the simulator does not run that construct of CUDA C (the guide lists its subset)",
     "DIVERGENT_BARRIER": "a kernel's __syncthreads() is reached by only some threads of a block (a GPU would hang)",
     "FILE_EXISTS": "the file is there already: `force` replaces it",

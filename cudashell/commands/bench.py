@@ -18,7 +18,8 @@ from ..model.launchdims import dim3
 from ..model.machine import pcie_peak
 from ..model.scratch import Progress, Scratch
 from ..model.session import Buffer
-from ..output.figures import bench_figure, close
+from ..output.figures import bench_figure, close, save
+from ..output.files import replace_file
 from ..output.render import csv_records, fit, fmt_seconds, host_table
 from ..output.results import Result
 from ..sizes import format_size, parse_size
@@ -522,11 +523,7 @@ def _outputs(result: Result, args) -> Result:
     rows = result.data["rows"]
     if args.get("FILE") and rows:
         table = rows + result.data.get("host_rows", [])  # bench peer's host rows too, their own columns filled
-        try:
-            with open(args.get("FILE"), "w", newline="", encoding="utf-8") as f:
-                f.write(csv_records(table))
-        except OSError as e:
-            raise ShellError("IO_ERROR", f"cannot write {args.get('FILE')}: {e.strerror}", None, args.col("FILE")) from None
+        replace_file(args.get("FILE"), csv_records(table), args.col("FILE"))  # whole, or as it was
     if args.values.get("PNG") and rows:  # (no points measured: nothing to draw)
         _plot(result.data, args.get("PNG"), args.col("PNG"))
     result.as_json = "--json" in args.flags
@@ -539,9 +536,7 @@ def _plot(data: dict, path: str, col: int) -> None:
     except ImportError:
         raise ShellError("NOT_INSTALLED", "--plot needs matplotlib", "pip install matplotlib", col) from None
     try:
-        fig.savefig(path, dpi=100, bbox_inches="tight")
-    except OSError as e:
-        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, col) from None
+        save(fig, path, col)
     except ValueError:  # matplotlib picks the format by the name's ending
         raise usage(f"cannot plot into '{path}': name a .png, .svg or .pdf file", col) from None
     finally:

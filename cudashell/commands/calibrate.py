@@ -6,18 +6,17 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import fields
-from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from ..backends.base import UNLIMITED
 from ..backends.profile import Profile
-from ..errors import ShellError
 from ..language.grammar import Arg, Opt
 from ..language.registry import command
 from ..model.kernels import BUILTINS
 from ..model.launchdims import dim3
 from ..model.scratch import Progress, Scratch
 from ..model.session import Buffer
+from ..output.files import replace_file
 from ..output.render import fmt_seconds
 from ..output.results import Result
 
@@ -357,10 +356,7 @@ def calibrate(session, backend, args):
     assert set(profile) <= known
     path = args.get("FILE")
     if path:
-        try:
-            Path(path).write_text(json.dumps(profile, indent=2) + "\n")
-        except OSError as e:
-            raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
+        replace_file(path, json.dumps(profile, indent=2) + "\n", args.col("FILE"))  # whole, or as it was
     return Calibration({"profile": profile, "path": path, "timing": backend.timing_label})
 
 

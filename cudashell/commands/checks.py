@@ -11,6 +11,7 @@ from ..export.cemit import ident
 from ..language.grammar import Arg, Opt
 from ..model.regions import check_range, check_within, common_size, region  # noqa: F401  (the commands' checks)
 from ..model.session import MemPool
+from ..output.files import replace_file
 from ..sizes import format_size, format_size_exact
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -109,10 +110,8 @@ def check_writable(path, force: bool, col: int | None) -> None:
 
 
 def write_file(path, text: str, col: int | None) -> None:
-    try:
-        path.write_text(text)
-    except OSError as e:
-        raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, col) from None
+    """`save`, `export c`, `trace export`: the file is replaced whole or left as it was (a full disk)."""
+    replace_file(path, text, col)
 
 
 # `points N` on every expect line: what the check is worth when `cudashell grade` runs a checks file

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NotRequired, TypedDict
@@ -15,6 +14,7 @@ from typing import NotRequired, TypedDict
 from ..errors import ShellError
 from ..language.grammar import Arg, Flag, Opt, split_commands
 from ..language.registry import command, watcher
+from ..output import files
 from ..output.results import Block, Result
 from ..teaching import lessons as L
 from ..teaching.lessons import checks
@@ -43,6 +43,7 @@ class Running:
     skipped: list = field(default_factory=list)  # 1-based steps done by `lesson skip`
     replaying: bool = False  # while `lesson NAME` runs earlier steps' answers again: not the student's tries
     skipping: int | None = None  # the step whose answer `lesson skip` is typing
+    saved: dict | None = None  # its progress entry as this shell last read or wrote it: another's change differs
 
     def begin(self, session) -> None:
         self.tries = self.hints_shown = 0
@@ -69,40 +70,126 @@ def first_hint(step: L.Step) -> int:
 
 
 # ------------------------------------------------------------------ progress (XDG state)
-def _progress(session) -> dict:
-    """Saved progress: {"current": name, "lessons": {name: {"step", "steps", "done", "lang", "skipped", "path"}}};
-    empty where none is kept or the file cannot be read (a damaged file is started afresh)."""
-    if session.state_dir is None:
-        return {"current": None, "lessons": {}}
-    try:
-        data = json.loads((Path(session.state_dir) / PROGRESS_FILE).read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("lessons"), dict):
-            return data
-    except (OSError, ValueError):
-        pass
+def _fresh() -> dict:
     return {"current": None, "lessons": {}}
 
 
+ENTRY_TYPES = {"step": (int, "a step number"), "steps": (int, "a number of steps"), "done": (bool, "true or false"),
+               "lang": (str, "a language's name"), "skipped": (list, "a list of step numbers"),
+               "path": (str, "a file's path")}
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def damage(data) -> str | None:
+    """What is wrong with progress as read (None: nothing): {"current": name or null, "lessons": {name: {"step",
+    "steps", "done", "lang", "skipped": [steps], "path"}}}, each of these of its type where it is there. Checked
+    on reading, so that no command meets a wrong type later (a `"skipped": 5` made every `lesson` fail)."""
+    if not isinstance(data, dict) or not isinstance(data.get("lessons"), dict):
+        return "it holds no table of lessons"
+    if not isinstance(data.get("current"), (str, type(None))):
+        return "'current' is not a lesson's name"
+    for name, entry in data["lessons"].items():
+        if not isinstance(entry, dict):
+            return f"lesson {name} is not a table"
+        for key, (kind, what) in ENTRY_TYPES.items():
+            value = entry.get(key, kind())
+            if not isinstance(value, kind) or kind is int and not _whole(value) or \
+                    kind is list and not all(_whole(x) for x in value):
+                return f"lesson {name}'s {key!r} is not {what}"
+    return None
+
+
+def _read(path: Path) -> tuple[dict, str | None]:
+    """Progress as the file holds it, and what is wrong with it if it is damaged (then fresh progress). A file that
+    cannot be read at all (no file yet, a permission) is fresh progress, not damage."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return _fresh(), None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError is one
+        return _fresh(), "it is not JSON"
+    why = damage(data)
+    return (_fresh(), why) if why else (data, None)
+
+
+def _progress(session) -> tuple[dict, dict]:
+    """Saved progress, and for the command's result {"damaged": what was said} when the file was damaged: then it
+    is moved aside (`lessons.json.bad-TIME`) and progress starts afresh — said once, since the next read finds no
+    file."""
+    if session.state_dir is None:
+        return _fresh(), {}
+    path = Path(session.state_dir) / PROGRESS_FILE
+    data, why = _read(path)
+    if why is None:
+        return data, {}
+    try:
+        with files.locked(path):
+            return _checked(path)  # again, under the lock: another shell may have just replaced it
+    except (OSError, ShellError) as e:
+        return _fresh(), {"damaged": f"{path.name} is damaged ({why}); {getattr(e, 'strerror', None) or e}; "
+                                     "progress starts afresh"}
+
+
+def _checked(path: Path) -> tuple[dict, dict]:
+    """Under the lock: progress as read, a damaged file moved aside (so that another shell's good write is never
+    the one moved) and said."""
+    data, why = _read(path)
+    if why is None:
+        return data, {}
+    try:
+        aside = files.move_aside(path)
+    except OSError as e:
+        return _fresh(), {"damaged": f"{path.name} is damaged ({why}) and could not be moved aside: {e.strerror}; "
+                                     "progress starts afresh"}
+    return _fresh(), {"damaged": f"{path.name} was damaged ({why}); moved aside to {aside.name}; progress starts "
+                                 "afresh"}
+
+
+def _merged(mine: dict, theirs: dict) -> dict:
+    """This shell's entry for a lesson, where another shell changed it since this one last read or wrote it:
+    neither loses a step — the furthest step, done if either is, the skipped steps of both."""
+    done = mine["done"] or bool(theirs.get("done"))
+    step = max(mine["step"], theirs.get("step", 0))
+    return {**mine, "step": mine["steps"] if done else step, "done": done,
+            "skipped": sorted(set(mine["skipped"]) | set(theirs.get("skipped", [])))}
+
+
 def _saved(session, run: Running) -> dict:
-    """Write the lesson's progress; for its result, {"unsaved": why} where it could not be written, else {}."""
+    """Write the lesson's progress, merged with what other shells sharing the state folder saved meanwhile (read
+    again under the lock); for its result, {"unsaved": why} where it could not be written, and {"damaged": …} as
+    `_progress` says, else {}."""
     if session.state_dir is None:
         return {}
-    data = _progress(session)
     lesson = run.lesson
     done = run.step >= len(lesson.steps)
-    data["lessons"][lesson.key] = {"step": run.step, "steps": len(lesson.steps), "done": done, "lang": run.lang,
-                                   "skipped": sorted(set(run.skipped)),
-                                   **({} if lesson.key == lesson.name else {"path": lesson.key})}
-    data["current"] = lesson.key if not done else None
+    entry = {"step": run.step, "steps": len(lesson.steps), "done": done, "lang": run.lang,
+             "skipped": sorted(set(run.skipped)), **({} if lesson.key == lesson.name else {"path": lesson.key})}
     path = Path(session.state_dir) / PROGRESS_FILE
+    note: dict = {}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        with files.locked(path):
+            data, note = _checked(path)
+            theirs = data["lessons"].get(lesson.key)
+            if theirs is not None and theirs != run.saved:
+                entry = _merged(entry, theirs)
+            data["lessons"][lesson.key] = entry
+            if not entry["done"]:
+                data["current"] = lesson.key
+            elif data["current"] == lesson.key:
+                data["current"] = None
+            files.replace_file(path, json.dumps(data, ensure_ascii=False, indent=1))
     except OSError as e:
-        return {"unsaved": f"{path}: {e.strerror}"}
-    return {}
+        return {"unsaved": f"{path}: {e.strerror}", **note}
+    except ShellError as e:
+        return {"unsaved": e.message, **note}
+    run.saved = entry
+    return note
 
 
 # ------------------------------------------------------------------ finding a lesson
@@ -144,34 +231,32 @@ def lesson(session, backend, args):
     name, lang, restart = args.get("NAME"), args.get("L"), "restart" in args.flags
     col = args.col("NAME") if name is not None else None  # `lesson` alone: no word to point at
     run: Running | None = session.lesson
+    saved, note = _progress(session)
     if name is not None:
         found = find(session, name, col)
     elif run is not None:
         found = run.lesson
     else:
-        found = _last(session)
+        found = _last(session, saved)
         if found is None:
-            return _listing(session)
+            return _listing(session, saved, note)
     if run is not None and run.lesson.key == found.key and not restart:
-        data = {**run.base("where"), "tries": run.tries}
-        if lang is not None and lang != run.lang:  # the running lesson, in another language: nothing else changes
-            run.lang = lang
-            data = {**run.base("where"), "tries": run.tries, **_saved(session, run)}
-        return LessonStep(data)
+        relang = lang is not None and lang != run.lang  # the running lesson, in another language: nothing else changes
+        run.lang = lang or run.lang
+        return LessonStep({**run.base("where"), "tries": run.tries, **note, **(_saved(session, run) if relang else {})})
     away = session.lessons_away.get(found.key)
     if away is not None and not restart:  # left in this session: its buffers are here, as the student left them
         new, replay = away, []
         new.lang = lang or new.lang
     else:
-        entry = _progress(session)["lessons"].get(found.key, {})
-        entry = entry if isinstance(entry, dict) else {}
+        entry = saved["lessons"].get(found.key, {})  # its types checked on reading (`damage`)
         resume = 0
-        if not restart and not entry.get("done") and isinstance(entry.get("step"), int):
-            resume = max(0, min(entry["step"], len(found.steps) - 1))
+        if not restart and not entry.get("done") and "step" in entry:
+            resume = min(entry["step"], len(found.steps) - 1)
         lang = lang or (entry.get("lang") if entry.get("lang") in L.LANGS and resume else None) or \
             (session.settings["lang"] if session.settings["lang"] in L.LANGS else "en")
-        new = Running(found, lang, resume, skipped=[s for s in entry.get("skipped", []) if isinstance(s, int) and
-                                                    s <= resume] if resume else [])
+        new = Running(found, lang, resume, skipped=[s for s in entry.get("skipped", []) if s <= resume]
+                      if resume else [], saved=saved["lessons"].get(found.key))
         replay = [line for s in found.steps[:resume] for line in s.answer]
         _check_names_free(session, found, resume, replay, col)
     session.lessons_away.pop(found.key, None)
@@ -181,17 +266,16 @@ def lesson(session, backend, args):
     new.replaying = bool(replay)
     new.begin(session)
     data = {**new.base("resume" if new.step or away is new else "start"), "intro": L.say(found.intro, new.lang),
-            "minutes": found.minutes, "article": found.article, "replayed": replay, **_saved(session, new)}
+            "minutes": found.minutes, "article": found.article, "replayed": replay, **note, **_saved(session, new)}
     return LessonStep(data, action=Block("; ".join(replay), col) if replay else None)
 
 
-def _last(session) -> L.Lesson | None:
+def _last(session, saved: dict) -> L.Lesson | None:
     """What `lesson` alone resumes: the lesson the progress file says the student was in, else the last one left
     in this session; None when there is neither."""
-    saved = _progress(session)
-    current = saved.get("current")
-    entry = saved["lessons"].get(current) if isinstance(current, str) else None
-    if isinstance(entry, dict):
+    current = saved["current"]
+    entry = saved["lessons"].get(current) if current is not None else None
+    if entry is not None:
         return find(session, entry.get("path") or current, None)
     if session.lessons_away:
         return list(session.lessons_away.values())[-1].lesson
@@ -228,11 +312,11 @@ def _typed(found: L.Lesson) -> str:
 @command("lesson list", "scripts", "the lessons, with your progress in each", "lesson list",
          "(none: exercises on the session)", exported=False, saved=False)
 def lesson_list(session, backend, args):
-    return _listing(session)
+    return _listing(session, *_progress(session))
 
 
-def _listing(session) -> "LessonList":
-    saved = _progress(session)["lessons"]
+def _listing(session, progress: dict, note: dict) -> "LessonList":
+    saved = progress["lessons"]
     run = session.lesson
     rows = []
     for name, path in L.shipped().items():
@@ -242,16 +326,15 @@ def _listing(session) -> "LessonList":
             rows.append({"name": name, "title": e.message, "minutes": 0, "article": "", "steps": 0, "done_steps": 0,
                          "done": False, "running": False})
             continue
-        entry = saved.get(name) if isinstance(saved.get(name), dict) else {}
+        entry = saved.get(name, {})
         steps = len(found.steps)
-        done_steps = steps if entry.get("done") else min(entry.get("step", 0), steps) \
-            if isinstance(entry.get("step"), int) else 0
+        done_steps = steps if entry.get("done") else min(entry.get("step", 0), steps)
         if run is not None and run.lesson.key == name:
             done_steps = run.step
         rows.append({"name": name, "title": L.say(found.title, session.settings["lang"]), "minutes": found.minutes,
                      "article": found.article, "steps": steps, "done_steps": done_steps,
                      "done": bool(entry.get("done")), "running": run is not None and run.lesson.key == name})
-    return LessonList({"lessons": rows, "folder": str(L.LESSON_DIR)})
+    return LessonList({"lessons": rows, "folder": str(L.LESSON_DIR), **note})
 
 
 def _running(session, col=None) -> Running:
@@ -426,6 +509,7 @@ class LessonStepData(TypedDict):
     hints: NotRequired[int]
     answer: NotRequired[list[str]]  # answer, skip
     unsaved: NotRequired[str]  # why progress could not be kept
+    damaged: NotRequired[str]  # the progress file was damaged: what was wrong, where it was moved (said once)
 
 
 class LessonStep(Result, kind="lesson_step"):
@@ -469,7 +553,7 @@ class LessonStep(Result, kind="lesson_step"):
             out.append(ui["where"].format(**d))
         if d.get("unsaved"):
             out.append(ui["unsaved"].format(**d))
-        return out
+        return ([d["damaged"]] if d.get("damaged") else []) + out
 
 
 class LessonListItem(TypedDict):
@@ -486,6 +570,7 @@ class LessonListItem(TypedDict):
 class LessonListData(TypedDict):
     lessons: list[LessonListItem]
     folder: str
+    damaged: NotRequired[str]  # as lesson_step's
 
 
 class LessonList(Result, kind="lessons"):
@@ -498,5 +583,6 @@ class LessonList(Result, kind="lessons"):
             progress = "done" if x["done"] else f"{x['done_steps']}/{x['steps']}" if x["done_steps"] else "-"
             mark = "▶" if x["running"] else " "
             out.append(f"{mark} {x['name']:<10} {progress:>5}  {x['minutes']:>2} min  {x['title']}")
-        return out + ["`lesson NAME` starts one (`lang zh` in Chinese) or resumes it; `lesson` resumes the last. "
-                      f"The lesson files are in {d['folder']}"]
+        damaged = [d["damaged"]] if d.get("damaged") else []
+        return damaged + out + ["`lesson NAME` starts one (`lang zh` in Chinese) or resumes it; `lesson` resumes "
+                                f"the last. The lesson files are in {d['folder']}"]

@@ -6,7 +6,6 @@ All input and output goes through an `Environment` (the process's, unless one is
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 
@@ -143,36 +142,8 @@ def shell_options(args, interactive: bool, env: Environment) -> ShellOptions:
 
 
 def _output_checked(shell: Shell, code: ExitStatus, env: Environment) -> ExitStatus:
-    """Output that could not be written fails the run: quietly for a reader that left (`| head`), as tools
-    killed by SIGPIPE do, with one line otherwise (a full disk, a closed stdout)."""
-    if not shell.output_lost:
-        return code
-    broken = "Broken pipe" in shell.output_lost
-    if not broken:
-        _say_lost(f"cudashell: output was lost: {shell.output_lost}\n", env.stderr)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (env.stdout, env.stderr):  # so that Python's own flush at exit cannot fail again
-        try:
-            if stream is not None:
-                os.dup2(devnull, stream.fileno())
-        except (OSError, ValueError, AttributeError):  # no file behind it (a StringIO), or a closed one
-            pass
-    os.close(devnull)
-    return ExitStatus.BROKEN_PIPE if broken else code or ExitStatus.ERROR
-
-
-def _say_lost(text: str, stderr) -> None:
-    """Straight to stderr's file, past a Python buffer that may be what failed; a stream with no file (a
-    StringIO) is written to."""
-    if stderr is None:
-        return
-    try:
-        os.write(stderr.fileno(), text.encode())
-    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is the first two
-        try:
-            stderr.write(text)
-        except (OSError, ValueError, AttributeError):
-            pass
+    """Output that could not be written fails the run (`Environment.output_lost`)."""
+    return env.output_lost(shell.output_lost, code) if shell.output_lost else code
 
 
 def apply_settings(shell: Shell, settings: dict) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import ShellError
 from ..model.settings import SETTINGS
+from ..output.files import replace_file
 from .environment import Environment, xdg_config_dir, xdg_state_dir
 
 TEMPLATE = """\
@@ -71,8 +72,8 @@ def load(create: bool = False, warn=None, env: Environment | None = None, only=N
     if create and not path.exists():
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(TEMPLATE)
-        except OSError:
+            replace_file(path, TEMPLATE)  # whole or not at all: a half template would warn at every start
+        except (OSError, ShellError):
             pass
     try:
         raw = path.read_bytes()

@@ -99,6 +99,38 @@ class Environment:
             lines = lines if lines > 0 else size.lines or fallback[1]
         return os.terminal_size((columns, lines))
 
+    def output_lost(self, why: str, code: ExitStatus) -> ExitStatus:
+        """How a run ends whose output could not all be written (`why`: the error's text): quietly with 141 for a
+        reader that left (`| head`), as tools killed by SIGPIPE do; with one line and a failure otherwise (a full
+        disk, a closed stdout). Then stdout and stderr point at /dev/null, so that Python's own flush at exit cannot
+        fail again with a traceback."""
+        broken = "Broken pipe" in why
+        if not broken:
+            self.say(f"cudashell: output was lost: {why}")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (self.stdout, self.stderr):
+            try:
+                if stream is not None:
+                    os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError, AttributeError):  # no file behind it (a StringIO), or a closed one
+                pass
+        os.close(devnull)
+        return ExitStatus.BROKEN_PIPE if broken else code or ExitStatus.ERROR
+
+    def say(self, line: str) -> None:
+        """A line of the process's own on stderr, straight to its file, past a Python buffer that may be what
+        failed; a stream with no file (a StringIO) is written to."""
+        if self.stderr is None:
+            return
+        text = line + "\n"
+        try:
+            os.write(self.stderr.fileno(), text.encode())
+        except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is the first two
+            try:
+                self.stderr.write(text)
+            except (OSError, ValueError, AttributeError):
+                pass
+
     def read_stdin(self) -> str:
         """All of stdin as text; a stdin closed at start reads as empty."""
         return "" if self.stdin is None else self.stdin.read()

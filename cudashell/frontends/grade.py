@@ -129,7 +129,9 @@ def plan(path: Path) -> list[Section]:
 # ------------------------------------------------------------------ one section, in a process of its own
 def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | None, limit: float) -> None:
     """Runs in the forked process: the section's commands on a fresh session, a message to the parent after each
-    check, and one when the section stops early (what stopped it) or ends."""
+    check, and one when the section stops early (what stopped it) or ends. Ctrl-C is the grader's to answer (it
+    ends this process), not a submission's interrupted command."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.chdir(root)
     try:
         backend, _ = open_backend(choice, profile)
@@ -232,6 +234,9 @@ def run_section(sec: Section, root: Path, choice: str, profile: str | None, limi
             c = sec.checks[i]
             c.status, c.score = "error", 0.0
             c.code, c.message = stop if stop else ("CHECK_CRASHED", "the section ended before this check")
+    except BaseException:  # Ctrl-C: the section's process goes with the grader, at once
+        _kill(process, pids)
+        raise
     finally:
         if process.is_alive():
             process.join(GRACE)
@@ -346,6 +351,15 @@ def build_parser(env: Environment):
 
 
 def main(argv: list[str], env: Environment) -> ExitStatus:
+    """`cudashell grade`; Ctrl-C ends it as it ends a script: one line, 130 (the section's process goes with it)."""
+    try:
+        return _graded(argv, env)
+    except KeyboardInterrupt:
+        env.say("interrupted")
+        return ExitStatus.INTERRUPTED
+
+
+def _graded(argv: list[str], env: Environment) -> ExitStatus:
     from .arguments import ParserExit, startup_error
 
     parser = build_parser(env)
@@ -378,18 +392,42 @@ def main(argv: list[str], env: Environment) -> ExitStatus:
                   for s in submissions]
     except ShellError as e:
         return startup_error(env, args.json, cmd, e, getattr(e, "file", None), getattr(e, "line", None))
+    code = ExitStatus.SUCCESS if all(g["passed"] for g in grades) else ExitStatus.ERROR
+    unwritten = _write_junit(grades, args.junit) if args.junit else None  # first: the output may fail (`| head`)
+    lost = _print_grades(grades, cmd, args.json, env)
+    if unwritten is not None:
+        code = startup_error(env, args.json and not lost, cmd, unwritten)  # on stderr where stdout failed
+    return env.output_lost(lost, code) if lost else code
+
+
+def _write_junit(grades: list[dict], path: str) -> ShellError | None:
+    """The --junit file, replaced whole (a full disk leaves the one before); what went wrong, if anything."""
+    from ..output.files import replace_file
+
+    def write(f) -> None:
+        junit(grades).write(f, encoding="utf-8", xml_declaration=True)
+
+    try:
+        replace_file(path, write)
+    except ShellError as e:
+        return ShellError(e.code, e.message.replace("cannot write ", "cannot write --junit ", 1), JUNIT_HINT)
+    return None
+
+
+def _print_grades(grades: list[dict], cmd: str, json_mode: bool, env: Environment) -> str | None:
+    """The grades on stdout; why they could not all be written (a reader that left, a full disk), else None."""
     from ..commands.grading import Grade
 
     width = env.terminal_size().columns if env.stdout_isatty else 0
-    for n, g in enumerate(grades):
-        result = Grade(g)
-        text = render.json_line(cmd, result) if args.json else "\n" * (n > 0) + render.human(result, "simple", width)
+    try:
+        for n, g in enumerate(grades):
+            result = Grade(g)
+            text = render.json_line(cmd, result) if json_mode else \
+                "\n" * (n > 0) + render.human(result, "simple", width)
+            if env.stdout is not None:
+                env.stdout.write(text + "\n")
         if env.stdout is not None:
-            env.stdout.write(text + "\n")
-    if args.junit:
-        try:
-            junit(grades).write(args.junit, encoding="utf-8", xml_declaration=True)
-        except OSError as e:
-            return startup_error(env, args.json, cmd, ShellError("IO_ERROR", f"cannot write --junit {args.junit}: "
-                                                                 f"{e.strerror}", JUNIT_HINT))
-    return ExitStatus.SUCCESS if all(g["passed"] for g in grades) else ExitStatus.ERROR
+            env.stdout.flush()
+    except (OSError, ValueError) as e:  # BrokenPipeError, ENOSPC, a closed stdout
+        return getattr(e, "strerror", None) or str(e) or type(e).__name__
+    return None

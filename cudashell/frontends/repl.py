@@ -32,7 +32,7 @@ from ..language.grammar import split_commands, tokenize
 from ..language.registry import REGISTRY, lookup, parse_segment, specs
 from ..language.suggest import suggest
 from ..language.typed import expand_history, strip_prompts
-from ..output import render
+from ..output import files, render
 from ..sizes import format_size, parse_size
 from .config import DEFAULTS
 from .environment import Environment, ExitStatus
@@ -187,17 +187,17 @@ def toolbar(shell, width: int | None = None, env: Environment | None = None) -> 
 
 
 def trim_history(path, keep: int) -> None:
-    """Keep the newest `keep` entries of a prompt_toolkit history file (the `history_size` setting)."""
+    """Keep the newest `keep` entries of a prompt_toolkit history file (the `history_size` setting): under the
+    history's lock (another shell may be adding to it) and replaced whole, so a full disk leaves it as it was."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    except (OSError, UnicodeDecodeError):
-        return
-    starts = [i for i, line in enumerate(lines) if line.startswith("# ") and (i == 0 or not lines[i - 1].strip())]
-    if len(starts) > keep:
-        try:
-            path.write_text("".join(lines[starts[-keep] if keep else len(lines):]), encoding="utf-8")
-        except OSError:
-            pass
+        with files.locked(path):
+            lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+            starts = [i for i, line in enumerate(lines)
+                      if line.startswith("# ") and (i == 0 or not lines[i - 1].strip())]
+            if len(starts) > keep:
+                files.replace_file(path, "".join(lines[starts[-keep] if keep else len(lines):]))
+    except (OSError, UnicodeDecodeError, ShellError):
+        pass
 
 
 KEYS = (  # the F1 screen: what the prompt's keys do (prompt_toolkit's emacs keys, and ours)
@@ -321,21 +321,47 @@ def use_color(setting: str, env: Environment | None = None) -> bool:
 
 
 class KeptHistory(FileHistory):
-    """The history file; a write that fails (a full disk, a file made read-only) is said once, naming the file and
-    the reason, and the session's history stays in memory — prompt_toolkit would report it after every command."""
+    """The history file, shared by the shells of one state folder: each entry is added under its lock (`trim_history`
+    rewrites it under the same lock). A write that fails (a full disk, a file made read-only) is said once, naming
+    the file and the reason, and the session's history stays in memory — prompt_toolkit would report it after every
+    command; a file that cannot be read is said once too (prompt_toolkit would print a traceback at every prompt)."""
 
     def __init__(self, path: str, say):
         super().__init__(path)
         self.say, self.failed = say, False
 
+    def load_history_strings(self):
+        try:
+            return list(super().load_history_strings())
+        except OSError as e:
+            self.failed = True
+            self.say(f"history: cannot read {self.filename}: {e.strerror}; this session's history stays in memory")
+            return []
+
     def store_string(self, string: str) -> None:
         if self.failed:
             return
         try:
-            super().store_string(string)
-        except OSError as e:
+            with files.locked(self.filename):
+                super().store_string(string)
+        except (OSError, ShellError) as e:
             self.failed = True
-            self.say(f"history: cannot write {self.filename}: {e.strerror}; this session's history stays in memory")
+            why = e.strerror if isinstance(e, OSError) else e.message
+            self.say(f"history: cannot write {self.filename}: {why}; this session's history stays in memory")
+
+
+def unusable(path) -> str | None:
+    """Why the history file cannot be kept (None: it can): something that is not a file where it goes, or a file
+    that cannot be read and added to."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        return "it is not a file"
+    try:
+        with open(path, "ab"), open(path, "rb"):
+            return None
+    except OSError as e:
+        return e.strerror
 
 
 def make_session(shell, settings: dict, input=None, output=None, env: Environment | None = None) -> PromptSession:
@@ -345,6 +371,9 @@ def make_session(shell, settings: dict, input=None, output=None, env: Environmen
         path = env.history_file
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            why = unusable(path)
+            if why is not None:
+                raise OSError(why)
             trim_history(path, max(0, int(settings["history_size"])))
             history = KeptHistory(str(path), lambda text: shell.write(text, err=True))
         except (OSError, ValueError) as e:

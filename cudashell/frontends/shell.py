@@ -21,6 +21,7 @@ from ..language.grammar import Segment, split_commands
 from ..language.registry import parse_segment, spec_of, watchers
 from ..model.session import Session
 from ..output import render
+from ..output.files import replace_file
 from ..output.results import (
     Action,
     Block,
@@ -529,10 +530,7 @@ class Shell:
         except OSError as e:
             raise ShellError("NO_SUCH_FILE", f"cannot read {edit.path}: {e.strerror}", None, edit.col) from None
         edited = self.options.editor(original, path.suffix or ".cush")
-        try:
-            path.write_text(edited, encoding="utf-8")
-        except OSError as e:
-            raise ShellError("IO_ERROR", f"cannot write {edit.path}: {e.strerror}", None, edit.col) from None
+        replace_file(path, edited, edit.col)  # whole, or the file as it was
         quoted = f'"{edit.path}"' if re.search(r'[\s;#"<>]', edit.path) else edit.path  # one word, as typed
         self.next_input = f"run {quoted}"
 

@@ -4,7 +4,10 @@ Part of rendering, like render.py: no command logic here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..model.operations import of_text
+from .files import replace_file
 
 
 def _pyplot():
@@ -19,6 +22,17 @@ def _pyplot():
 
 def close(fig) -> None:
     _pyplot().close(fig)
+
+
+def save(fig, path: str, col: int | None = None) -> None:
+    """`--plot FILE`: the picture in the format FILE's name ends with (a name without one gets matplotlib's
+    default format's, as savefig gives it), replacing FILE whole or leaving it as it was. A format matplotlib
+    does not write is its ValueError."""
+    fmt = Path(path).suffix[1:].lower()
+    if not fmt:
+        fmt = _pyplot().rcParams["savefig.format"]
+        path = f"{path}.{fmt}"
+    replace_file(path, lambda f: fig.savefig(f, format=fmt, dpi=100, bbox_inches="tight"), col)
 
 
 def bench_figure(data: dict):
