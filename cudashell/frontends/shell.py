@@ -281,8 +281,9 @@ class Shell:
             if value is None:
                 continue
             col = cmd.args.col(arg.name)
-            if kind.path(value):  # a file written is written from the folder (_written_from_folder)
-                confinement.check(value, (folder,) if kind.writes else (folder, Path.cwd()), col, writes=kind.writes)
+            if kind.path(value):  # in a script's own folder, a file written starts there (_written_from_folder)
+                bases = (folder,) if kind.writes and folder != self.dirs[0] else (folder, Path.cwd())
+                confinement.check(value, bases, col, writes=kind.writes)
                 if kind.cuda and confinement.reads and (folder / value).is_file():
                     includes((folder / value).read_text(encoding="utf-8", errors="replace"), (folder / value).parent,
                              col, set())
@@ -292,10 +293,10 @@ class Shell:
     def _written_from_folder(self, cmd):
         """The command's arguments, with each relative path of a file it writes made to start at the running
         script's folder, as every other path a script names does (`run`, `kernel load`, `output`): `save x.cush` in
-        a script writes beside the script wherever the shell was started. Where the folder is the working directory
-        (the prompt), they are as typed."""
+        a script writes beside the script wherever the shell was started. Outside a script of another folder (the
+        prompt, a cell), they are as typed."""
         folder, args = self.dirs[-1], cmd.args
-        if folder == Path.cwd():
+        if folder == self.dirs[0]:
             return args
         values = dict(args.values)
         for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
