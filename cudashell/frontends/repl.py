@@ -398,7 +398,7 @@ def recalled(shell, line: str) -> str | None:
         return None
     if expanded is None:
         return line
-    shell.write(expanded)
+    shell.write(render.visible(expanded))  # a command a script ran may hold control characters
     return expanded
 
 

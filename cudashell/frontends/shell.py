@@ -207,7 +207,7 @@ class Shell:
         if self.echo and not self.json_mode:
             spec = spec_of([t.text for t in seg.tokens[:2]])
             if spec is None or spec.echoed:
-                self._write(self.out, f"cush> {seg.text}")
+                self._write(self.out, f"cush> {render.visible(seg.text)}")
         result, error, before, cmd = None, None, None, None
         t0 = time.perf_counter()
         try:
@@ -345,7 +345,7 @@ class Shell:
         if error is not None:
             error.shown = True
             if self.options.on_error is not None and error.code != self.expecting:
-                self.options.on_error(error, render.error_line(error, file, lineno))
+                self.options.on_error(error, render.error_text(error, file, lineno))
         width = int(self.session.settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
             here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
@@ -433,7 +433,7 @@ class Shell:
     def _run_item(self, item: Segment | BadLine, file: str | None, lineno: int | None) -> bool:
         if isinstance(item, BadLine):  # the line itself did not tokenize
             if self.echo and not self.json_mode:
-                self._write(self.out, f"cush> {item.text}")
+                self._write(self.out, f"cush> {render.visible(item.text)}")
             self.session.record(item.text, False, item.error.code)
             self.last_error = item.error
             self.report(item.text, None, item.error, file, lineno)
@@ -627,7 +627,7 @@ class Shell:
         except OSError as e:
             failure = failure or e
         if failure is not None:
-            self._write(self.err, f"output: cannot write {redirect.name}: "
+            self._write(self.err, f"output: cannot write {render.visible(redirect.name)}: "
                                   f"{failure.strerror or failure}; results come to the screen again")
 
     def _run_nested(self, script: RunScript) -> None:
