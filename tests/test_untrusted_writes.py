@@ -173,6 +173,28 @@ def test_a_lessons_answers_write_only_inside_the_folder_they_run_from(folders):
     assert not (outside / "x.txt").exists()
 
 
+def test_a_lessons_answers_replayed_on_resume_write_only_inside_the_folder_too(folders, tmp_path):
+    inside, outside = folders
+    second = '\n[[step]]\ngoal.en = "Allocate device memory."\ncheck.buffer = { kind = "device" }\n' \
+             'hints.en = ["alloc device"]\nanswer = ["alloc device 4KB"]\n'
+    (inside / "sneaky.toml").write_text(LESSON.format(target=outside / "x.txt") + second)
+    state = tmp_path / "state"
+    first = Cush(SimBackend(), workdir=inside, state_dir=state)
+    try:
+        first.ok("lesson sneaky.toml")
+        first.run("alloc pinned 4KB")  # step 1 passed by the student's own command: progress is kept
+    finally:
+        first.shell.close()
+    again = Cush(SimBackend(), workdir=inside, state_dir=state)
+    try:
+        objs = again.run("lesson sneaky.toml")  # resumes at step 2: step 1's answers run again
+        codes = [o["error"]["code"] for o in objs if o.get("error")]
+        assert codes and codes[0] == "OUTSIDE_FOLDER", objs
+    finally:
+        again.shell.close()
+    assert not (outside / "x.txt").exists()
+
+
 def test_a_notebook_cell_writes_only_inside_the_notebooks_folder(folders, capsys):
     pytest.importorskip("IPython")
     from IPython.testing.globalipapp import get_ipython, start_ipython
