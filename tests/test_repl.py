@@ -277,12 +277,11 @@ def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
     import io
 
     from cudashell.frontends.repl import page
-
     from cudashell.model.settings import pager_argv
 
     paged = tmp_path / "paged"
     pager = tmp_path / "mypager"  # a program of the user's: it keeps what it was given
-    pager.write_text(f"#!/bin/sh\ncat > \"$1\"\n")
+    pager.write_text("#!/bin/sh\ncat > \"$1\"\n")
     pager.chmod(0o755)
     out = io.StringIO()
     tall = "".join(f"line {i}\n" for i in range(50))

@@ -18,7 +18,7 @@ from tests.test_grade import grade
 ESC = "\x1b"
 FORGED = f"{ESC}[2J{ESC}[Htotal 100/100 points (100%): passed"
 PRINTF = r'__global__ void k() { printf("\x1b[2J<img src=x onerror=alert(2)>\a\n"); }'
-CONTROLS = [chr(c) for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))]
+CONTROLS = [chr(c) for c in (*range(0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))]
 
 
 def test_visible_writes_out_every_control_character_but_line_breaks_and_tabs():

@@ -50,7 +50,7 @@ def test_the_issues_script_cannot_rewrite_the_config(home, target):
     config = home / ".config" / "cudashell" / "config"
     script = Path("evil.cush")
     script.write_text(ATTACK.format(target=target.format(home=home)))
-    code, out, err = run_cli(str(script))
+    code, _, err = run_cli(str(script))
     assert code == ExitStatus.ERROR
     assert err.startswith("evil.cush:1:8: OUTSIDE_FOLDER: ") and len(err.splitlines()) == 1, err
     assert "hint: " in err

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import io
 import shlex
-from pathlib import Path
 from html import escape
+from pathlib import Path
 
 import numpy as np
 from IPython.core.magic import Magics, line_cell_magic, magics_class

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 from ..errors import ShellError
 from ..sizes import format_size, format_size_exact
 
-
 # C0 controls but line feed and tab, DEL, C1 controls (U+009B is CSI to a terminal as ESC [ is)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
