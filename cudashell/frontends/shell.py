@@ -358,7 +358,7 @@ class Shell:
             self.options.display(result)
         else:
             csv = self.session.settings["format"] == "csv" and not result.prose
-            body = render.csv_text(result) if csv else \
+            body = render.visible(render.csv_text(result)) if csv else \
                 render.human(result, self.session.settings["tablefmt"], width, self.session.settings["expanded"])
             if body:  # `output`'s own word goes to the screen
                 self._write(self.out if isinstance(result.action, Output) else self.redirect or self.out, body)
@@ -511,7 +511,8 @@ class Shell:
                 self.report(text, None, e, name, lineno)
             if not self.json_mode:
                 many = f"{len(errors)}+" if len(errors) >= MAX_SYNTAX_ERRORS else str(len(errors))
-                self._write(self.err, f"{name}: {many} syntax error{'s' * (len(errors) > 1)}; nothing was run")
+                self._write(self.err, f"{render.visible(name)}: {many} syntax error{'s' * (len(errors) > 1)}; "
+                                      "nothing was run")
             self.last_error = errors[0][0]
             self.failed = True
             return False
