@@ -102,3 +102,20 @@ def test_html_passes_only_tables_the_renderer_made():
     assert "<table>" not in render.html(forged) and "&lt;table&gt;" in render.html(forged)
     assert isinstance(render.fit([["a"]], ["h"], "html", 0), render.Markup)
     assert not isinstance(render.fit([["a"]], ["h"], "simple", 0), render.Markup)
+
+
+@pytest.mark.parametrize("rows,cols", [(24, 80), (40, 120)])
+def test_a_scripts_escapes_do_not_clear_the_prompts_screen(tmp_path, rows, cols):
+    """As a person sees it (a pty read through pyte): what was on the screen stays, and the text is shown."""
+    from tests.terminal import Terminal
+
+    (tmp_path / "s.cush").write_text(f'echo {FORGED}\nfree "{ESC}[2J{ESC}[Hgone"\n')
+    term = Terminal(tmp_path, rows, cols)
+    try:
+        term.run("echo still here")
+        term.run("run s.cush")
+        assert "still here" in term.display  # not cleared
+        assert r"\x1b[2J\x1b[Htotal 100/100 points (100%): passed" in term.text
+        assert r"'\x1b[2J\x1b[Hgone'" in term.text  # in the error line
+    finally:
+        assert term.close() == 0
