@@ -81,6 +81,8 @@ SHELL_CODES = {
     "NO_SUCH_HISTORY": "`!N`, `!!` or `!PREFIX` at the prompt names no command in the history",
     "NOT_INTERACTIVE": "the command opens an editor or waits for keys: it works at the prompt only",
     "OUTSIDE_SUBMISSION": "`cudashell grade`: the submission named a file outside its own folder",
+    "OUTSIDE_FOLDER": "a script, a notebook cell or a lesson would write outside the folder it runs from, a hidden "
+                      "file or cudashell's own config or state",
     "TIME_LIMIT": "`cudashell grade`: a check ran past its time limit (`--time-limit`) and was stopped",
     "CHECK_CRASHED": "`cudashell grade`: the process running a check ended without reporting it",
     "INTERRUPTED": "Ctrl-C",

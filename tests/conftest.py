@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudashell.backends.profile import Profile
+from cudashell.language.confinement import Confinement
 from cudashell.backends.sim import SimBackend
 from cudashell.frontends.shell import Shell
 
@@ -50,7 +51,8 @@ def make_backend(name: str):
 
 def confined_shell(backend, folder: Path, **options) -> Shell:
     """A shell as `cudashell grade` makes one: no file outside `folder` is opened, and paths start there."""
-    return Shell(backend, out=io.StringIO(), err=io.StringIO(), root=folder, workdir=folder, **options)
+    return Shell(backend, out=io.StringIO(), err=io.StringIO(), confinement=Confinement.submission(folder),
+                 workdir=folder, **options)
 
 
 class Cush:

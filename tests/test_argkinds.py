@@ -27,6 +27,7 @@ class Row:
     path: tuple[str, ...] = ()  # values grading confines as paths
     not_path: tuple[str, ...] = ()  # values it does not
     cuda: bool = False
+    writes: bool = False  # the command writes the file: a script, a cell, a lesson confine it too
 
 
 ROWS = {
@@ -52,7 +53,8 @@ ROWS = {
     "dtype": Row("FLOAT32", "float32", ("float128", "unknown dtype 'float128'"), offers="float32"),
     "value": Row("1.5", 1.5, ("abc", "expected a number, iota or random, got 'abc'"), offers="iota"),
     "file": Row("out.txt", "out.txt", offers="out.txt", path=("out.txt", "off", "../x")),
-    "file-or-off": Row("out.txt", "out.txt", offers="out.txt", path=("out.txt",), not_path=("off",)),
+    "written-file": Row("out.txt", "out.txt", offers="out.txt", path=("out.txt", "../x"), writes=True),
+    "file-or-off": Row("out.txt", "out.txt", offers="out.txt", path=("out.txt",), not_path=("off",), writes=True),
     "cuda-file": Row("k.cu", "k.cu", offers="out.txt", path=("k.cu",), cuda=True),
     "lesson": Row("intro", "intro", path=("mine.toml", "../intro"), not_path=("intro",)),
     "command": Row("alloc", "alloc", offers="alloc"),
@@ -120,7 +122,7 @@ def test_each_kind_offers_its_values_to_completion(name, typed):
 def test_each_kind_says_what_grading_confines(name):
     kind, row = KINDS[name], ROWS[name]
     assert all(kind.path(v) for v in row.path) and not any(kind.path(v) for v in row.not_path)
-    assert kind.cuda == row.cuda
+    assert kind.cuda == row.cuda and kind.writes == row.writes
 
 
 def _line_naming(spec: registry.Spec, target: Arg, value: str) -> str:
@@ -151,5 +153,26 @@ def test_every_path_a_command_names_is_confined_to_the_grading_root(spec, arg, t
     try:
         assert shell.execute(line) is False, line
         assert shell.last_error.code == "OUTSIDE_SUBMISSION", (line, shell.last_error)
+    finally:
+        shell.close()
+
+
+WRITTEN = [(s, a) for s, a in registry_args() if a.kind.writes]
+
+
+@pytest.mark.parametrize("spec, arg", WRITTEN, ids=[f"{s.name}:{a.name}" for s, a in WRITTEN])
+def test_every_file_a_command_writes_is_confined_to_a_scripts_folder(spec, arg, tmp_path):
+    """A script's commands write only below its folder: `..`, an absolute path and a hidden name are refused, each
+    command that writes a file by its path argument, before it opens anything."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO(), workdir=sub)
+    try:
+        for value in ("../x", str(tmp_path / "x"), ".x"):
+            (sub / "s.cush").write_text(_line_naming(spec, arg, value) + "\n")
+            assert shell.execute("run s.cush") is False, value
+        said = shell.err.getvalue()
+        assert said.count("s.cush:1:") == 3 and said.count("OUTSIDE_FOLDER") == 3, said
+        assert sorted(p.name for p in tmp_path.rglob("*")) == ["s.cush", "sub"]
     finally:
         shell.close()

@@ -5,6 +5,7 @@ numbered as configparser counts them, and reading the file imports no renderer."
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 
@@ -32,13 +33,74 @@ def load(tmp_path, text: str) -> tuple[dict, list[str]]:
     ("explain = yes", 11, "explain = yes: it must be on or off; using the default, off"),
     ("time = 1", 8, "time = 1: it must be on or off; using the default, off"),
     ("tablefmt = fancy", 12, "tablefmt = fancy: it must be a tabulate format: simple, plain, github, grid, psql, …"),
-    ("pager = no-such-pager-here -R", 9, "pager = no-such-pager-here -R: it must be off or a command on your PATH"),
-    ("pager = less 'open", 9, "pager = less 'open: it must be off or a command on your PATH"),
 ])
 def test_a_bad_value_is_named_at_its_column_and_its_key_keeps_the_default(tmp_path, line, col, said):
     settings, warnings = load(tmp_path, f"[shell]\n{line}\n[pinning]\npinlimit = 1GB\n")
     assert len(warnings) == 1 and warnings[0].startswith(f"{tmp_path / 'config'}:2:{col}: BAD_CONFIG: {said}")
     assert settings == {**DEFAULTS, "pinlimit": "1GB"}  # the key keeps its default; the good line is used
+
+
+PAGER_MUST = "it must be off or a pager on your PATH (a program that shows text, not a shell), such as less -SRXF; " \
+             "long output is not paged"
+
+
+@pytest.mark.parametrize("value", ["no-such-pager-here -R", "less 'open", 'sh -c "touch PWNED; cat"',
+                                   "/bin/sh -c 'touch PWNED'", "env touch PWNED", "python3 -c 'open(\"PWNED\", \"w\")'",
+                                   "bash"])
+def test_a_pager_that_is_not_a_program_showing_text_is_named_once_and_nothing_is_paged(tmp_path, value, monkeypatch):
+    """Issue 36: a pager is a program, run without a shell; one that would run its arguments as commands (a shell,
+    env, an interpreter), like one that is not there, is named at load and paging falls back to none."""
+    monkeypatch.chdir(tmp_path)
+    settings, warnings = load(tmp_path, f"[shell]\npager = {value}\n")
+    assert warnings == [f"{tmp_path / 'config'}:2:9: BAD_CONFIG: pager = {value}: {PAGER_MUST}"]
+    assert settings["pager"] == "off"
+
+
+def test_a_shell_named_as_the_pager_never_runs(tmp_path, monkeypatch):
+    """Even handed to the pager itself (not through the config's check), `sh -c …` is no pager: nothing runs."""
+    pytest.importorskip("prompt_toolkit")
+    from cudashell.frontends.repl import page
+    from cudashell.model.settings import pager_argv
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pager").symlink_to("/bin/sh")  # a link's target counts, not its name
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    out = io.StringIO()
+    for value in ('sh -c "touch PWNED; cat"', 'pager -c "touch PWNED; cat"', "/bin/sh -c 'touch PWNED'"):
+        page("line\n" * 50, pager_argv(value), out, rows=24, tty=True)
+    assert not (tmp_path / "PWNED").exists() and out.getvalue() == "line\n" * 150  # written as it is
+
+
+def with_less(tmp_path, monkeypatch, present: bool) -> None:
+    """PATH with (or without) a `less`, whatever this machine has."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    if present:
+        (bin_dir / "less").write_text("#!/bin/sh\ncat\n")
+        (bin_dir / "less").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_without_less_the_default_pager_falls_back_to_none_and_says_so_once(tmp_path, monkeypatch):
+    pytest.importorskip("prompt_toolkit")
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+
+    from cudashell.backends.sim import SimBackend
+    from cudashell.frontends.repl import repl
+    from cudashell.frontends.shell import Shell
+
+    with_less(tmp_path, monkeypatch, present=False)
+    assert load(tmp_path, config.TEMPLATE) == (DEFAULTS, [])  # the template, pager commented out: no warning
+    shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
+    with create_pipe_input() as inp:
+        inp.send_text("help\rhelp\r\x04")
+        repl(shell, "banner", {"color": "never"}, input=inp, output=DummyOutput(),
+             env=Environment(stdin=None, stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path))
+    said = shell.err.getvalue().splitlines()
+    assert said == [f"NOT_INSTALLED: the pager, less -SRXF, is not on your PATH: long output is not paged — hint: "
+                    f"install it, or name another pager (or off) as `pager =` in {tmp_path / 'config'}"]
+    assert "units" in shell.out.getvalue()  # help was written as it is
 
 
 def test_a_bad_pinning_limit_is_named_too(tmp_path):
@@ -103,7 +165,8 @@ def test_good_values_are_used_without_a_word(tmp_path):
                         "color": "never", "theme": "mono", "editing_mode": "vi", "pager": "off", "pinlimit": "1GB"}
 
 
-def test_the_written_template_is_clean(tmp_path):
+def test_the_written_template_is_clean(tmp_path, monkeypatch):
+    with_less(tmp_path, monkeypatch, present=True)  # the template names less (commented out)
     settings, warnings = load(tmp_path, config.TEMPLATE)
     assert settings == DEFAULTS and warnings == []
     uncommented = "\n".join(line[2:] if line.startswith("# ") and " = " in line else line

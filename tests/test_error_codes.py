@@ -15,17 +15,21 @@ from cudashell.backends.sim import SimBackend
 from cudashell.docs import REFERENCE
 from cudashell.errors import SHELL_CODES, ShellError
 from cudashell.frontends.shell import Shell
+from cudashell.language.confinement import Confinement
 from tests.conftest import gpu_missing
 
 DRIVER = re.compile(r"CUDA_ERROR_[A-Z0-9_]+")
 
 
-def shell_on(profile: str | None = None, tmp_path=None, confined: bool = False) -> tuple[Shell, list[str]]:
+def shell_on(profile: str | None = None, tmp_path=None, confined: str | None = None) -> tuple[Shell, list[str]]:
     """A shell, and the code of every error it reports, nested ones (a script's, a block's) included; `confined`:
-    as `cudashell grade` confines a submission to its folder."""
+    "submission", as `cudashell grade` confines a submission to its folder, "cell" as a notebook confines what its
+    cells write."""
     codes: list[str] = []
+    confinement = None if confined is None else Confinement.submission(tmp_path) if confined == "submission" else \
+        Confinement(tmp_path, who="a notebook cell")
     sh = Shell(SimBackend(Profile.load(profile)), "codes", out=io.StringIO(), err=io.StringIO(), workdir=tmp_path,
-               root=tmp_path if confined else None, on_report=lambda result, error: error and codes.append(error.code))
+               confinement=confinement, on_report=lambda result, error: error and codes.append(error.code))
     return sh, codes
 
 
@@ -86,6 +90,7 @@ TRIGGERS = {
     "CONTEXT_IN_USE": (None, ["context create as other; stream create as s1", "context destroy other"]),
     "GPU_ABANDONED": (None, ["set gpu-timeout 0.001", "launch spin 100000", "sync"]),
     "OUTSIDE_SUBMISSION": (None, ["run ../x.cush"]),
+    "OUTSIDE_FOLDER": (None, ["output ../x.txt"]),  # in a shell confined as a notebook's is
     "INTERRUPTED": (None, ["alloc pinned 4KB", "sync"]),
     "INTERNAL_ERROR": (None, ["alloc pinned 4KB", "ls"]),
 }
@@ -129,7 +134,8 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
     (tmp_path / "latin1.cush").write_bytes("echo café\n".encode("latin-1"))
     monkeypatch.chdir(tmp_path)
     profile, lines = TRIGGERS[code]
-    shell, codes = shell_on(profile, tmp_path, confined=code == "OUTSIDE_SUBMISSION")
+    shell, codes = shell_on(profile, tmp_path, confined={"OUTSIDE_SUBMISSION": "submission",
+                                                         "OUTSIDE_FOLDER": "cell"}.get(code))
     try:
         *before, last = lines
         for line in before:

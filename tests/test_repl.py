@@ -277,17 +277,21 @@ def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
     import io
 
     from cudashell.frontends.repl import page
+    from cudashell.model.settings import pager_argv
 
     paged = tmp_path / "paged"
+    pager = tmp_path / "mypager"  # a program of the user's: it keeps what it was given
+    pager.write_text("#!/bin/sh\ncat > \"$1\"\n")
+    pager.chmod(0o755)
     out = io.StringIO()
     tall = "".join(f"line {i}\n" for i in range(50))
-    page(tall, f"sh -c 'cat > {paged}'", out, rows=24, tty=True)
+    page(tall, pager_argv(f"{pager} {paged}"), out, rows=24, tty=True)
     assert paged.read_text() == tall and out.getvalue() == ""
-    page("short\n", f"sh -c 'cat > {paged}x'", out, rows=24, tty=True)
+    page("short\n", pager_argv(f"{pager} {paged}x"), out, rows=24, tty=True)
     assert out.getvalue() == "short\n" and not (tmp_path / "pagedx").exists()
-    page(tall, "cat", out, rows=24, tty=False)  # a pipe, a script: never paged
+    page(tall, pager_argv("cat"), out, rows=24, tty=False)  # a pipe, a script: never paged
     assert out.getvalue().endswith("line 49\n")
-    page(tall, "no-such-pager-here", io.StringIO(), rows=24, tty=True)  # a pager that will not start: as is
+    page(tall, ["no-such-pager-here"], io.StringIO(), rows=24, tty=True)  # a pager that will not start: as is
 
 
 @pytest.mark.parametrize("rows,cols", [(24, 80), (40, 120)])

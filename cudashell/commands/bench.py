@@ -131,8 +131,8 @@ def _stopped(error: ShellError, rows: list, bench: str, at: str) -> dict:
          "cudaMemcpyAsync back to back behind a gate, timed on the GPU (nvbandwidth's method)",
          args=(Arg("DIR", choices=DIRECTIONS, optional=True),
                Arg("KIND", choices=MEMCPY_KINDS, optional=True, many=True)),
-         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("reps", Arg("REPS", "count")), Opt("--csv", Arg("FILE", "file")),
-               Opt("--plot", Arg("PNG", "file"))),
+         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("reps", Arg("REPS", "count")), Opt("--csv", Arg("FILE", "written-file")),
+               Opt("--plot", Arg("PNG", "written-file"))),
          flags=(Flag("ungated"), Flag("--json")),
          details="Kinds: pageable, pinned, writecombined, registered, mapped (a kernel copies through the "
                  "mapped pointer), managed (prefetch migrates the pages there and back, both counted). Each point: "
@@ -207,7 +207,7 @@ LATENCY_ROUNDS = 2000
 @command("bench latency", "copies", "what one small operation costs: copies, a launch, an event, a callback",
          "bench latency", "one 4-byte cudaMemcpy per kind and direction, a kernel launch, cudaEventRecord, "
          "cudaLaunchHostFunc + cudaStreamSynchronize — each timed on the host, many times",
-         opts=(Opt("rounds", Arg("ROUNDS", "count")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         opts=(Opt("rounds", Arg("ROUNDS", "count")), Opt("--csv", Arg("FILE", "written-file")), Opt("--plot", Arg("PNG", "written-file"))),
          flags=(Flag("--json"),),
          details="Each point runs N rounds (2000 by default) on the GPU side as a loop of driver calls and reports "
                  "the host time of one round: median and spread (p10–p90). Synchronous 4-byte copies from pageable "
@@ -283,7 +283,7 @@ def _batch_points(s, stream) -> list:
          "malloc, cudaHostAlloc (each flag), cudaHostRegister, cudaMalloc, cudaMallocManaged, "
          "cudaMallocFromPoolAsync (a cold pool and a warm one) and their frees",
          args=(Arg("KIND", choices=ALLOC_KINDS, optional=True, many=True),),
-         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         opts=(Opt("sizes", Arg("SIZES", "word")), Opt("--csv", Arg("FILE", "written-file")), Opt("--plot", Arg("PNG", "written-file"))),
          flags=(Flag("--json"),), exported=False,
          details="`async` is the stream-ordered allocator from a cold pool (threshold 0, as the default pool is "
                  "after a synchronize: the memory is mapped again); `async-warm` from a pool whose threshold `max` "
@@ -361,7 +361,7 @@ def _async_point(backend, device: int, kind: str, size: int) -> dict:
 @command("bench zerocopy", "kernels", "seed 003's table: the vector sum on zero-copy vs device memory",
          "bench zerocopy 2^10..2^22", "sumArraysGPU on mapped host memory vs cudaMalloc'd memory, events",
          args=(Arg("RANGE", "word", optional=True),),
-         opts=(Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))), flags=(Flag("--json"),),
+         opts=(Opt("--csv", Arg("FILE", "written-file")), Opt("--plot", Arg("PNG", "written-file"))), flags=(Flag("--json"),),
          details="For each n (float32 elements, powers of two): the kernel alone, reading A and B from zero-copy "
                  "(mapped pinned) memory vs from device memory; and the whole step — device: copy A and B in from "
                  "pageable memory, sum, copy C out; zero-copy: sum, copy C out. Says where zero-copy stops paying.", exported=False)
@@ -433,7 +433,7 @@ def _zerocopy_point(backend, ctx, n: int) -> dict:
 @command("bench overlap", "streams", "copy/compute overlap: the same work on 1, 2, 4, 8 streams",
          "bench overlap streams 1,2,4,8", "cudaMemcpyAsync + kernels on several streams, held until all are "
          "queued, timed on the GPU",
-         opts=(Opt("streams", Arg("LIST", "word")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         opts=(Opt("streams", Arg("LIST", "word")), Opt("--csv", Arg("FILE", "written-file")), Opt("--plot", Arg("PNG", "written-file"))),
          flags=(Flag("--json"),),
          details="8 chunks of 16 MiB on pinned memory: each copied in, worked on by a kernel spinning 300 µs on "
                  "every SM, copied out; chunk c on stream c mod S. Prints the speedup over one stream.", exported=False)
@@ -476,7 +476,7 @@ def bench_overlap(session, backend, args):
          "bench peer 256MB reps 10", "cudaMemcpyPeerAsync back to back, timed by events (nvbandwidth's "
          "device-to-device copy-engine test); cudaDeviceEnablePeerAccess both ways for `on`",
          args=(Arg("SIZE", "size", optional=True),),
-         opts=(Opt("reps", Arg("REPS", "count")), Opt("--csv", Arg("FILE", "file")), Opt("--plot", Arg("PNG", "file"))),
+         opts=(Opt("reps", Arg("REPS", "count")), Opt("--csv", Arg("FILE", "written-file")), Opt("--plot", Arg("PNG", "written-file"))),
          flags=(Flag("--json"),),
          details="For every ordered pair of GPUs: SIZE (default 256 MiB) copied REPS times (default 10) from the "
                  "first GPU's memory to the second's, with peer access off (the driver stages the bytes through "

@@ -324,7 +324,7 @@ def measure(backend, ctx, device: int, progress: Progress) -> dict:
 
 @command("calibrate", "session", "measure this device's figures and write them as a simulator profile",
          "calibrate out lab-gpu.json", "cudaMemcpy / cudaHostAlloc / kernel launches, timed with events",
-         opts=(Opt("out", Arg("FILE", "file")),),
+         opts=(Opt("out", Arg("FILE", "written-file")),),
          details="Measures a size curve (4 KiB … 256 MiB) for pinned, write-combined and pageable copies each "
                  "way, device-to-device and host-to-host; the latency of a 4-byte copy and of a launch; what each "
                  "narrow row adds to a 2-D copy (4096 rows of 4 B against 16 KiB in one piece); what a "

@@ -16,7 +16,7 @@ from .checks import check_writable, write_file
 
 @command("export c", "scripts", "write the session so far as a self-contained CUDA C program", "export c session.cu",
          "(the CUDA runtime API: cudaHostAlloc, cudaMemcpyAsync, kernel<<<…>>>, cudaEventRecord, …)",
-         args=(Arg("FILE", "file"),), flags=(Flag("force"),), exported=False,
+         args=(Arg("FILE", "written-file"),), flags=(Flag("force"),), exported=False,
          details="The successful commands, in order, with error checks; built-in kernels included; `repeat` becomes "
                  "a loop and `if gpus` a check of cudaGetDeviceCount; `elapsed` prints its time; `hold` launches "
                  "the gate kernel on every stream and `release` writes its flag; contexts are the driver API's "

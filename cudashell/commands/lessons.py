@@ -267,7 +267,7 @@ def lesson(session, backend, args):
     new.begin(session)
     data = {**new.base("resume" if new.step or away is new else "start"), "intro": L.say(found.intro, new.lang),
             "minutes": found.minutes, "article": found.article, "replayed": replay, **note, **_saved(session, new)}
-    return LessonStep(data, action=Block("; ".join(replay), col) if replay else None)
+    return LessonStep(data, action=Block("; ".join(replay), col, confined=True) if replay else None)
 
 
 def _last(session, saved: dict) -> L.Lesson | None:
@@ -376,7 +376,7 @@ def lesson_skip(session, backend, args):
     run = _running(session)
     run.skipping = run.step
     return LessonStep({**run.base("skip"), "answer": list(run.current.answer)},
-                      action=Block("; ".join(run.current.answer), None))
+                      action=Block("; ".join(run.current.answer), None, confined=True))
 
 
 @command("lesson quit", "scripts", "stop the lesson; `lesson` resumes it where you were", "lesson quit",

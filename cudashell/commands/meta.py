@@ -86,7 +86,7 @@ def history(session, backend, args):
 
 
 @command("edit", "session", "open the last command, or FILE, in your $EDITOR; what you save waits at the prompt",
-         "edit", "(none)", args=(Arg("FILE", "file", optional=True),), exported=False, saved=False,
+         "edit", "(none)", args=(Arg("FILE", "written-file", optional=True),), exported=False, saved=False,
          details="As pgcli's \\e and bash's fc: the edited command comes back to the prompt, Enter runs it. With FILE "
                  "(made if missing) the prompt then holds `run FILE`. F2 or Ctrl-X Ctrl-E opens the line being typed "
                  "instead. The editor is $VISUAL or $EDITOR (else editor, nano or vi). At the prompt only.")
@@ -99,7 +99,7 @@ def edit(session, backend, args):
 
 
 @command("save", "scripts", "save the successful commands so far as a .cush script", "save session.cush",
-         "(none)", args=(Arg("FILE", "file"),), flags=(Flag("force"),), exported=False, saved=False,
+         "(none)", args=(Arg("FILE", "written-file"),), flags=(Flag("force"),), exported=False, saved=False,
          details="An existing FILE is replaced only with `force` (a hand-written script is not lost to a typo).")
 def save(session, backend, args):
     path = Path(args.get("FILE"))

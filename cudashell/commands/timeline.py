@@ -113,7 +113,7 @@ def chart_width(asked: int | None, label: int, session) -> tuple[int, bool]:
 
 
 @command("trace export", "streams", "write the trace as Chrome trace JSON (Perfetto, chrome://tracing)",
-         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "file"),), flags=(Flag("force"),),
+         "trace export run.json", "(the session's trace)", args=(Arg("FILE", "written-file"),), flags=(Flag("force"),),
          details="Each operation on its stream's track and its engine's, with the engine times (CUPTI's on a GPU "
                  "that has it); the time it waited in its queue, from issue to start, on a `stream N (waiting)` "
                  "track beside its stream.", exported=False)

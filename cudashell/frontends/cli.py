@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
 from .. import __version__
 from ..backends.choice import open_backend
@@ -169,7 +170,8 @@ def run_batch(shell: Shell, args, env: Environment) -> ExitStatus:
             shell.report(path, None, e)  # one line, or with --json one JSON error
             unreadable = True
     if args.commands is None and not args.scripts:
-        ok = shell.run_text(env.read_stdin(), "<stdin>")
+        with shell.confined_to(Path.cwd(), "a script"):  # a script piped in, as a script file is
+            ok = shell.run_text(env.read_stdin(), "<stdin>")
     if unreadable:
         return ExitStatus.USAGE
     if shell.interrupted and not args.keep_going:

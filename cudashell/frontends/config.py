@@ -32,7 +32,8 @@ TEMPLATE = """\
 # theme = default
 # line editing keys: emacs or vi
 # editing_mode = emacs
-# output longer than the screen goes through this pager at the prompt (never in scripts or pipes); off for none
+# output longer than the screen goes through this pager at the prompt (never in scripts or pipes): a program
+# that shows text, run without a shell (sh, env or an interpreter is refused); off for none
 # pager = less -SRXF
 
 [pinning]
@@ -138,8 +139,9 @@ def read(raw: bytes, only=None) -> tuple[Config, list[tuple[int, ShellError]]]:
             settings[name], settings.where[name] = value, (n, col)
         else:
             hint = "a comment goes on a line of its own" if re.search(r"\s[#;]", value) else None
-            problems.append((n, ShellError("BAD_CONFIG", f"{written} = {value}: it must be {key.accepts}; using the "
-                                           f"default, {DEFAULTS[name]}", hint, col)))
+            settings[name], instead = key.instead or (DEFAULTS[name], f"using the default, {DEFAULTS[name]}")
+            problems.append((n, ShellError("BAD_CONFIG", f"{written} = {value}: it must be {key.accepts}; {instead}",
+                                           hint, col)))
     undecoded = {n for n, _ in encoding}  # a line with bytes that are not text is said once, as such
     return settings, sorted(encoding + [p for p in problems if p[0] not in undecoded], key=lambda p: p[0])
 

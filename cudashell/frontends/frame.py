@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..language.confinement import Confinement
+
 
 @dataclass(frozen=True)
 class ShellOptions:
@@ -30,7 +32,9 @@ class ShellOptions:
     # (result or None, error or None) -> None: told of every report, nested and repeated ones too, before it is
     # shown — for whatever collects what a run produced (the tests' fuzzing harness)
     on_report: Callable[[Any, Any], None] | None = None
-    root: Path | None = None  # `cudashell grade`: the submission's folder, outside which no file is opened
+    # whose files must lie in a folder from the start (language/confinement.py): grading's submission, every file it
+    # opens; a notebook's cells, what they write. None: the prompt's freedom (a script it runs is confined as it runs)
+    confinement: Confinement | None = None
     workdir: Path | None = None  # where relative paths start (None: the working directory when the shell is made)
     state_dir: Path | None = None  # where a lesson's progress is kept (the Environment's state dir); None: not kept
     quit_ends_shell: bool = True  # False (grading): `quit` ends the scripts running, and the next command runs
@@ -62,6 +66,7 @@ class Frame:
     echo: bool = False  # each command is shown before its output
     recording: bool = True  # history keeps the command (not each round of a repeat: the repeat is the command)
     expecting: str | None = None  # the code the next `expect error` names, while the command before it runs
+    confinement: Confinement | None = None  # where the running commands' files must lie (a script's, a cell's, …)
 
     def but(self, **changes) -> "Frame":
         """This frame with `changes`: what dataclasses.replace does, without its checks (a frame is pushed for

@@ -26,6 +26,7 @@ from ..backends.choice import open_backend
 from ..backends.profile import BUILTIN, Profile
 from ..errors import STICKY, ShellError
 from ..language import registry
+from ..language.confinement import Confinement
 from ..language.grammar import Segment
 from ..output import render
 from . import config
@@ -143,7 +144,8 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
     # wrong first, not only that a `run` stopped
     errors: list[tuple[str, str]] = []  # (code, the error's line)
     # the submission's output is not the grade's; its `quit` ends its script, not the grading
-    shell = Shell(backend, out=io.StringIO(), err=io.StringIO(), root=root, workdir=root, quit_ends_shell=False,
+    shell = Shell(backend, out=io.StringIO(), err=io.StringIO(), confinement=Confinement.submission(root), workdir=root,
+                  quit_ends_shell=False,
                   on_error=lambda e, line: errors.append((e.code, line)))
     if not backend.capabilities.models_time:  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit

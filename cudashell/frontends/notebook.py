@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import shlex
 from html import escape
+from pathlib import Path
 
 import numpy as np
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -17,6 +18,7 @@ from IPython.display import HTML, Image, display
 
 from ..backends.choice import open_backend
 from ..errors import ShellError
+from ..language.confinement import Confinement
 from ..output import figures, render
 from ..output.results import Result
 from .environment import Environment
@@ -86,7 +88,9 @@ class Cush:
         options = ShellOptions(display=self._display,
                                echo_scripts=True,  # `%cush demo …` shows each command it runs, as the prompt does
                                advice=True,  # notes as the cells run, as at the prompt
-                               state_dir=self.env.state_dir)  # a lesson's progress, kept between notebook sessions
+                               state_dir=self.env.state_dir,  # a lesson's progress, kept between notebook sessions
+                               # a notebook is teaching material too: its cells write only inside its folder
+                               confinement=Confinement(Path.cwd(), who="a notebook cell"))
         self.shell, self.options = Shell(chosen, reason, options, self.env), wanted
         display(HTML(f"<small>cudashell · backend {escape(reason)}</small>"))
         return self.shell

@@ -32,6 +32,7 @@ from ..language.grammar import split_commands, tokenize
 from ..language.registry import REGISTRY, lookup, parse_segment, specs
 from ..language.suggest import suggest
 from ..language.typed import expand_history, strip_prompts
+from ..model.settings import pager_argv
 from ..output import files, render
 from ..sizes import format_size, parse_size
 from .config import DEFAULTS
@@ -399,14 +400,16 @@ def _mono():
     return ColorDepth.MONOCHROME
 
 
-def page(text: str, command: str, out, rows: int, tty: bool) -> None:
+def page(text: str, argv: list[str] | None, out, rows: int, tty: bool) -> None:
     """Output taller than the screen goes through the pager (pgcli's `less -SRXF`: no wrapping, colours kept,
-    gone when it fits); shorter output, output to a non-terminal, or a pager that will not start: written as is."""
+    gone when it fits), `argv` as settings.pager_argv made it: a program, run without a shell, and less without its
+    own shell escapes (LESSSECURE). Shorter output, output to a non-terminal, no pager (None) or one that will not
+    start: written as is."""
     if not text:
         return
-    if tty and command != "off" and text.count("\n") >= rows - 1:
+    if tty and argv is not None and text.count("\n") >= rows - 1:
         try:
-            subprocess.run(shlex.split(command), input=text, text=True, check=False)
+            subprocess.run(argv, input=text, text=True, check=False, env={**os.environ, "LESSSECURE": "1"})
             return
         except (OSError, ValueError):
             pass
@@ -424,7 +427,7 @@ def recalled(shell, line: str) -> str | None:
         return None
     if expanded is None:
         return line
-    shell.write(expanded)
+    shell.write(render.visible(expanded))  # a command a script ran may hold control characters
     return expanded
 
 
@@ -477,6 +480,11 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
     """The prompt, over a shell built for it (`prompt_options`), until `quit` or Ctrl-D."""
     settings = with_defaults(settings)
     env = env or Environment()
+    pager = pager_argv(settings["pager"])
+    if pager is None and settings["pager"] != "off":  # the default's program is not here (a bad one: said at load)
+        shell.write(render.error_line(ShellError(
+            "NOT_INSTALLED", f"the pager, {settings['pager']}, is not on your PATH: long output is not paged",
+            f"install it, or name another pager (or off) as `pager =` in {env.config_file}")), err=True)
     session = make_session(shell, settings, input, output, env)
     info = shell.backend.info
     welcome = [banner, f"{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
@@ -507,8 +515,8 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
                 run_typed(shell, line)
         finally:
             if held is not None:
-                pager = settings["pager"] if shell.session.settings["pager"] == "on" else "off"
-                page(held.getvalue(), pager, screen, env.terminal_size().lines,
+                page(held.getvalue(), pager if shell.session.settings["pager"] == "on" else None, screen,
+                     env.terminal_size().lines,
                      input is None and getattr(screen, "isatty", lambda: False)())
     left = shell.close()
     shell.out.write(("released: " + ", ".join(left) if left else "nothing was left allocated") + "\n")

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from ..backends.base import Backend
 from ..backends.plan import Recorder, trace_plan
-from ..errors import OUTSIDE_HINT, ShellError
+from ..errors import ShellError
 from ..export import cemit
+from ..language.confinement import Confinement
 from ..language.grammar import Segment, split_commands
 from ..language.registry import parse_segment, spec_of, watchers
 from ..model.session import Session
@@ -33,7 +34,7 @@ from ..output.results import (
     RunScript,
 )
 from ..teaching.shipped import DEMO_DIR
-from .environment import Environment
+from .environment import Environment, xdg_config_dir, xdg_state_dir
 from .frame import Frame, Redirect, ShellOptions
 
 MAX_DEPTH = 16
@@ -81,12 +82,17 @@ class Shell:
             out = out or env.stdout or open(os.devnull, "w")
             err = err or env.stderr or out
         workdir = opts.workdir or Path.cwd()
-        session = Session(script_dir=workdir, root=opts.root, progress=self._progress, state_dir=opts.state_dir)
+        # cudashell's own folders, never written by a confined run
+        self._own_dirs = (env.config_dir, env.state_dir) if env is not None else (xdg_config_dir(), xdg_state_dir())
+        confinement = opts.confinement and replace(opts.confinement, guarded=self._own_dirs)
+        session = Session(script_dir=workdir, root=confinement.root if confinement and confinement.reads else None,
+                          progress=self._progress, state_dir=opts.state_dir)
         if opts.json_mode:
             session.settings["format"] = "json"
         if opts.advice:  # a `note:` when a command does what a teacher would comment on
             session.settings["advice"] = "on"
-        self._frames = [Frame(opts, backend, session, out, err, Redirect(), (workdir,), echo=opts.echo)]
+        self._frames = [Frame(opts, backend, session, out, err, Redirect(), (workdir,), echo=opts.echo,
+                              confinement=confinement)]
         self.failed = False  # something failed that no `expect error` accounted for
         self.quitting = False
         self.closed = False
@@ -157,11 +163,18 @@ class Shell:
         waiting, self.next_input = self.next_input, ""
         return waiting
 
-    @property
-    def root(self) -> Path | None:
-        """`cudashell grade`: the submission's folder, outside which no file is opened. The session's, so that
-        compiling a kernel (the backend's `load_kernels`) is confined to it too."""
-        return self.session.root
+    @contextmanager
+    def confined_to(self, folder: Path, who: str):
+        """Commands that run in the body write only inside `folder` (a script read from stdin: the working
+        directory); a run confined already stays as it is (language/confinement.py)."""
+        with self._nested(confinement=self._confinement(folder, who)):
+            yield
+
+    def _confinement(self, folder: Path, who: str) -> Confinement:
+        """What a run of teaching material started now is confined to: its folder, unless a run around it (the
+        script that ran it, grading, a notebook) confines it already — a script in a folder of its own gets no
+        more than the run that started it."""
+        return self.frame.confinement or Confinement(Path(folder), who=who, guarded=self._own_dirs)
 
     @property
     def json_mode(self) -> bool:
@@ -195,20 +208,20 @@ class Shell:
         if self.echo and not self.json_mode:
             spec = spec_of([t.text for t in seg.tokens[:2]])
             if spec is None or spec.echoed:
-                self._write(self.out, f"cush> {seg.text}")
+                self._write(self.out, f"cush> {render.visible(seg.text)}")
         result, error, before, cmd = None, None, None, None
         t0 = time.perf_counter()
         try:
             if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
-            if self.root is not None:
-                self._confine(cmd)
+            if self.frame.confinement is not None:
+                self._confine(cmd, self.frame.confinement)
             session, backend = self.session, self.backend
             if session.settings["explain"] == "on":  # what was alive before: the C refers to it
                 before = cemit.alive(session, WORD.findall(seg.text))  # what the command (and a block in it) names
             backend.command_started()
-            result = cmd.spec.handler(session, backend, cmd.args)
+            result = cmd.spec.handler(session, backend, self._written_from_folder(cmd))
             if result.action is not None:
                 self._act(result.action, result)
         except ShellError as e:
@@ -244,26 +257,21 @@ class Shell:
             return False
         return error is None
 
-    def _confine(self, cmd) -> None:
-        """Grading: every file a command names — a script, a kernel, a lesson file (`lesson NAME.toml`), a
-        profile (`compare ref FILE`), a file it writes — must lie inside `root`, or the command is refused before
-        it opens anything; each argument's kind says whether its value is such a path (argkinds.ArgKind.path). Paths
-        are resolved as the commands resolve them: from the script's folder and from the working directory, `~`
-        expanded, symbolic links followed. The plain `#include "…"` lines of CUDA C (a kind's `cuda`) are
-        checked here too, as the shell reads those files itself (kernels.with_includes); what else a source
-        makes the compiler open is refused where the compiler opens it (`load_kernels` with the session's root)."""
-        root = self.root.resolve()
-
-        def inside(path: Path, shown: str, col: int | None) -> None:
-            if not path.resolve().is_relative_to(root):
-                raise ShellError("OUTSIDE_SUBMISSION", f"{shown} is outside the submission's folder {self.root}",
-                                 OUTSIDE_HINT, col)
+    def _confine(self, cmd, confinement: Confinement) -> None:
+        """Every file a command names — a file it writes; while grading, also a script, a kernel, a lesson file
+        (`lesson NAME.toml`), a profile (`compare ref FILE`) — must lie where `confinement` lets it, or the command
+        is refused before it opens anything; each argument's kind says whether its value is such a path, and whether
+        the command writes it (argkinds.ArgKind). Paths are resolved as the commands resolve them: from the script's
+        folder and from the working directory, `~` expanded, symbolic links followed. While grading, the plain
+        `#include "…"` lines of CUDA C (a kind's `cuda`) are checked here too, as the shell reads those files itself
+        (kernels.with_includes); what else a source makes the compiler open is refused where the compiler opens it
+        (`load_kernels` with the session's root)."""
 
         def includes(source: str, folder: Path, col: int | None, seen: set) -> None:
             for quoted, angled in INCLUDE.findall(source):
                 name = quoted or angled
                 target = folder / name
-                inside(target, f"#include {name!r}", col)
+                confinement.check(name, (folder,), col, writes=False, shown=f"#include {name!r}")
                 if target.is_file() and target.resolve() not in seen:
                     seen.add(target.resolve())
                     includes(target.read_text(encoding="utf-8", errors="replace"), target.parent, col, seen)
@@ -274,15 +282,29 @@ class Shell:
             if value is None:
                 continue
             col = cmd.args.col(arg.name)
-            if kind.path(value):
-                for base in (folder, Path.cwd()):
-                    for path in {Path(value), Path(value).expanduser()}:
-                        inside(base / path, value, col)
-                if kind.cuda and (folder / value).is_file():
+            if kind.path(value):  # in a script's own folder, a file written starts there (_written_from_folder)
+                bases = (folder,) if kind.writes and folder != self.dirs[0] else (folder, Path.cwd())
+                confinement.check(value, bases, col, writes=kind.writes)
+                if kind.cuda and confinement.reads and (folder / value).is_file():
                     includes((folder / value).read_text(encoding="utf-8", errors="replace"), (folder / value).parent,
                              col, set())
-            elif kind.cuda:
+            elif kind.cuda and confinement.reads:
                 includes(value, folder, col, set())
+
+    def _written_from_folder(self, cmd):
+        """The command's arguments, with each relative path of a file it writes made to start at the running
+        script's folder, as every other path a script names does (`run`, `kernel load`, `output`): `save x.cush` in
+        a script writes beside the script wherever the shell was started. Outside a script of another folder (the
+        prompt, a cell), they are as typed."""
+        folder, args = self.dirs[-1], cmd.args
+        if folder == self.dirs[0]:
+            return args
+        values = dict(args.values)
+        for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
+            value = values.get(arg.name)
+            if value is not None and arg.kind.writes and arg.kind.path(value) and not Path(value).is_absolute():
+                values[arg.name] = str(folder / value)
+        return replace(args, values=values) if values != args.values else args
 
     @staticmethod
     def _as_recorded(text: str, result: Result | None) -> str:
@@ -324,7 +346,7 @@ class Shell:
         if error is not None:
             error.shown = True
             if self.options.on_error is not None and error.code != self.expecting:
-                self.options.on_error(error, render.error_line(error, file, lineno))
+                self.options.on_error(error, render.error_text(error, file, lineno))
         width = int(self.session.settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
         if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
             here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
@@ -337,7 +359,7 @@ class Shell:
             self.options.display(result)
         else:
             csv = self.session.settings["format"] == "csv" and not result.prose
-            body = render.csv_text(result) if csv else \
+            body = render.visible(render.csv_text(result)) if csv else \
                 render.human(result, self.session.settings["tablefmt"], width, self.session.settings["expanded"])
             if body:  # `output`'s own word goes to the screen
                 self._write(self.out if isinstance(result.action, Output) else self.redirect or self.out, body)
@@ -412,7 +434,7 @@ class Shell:
     def _run_item(self, item: Segment | BadLine, file: str | None, lineno: int | None) -> bool:
         if isinstance(item, BadLine):  # the line itself did not tokenize
             if self.echo and not self.json_mode:
-                self._write(self.out, f"cush> {item.text}")
+                self._write(self.out, f"cush> {render.visible(item.text)}")
             self.session.record(item.text, False, item.error.code)
             self.last_error = item.error
             self.report(item.text, None, item.error, file, lineno)
@@ -478,7 +500,7 @@ class Shell:
         text = script_text(raw, path)
         if len(self.dirs) > MAX_DEPTH:
             raise ShellError("RECURSION", f"scripts nest deeper than {MAX_DEPTH} (does {path.name} run itself?)")
-        with self._nested(dirs=(*self.dirs, path.parent)):
+        with self._nested(dirs=(*self.dirs, path.parent), confinement=self._confinement(path.parent, "a script")):
             return self.run_text(text, script_name(path))
 
     def run_text(self, text: str, name: str) -> bool:
@@ -490,7 +512,8 @@ class Shell:
                 self.report(text, None, e, name, lineno)
             if not self.json_mode:
                 many = f"{len(errors)}+" if len(errors) >= MAX_SYNTAX_ERRORS else str(len(errors))
-                self._write(self.err, f"{name}: {many} syntax error{'s' * (len(errors) > 1)}; nothing was run")
+                self._write(self.err, f"{render.visible(name)}: {many} syntax error{'s' * (len(errors) > 1)}; "
+                                      "nothing was run")
             self.last_error = errors[0][0]
             self.failed = True
             return False
@@ -561,11 +584,13 @@ class Shell:
 
     def _block(self, block: Block) -> None:
         """`if gpus N <<< … >>>`, a lesson's answers: the block's commands, each shown as a typed one is; the first
-        failure stops it, unless the next command is an `expect error` naming it (as in a script)."""
+        failure stops it, unless the next command is an `expect error` naming it (as in a script). A lesson's
+        answers (`confined`) write only inside the folder they run from."""
         segments = split_commands(block.commands.replace("\n", ";"))
+        confinement = self._confinement(self.dirs[-1], "a lesson") if block.confined else self.frame.confinement
         for i, seg in enumerate(segments):
             expecting = expected_code(segments[i + 1] if i + 1 < len(segments) else None)
-            with self._nested(expecting=expecting):
+            with self._nested(expecting=expecting, confinement=confinement):
                 ok = self.run_segment(seg)
             if not ok and expecting is None:
                 raise ShellError("SCRIPT_FAILED", f"the block stopped at `{seg.text}`", "its error is printed above",
@@ -601,7 +626,7 @@ class Shell:
         except OSError as e:
             failure = failure or e
         if failure is not None:
-            self._write(self.err, f"output: cannot write {redirect.name}: "
+            self._write(self.err, f"output: cannot write {render.visible(redirect.name)}: "
                                   f"{failure.strerror or failure}; results come to the screen again")
 
     def _run_nested(self, script: RunScript) -> None:

@@ -1,5 +1,6 @@
 """What each kind of argument is: how a word of the command becomes its value (with the errors and columns the
-parser reports), what completion offers for it, and whether grading confines it as a path. `Arg(kind=...)` names one
+parser reports), what completion offers for it, and how it is confined as a path (language/confinement.py): grading
+confines every path, a script, a cell or a lesson's answers the paths it writes. `Arg(kind=...)` names one
 of KINDS; an unknown name fails when the command's module is imported. Pure: no CUDA, no terminal."""
 
 from __future__ import annotations
@@ -243,16 +244,17 @@ def _always(value) -> bool:
 
 class ArgKind:
     """One kind of argument. `convert(text, col)` makes the value (raising USAGE at the column); `offer(arg, at)`
-    is what completion offers; `path(value)` says whether grading confines the value as a file the command reads
-    or writes; `cuda`: the file it names (or else the value itself) is CUDA C, whose `#include "…"` lines grading
-    follows too; `buffer(value)` the buffer name a value holds; `makes`: the value names what the command makes;
+    is what completion offers; `path(value)` says whether the value is a file the command reads or writes (grading
+    confines it), `writes` that the command writes it (a script, a cell, a lesson's answers confine it too);
+    `cuda`: the file it names (or else the value itself) is CUDA C, whose `#include "…"` lines grading follows too; `buffer(value)` the buffer name a value holds; `makes`: the value names what the command makes;
     `rest`: it takes the rest of the line as it stands; `label`: how help writes it, when not by its name.
     Kinds compare by identity: comparing one with a string (the old `arg.kind == "file"`) is a bug, and raises."""
 
     def __init__(self, name: str, convert: Callable = _text, offer: Callable = _nothing, *, path: Callable = _never,
-                 cuda: bool = False, buffer: Callable | None = None, makes: bool = False, rest: bool = False,
-                 label: str | None = None):
+                 writes: bool = False, cuda: bool = False, buffer: Callable | None = None, makes: bool = False,
+                 rest: bool = False, label: str | None = None):
         self.name, self.convert, self.offer, self.path, self.cuda = name, convert, offer, path, cuda
+        self.writes = writes
         self.buffer, self.makes, self.rest, self.label = buffer, makes, rest, label
 
     def __eq__(self, other) -> bool:
@@ -286,8 +288,9 @@ _KINDS = [
     ArgKind("dim3", parse_dim3, _shapes, label="X[,Y[,Z]]"),
     ArgKind("dtype", parse_dtype, lambda arg, at: [(d, "dtype") for d in DTYPES]),
     ArgKind("value", parse_value, lambda arg, at: [(v, "fill") for v in VALUE_WORDS]),
-    ArgKind("file", offer=_files, path=_always),
-    ArgKind("file-or-off", offer=_files, path=lambda value: value != "off"),  # `output off` ends the redirection
+    ArgKind("file", offer=_files, path=_always),  # a file the command reads
+    ArgKind("written-file", offer=_files, path=_always, writes=True),  # one it writes (save, export c, --csv, …)
+    ArgKind("file-or-off", offer=_files, path=lambda value: value != "off", writes=True),  # `output off` ends it
     ArgKind("cuda-file", offer=_files, path=_always, cuda=True),
     ArgKind("cuda-source", cuda=True),  # CUDA C between <<< >>>: its includes are found from the script's folder
     ArgKind("commands"),  # a block of the shell's commands between <<< >>> (each is confined as it runs)

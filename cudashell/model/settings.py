@@ -5,10 +5,11 @@ file (under which [section] and key). `set` (commands/meta.py), completion, the 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..errors import ShellError
@@ -36,6 +37,8 @@ class Setting:
     #                   prompt's width, a demo's language); FILE: the config file's alone, read as the shell starts
     config: tuple[str, str] | None = None  # ([section], key) the config file sets it under
     old_keys: tuple[str, ...] = ()  # former names of its config key, still read
+    # what a value the config file gives and the setting refuses becomes, and the words that say so; None: the default
+    instead: tuple[str, str] | None = None
 
     def check(self, text: str) -> bool:
         try:
@@ -51,13 +54,36 @@ def _size_or_auto(v) -> str:
     return format_size(v) if "." not in format_size(v) else format_size_exact(v)
 
 
-def _pager(value: str) -> bool:
-    """off, or a command line whose program is on the PATH (one that is not is never run: output is not paged)."""
+# Programs that run their arguments as commands: shells, launchers, interpreters. A pager shows text; one of these
+# as the pager (`sh -c "touch PWNED; cat"`) would make the setting a way to run anything at the next long output.
+COMMAND_RUNNERS = frozenset({
+    "sh", "ash", "bash", "dash", "zsh", "ksh", "mksh", "yash", "fish", "csh", "tcsh", "busybox", "toybox",
+    "env", "sudo", "doas", "su", "runuser", "nohup", "setsid", "nice", "ionice", "chrt", "taskset", "timeout", "stdbuf",
+    "xargs", "script", "watch", "time", "flock", "unshare", "chroot", "ssh",
+    "python", "pypy", "perl", "ruby", "node", "nodejs", "php", "lua", "luajit", "tclsh", "wish", "expect",
+    "awk", "gawk", "mawk", "nawk", "sed", "find"})
+
+
+def pager_argv(value: str) -> list[str] | None:
+    """The pager's argv: `value` split as a shell would split it (it is never given to one), its program found on the
+    PATH and not one of COMMAND_RUNNERS — by its name or the file its name leads to (`/bin/sh` → dash, a link named
+    `pager` → bash). None for off, an open quote, a program not there, or one refused."""
     try:
         words = shlex.split(value)
     except ValueError:  # an open quote
-        return False
-    return value == "off" or bool(words) and shutil.which(words[0]) is not None
+        return None
+    found = shutil.which(words[0]) if words and value != "off" else None
+    if found is None:
+        return None
+    names = {os.path.basename(words[0]), os.path.basename(found), os.path.basename(os.path.realpath(found))}
+    if any(re.sub(r"[\d.\-]+$", "", name) in COMMAND_RUNNERS for name in names):  # python3.11, bash5
+        return None
+    return [found, *words[1:]]
+
+
+def _pager(value: str) -> bool:
+    """off, or a pager that can run (pager_argv): one that cannot is never run, and output is not paged."""
+    return value == "off" or pager_argv(value) is not None
 
 
 def _on_off(config: tuple[str, str] | None = None) -> Setting:
@@ -90,7 +116,9 @@ SETTINGS: dict[str, Setting] = {
     "color": _file("auto", "color", "auto, always or never", lambda v: v in ("auto", "always", "never")),
     "theme": _file("default", "theme", " or ".join(THEMES), lambda v: v in THEMES),
     "editing_mode": _file("emacs", "editing_mode", "emacs or vi", lambda v: v in ("emacs", "vi")),
-    "pager command": _file("less -SRXF", "pager", "off or a command on your PATH, such as less -SRXF", _pager),
+    "pager command": replace(_file("less -SRXF", "pager", "off or a pager on your PATH (a program that shows text, "
+                                   "not a shell), such as less -SRXF", _pager),
+                             instead=("off", "long output is not paged")),
     "width": Setting(0, scope=SHELL),  # the terminal's, at the prompt: text wraps between words (0: it does not)
     "lang": Setting("en", scope=SHELL),  # the language of the `say` lines a demo shows (`demo NAME lang zh`)
     "gpu-timeout": Setting("off", "off or a number of seconds > 0", lambda v: v == "off" or 0 < float(v) < 1e9,

@@ -18,6 +18,19 @@ if TYPE_CHECKING:
 from ..errors import ShellError
 from ..sizes import format_size, format_size_exact
 
+# C0 controls but line feed and tab, DEL, C1 controls (U+009B is CSI to a terminal as ESC [ is)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Text as a terminal must show it: each control character written out (`\\x1b`, `\\r`), not obeyed. What
+    users name — `echo`/`say`/`show "…"` text, buffer and file names, a kernel's printf, a submission's output in
+    the grade table — could otherwise clear the screen and draw a forged table (ESC [2J), ring, or overwrite what
+    was shown (\\r, backspace). Line breaks and tabs stay. The text views (human, error_line) end here."""
+    if CONTROL.search(text) is None:
+        return text
+    return CONTROL.sub(lambda m: "\\r" if m.group() == "\r" else f"\\x{ord(m.group()):02x}", text)
+
 
 def fmt_seconds(s: float | None) -> str:
     if s is None:
@@ -76,6 +89,11 @@ class Whole(str):
     wrapping it again would break its columns."""
 
 
+class Markup(Whole):
+    """HTML the renderer made itself: a table `fit` drew in tabulate's `html` format, which escapes every cell. The
+    notebook passes it through as it is; every other line is text, and escaped (html)."""
+
+
 # `set expanded`, for the one `human()` call that draws a result: fit() reads it (results' lines() take no setting)
 EXPANDED: ContextVar[str] = ContextVar("expanded", default="off")
 
@@ -118,15 +136,16 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
     mode = EXPANDED.get()
     if mode == "on" and rows:
         return expanded(rows, headers, width)
+    laid_out = Markup if tablefmt == "html" else Whole  # tabulate's html escapes each cell
     text = table(rows)
     if fits(text):
-        return Whole(text)
+        return laid_out(text)
     full = rows
     if shorter is not None:
         rows, headers = shorter()
         text = table(rows)
         if fits(text):
-            return Whole(text)
+            return laid_out(text)
     if mode == "auto" and rows:
         return expanded(full, headers, width)
     columns = list(zip(*rows)) if rows else []
@@ -135,7 +154,7 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
             break
         limits = [None if _whole(c) else limit for c in columns]
         text = table([[_cell(c, k) for c, k in zip(row, limits)] for row in rows])
-    return Whole(text)
+    return laid_out(text)
 
 
 def expanded(rows, headers, width: int) -> Whole:
@@ -298,7 +317,7 @@ def human(result: Result, tablefmt: str = "simple", width: int = 0, expanded: st
         return json.dumps(_json_safe(rounded(result.data)), ensure_ascii=False)
     token = EXPANDED.set(expanded)
     try:
-        return "\n".join(wrap(result.lines(tablefmt, width), width))
+        return visible("\n".join(wrap(result.lines(tablefmt, width), width)))
     finally:
         EXPANDED.reset(token)
 
@@ -308,9 +327,10 @@ LABEL_COLOURS = {"measured": "#1a7f37", "modeled": "#0969da"}
 
 def html(result: Result) -> str:
     """A result for a notebook: its tables as HTML tables, its other lines as text, pointers whole (no width to
-    fit), and whether its times were measured or modeled as a label at its head."""
+    fit), and whether its times were measured or modeled as a label at its head. Only the tables `fit` made are
+    markup (Markup); every other line is escaped, whatever it holds: `echo <table><img …>`, a kernel's printf."""
     lines = result.lines("html", 0)
-    parts = [line if line.lstrip().startswith("<table") else f"<div>{escape(line)}</div>" for line in lines]
+    parts = [line if isinstance(line, Markup) else f"<div>{escape(visible(line))}</div>" for line in lines]
     label = result.data.get("timing")
     badge = (f'<span style="background:{LABEL_COLOURS[label]};color:white;border-radius:3px;padding:0 4px;'
              f'font-size:smaller">{label}</span> ') if label in LABEL_COLOURS else ""
@@ -324,11 +344,17 @@ def where(file: str | None, line: int | None, col: int | None) -> str:
     return f"col {col}" if col else ""
 
 
-def error_line(e: ShellError, file: str | None = None, line: int | None = None) -> str:
-    """One line, always: a message that quotes a multi-line command has its line breaks shown as ⏎."""
+def error_text(e: ShellError, file: str | None = None, line: int | None = None) -> str:
+    """One line, always: a message that quotes a multi-line command has its line breaks shown as ⏎. As the error
+    said it (a grade's JSON and JUnit keep it so); a terminal is shown its error_line."""
     loc = where(file, line, e.col)
     hint = f" — hint: {e.hint}" if e.hint else ""
     return f"{loc + ': ' if loc else ''}{e.code}: {e.message}{hint}".replace("\r", "").replace("\n", " ⏎ ")
+
+
+def error_line(e: ShellError, file: str | None = None, line: int | None = None) -> str:
+    """The error's one line as a terminal shows it: its control characters written out (visible)."""
+    return visible(error_text(e, file, line))
 
 
 def expected_line(e: ShellError, file: str | None = None, line: int | None = None) -> str:

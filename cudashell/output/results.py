@@ -36,10 +36,13 @@ class Repeat:
 
 @dataclass(frozen=True)
 class Block:
-    """`if gpus N <<< … >>>` where the machine has them: the block's commands, each shown as a typed one is."""
+    """`if gpus N <<< … >>>` where the machine has them, a lesson's answers: the block's commands, each shown as a
+    typed one is. `confined`: they come from a file someone else wrote (a lesson's), and write only inside the
+    folder they run from."""
 
     commands: str
     col: int | None
+    confined: bool = False
 
 
 @dataclass(frozen=True)
