@@ -27,6 +27,7 @@ from ..backends.profile import BUILTIN, Profile
 from ..errors import STICKY, ShellError
 from ..language import registry
 from ..language.grammar import Segment
+from ..model.inputs import read_capped
 from ..output import render
 from . import config
 from .environment import Environment, ExitStatus
@@ -81,7 +82,7 @@ def plan(path: Path) -> list[Section]:
     """The checks file as sections of commands, each check worth its points; a file that is not a valid checks
     file is a ShellError naming file:line."""
     try:
-        text = script_text(path.read_bytes(), path)
+        text = script_text(read_capped(path, "script"), path)
     except OSError as e:
         raise ShellError("NO_SUCH_FILE", f"cannot read the checks file {path}: {e.strerror}") from None
     items = Shell.script_items(text)
