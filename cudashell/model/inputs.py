@@ -26,7 +26,7 @@ def _check(st: os.stat_result, path: Path, what: str) -> int:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if not stat.S_ISREG(st.st_mode):
         raise ShellError("NOT_A_FILE", f"{path} is not a regular file (a device, a FIFO or a socket): a {what} is "
-                         "read whole, and this one might never end", HINTS[what])
+                         "read whole, and this one might never end", f"name a {what} saved as a file")
     if st.st_size > LIMITS[what]:
         raise too_large(path, what, st.st_size)
     return st.st_size
