@@ -134,6 +134,7 @@ def test_limits_name_how_a_section_ended():
     assert limits.ended(-signal.SIGSEGV) == ("CHECK_CRASHED", "the process running it ended (signal SIGSEGV) without "
                                                               "a result")
     assert limits.ended(11)[1] == "the process running it ended (exit status 11) without a result"
+    assert limits.ended(-40)[1] == "the process running it ended (signal 40) without a result"
 
 
 # ------------------------------------------------------------------ stopping the grader stops its sections

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from ..errors import ShellError
 from ..sizes import format_size
 
-DEFAULT_MEMORY = 2 << 30  # address space a section may add: the simulator's default budget (4 GiB) is capped to half
+DEFAULT_MEMORY = 2 << 30  # address space a section may add: what the simulator holds (its buffers' bytes, a kernel's
+# lanes) counts, so a teacher whose checks hold more raises it
 DEFAULT_OUTPUT = 16 << 20  # a file a submission writes (`output f`, `save`, `export c`): its results, not a flood
 OPEN_FILES = 256  # files open at once: the shell needs a handful, nvcc a few dozen
 CPU_GRACE = 2  # seconds between SIGXCPU (which ends the process) and the kernel's SIGKILL, should it be ignored
@@ -65,9 +66,15 @@ class Limits:
         if exitcode == -signal.SIGXCPU:
             return "CPU_LIMIT", (f"the section's process used its {self.cpu} s of CPU time (its checks' time limits "
                                  "together) and was stopped")
-        how = f"signal {signal.Signals(-exitcode).name}" if exitcode is not None and exitcode < 0 else \
-            f"exit status {exitcode}"
+        how = f"signal {_signal_name(-exitcode)}" if exitcode is not None and exitcode < 0 else f"exit status {exitcode}"
         return "CHECK_CRASHED", f"the process running it ended ({how}) without a result"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal
+        return str(number)
 
 
 DEFAULT_LIMITS = Limits()
@@ -107,20 +114,16 @@ def mapped_bytes() -> int:
 
 def confine(limits: Limits, backend) -> None:
     """Set the section's limits, once its backend is open (a GPU worker it starts keeps the grader's: the CUDA driver
-    maps the GPU's memory into its address space). On the simulator, whose memory is this process's, the address
-    space is limited too, and the storage budget is at most half of it: what the simulator holds is refused as
-    SIM_BUDGET, as anywhere, before the process meets MEMORY_LIMIT."""
+    maps the GPU's memory into its address space). Where the backend has no process of its own (the simulator), its
+    memory is this process's, and the address space is limited too."""
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it (a write then fails with EFBIG): it ends us
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)
     _lower(resource.RLIMIT_CORE, 0)  # a crash leaves no core file in the submission's folder
     _lower(resource.RLIMIT_FSIZE, limits.output)
     _lower(resource.RLIMIT_NOFILE, limits.files)
     _lower(resource.RLIMIT_CPU, limits.cpu, limits.cpu + CPU_GRACE)
-    budget = getattr(backend, "budget", None)
     if backend.proc is None:
         _lower(resource.RLIMIT_AS, mapped_bytes() + limits.memory)
-        if budget is not None:
-            budget.limit = min(budget.limit, limits.memory // 2)
 
 
 # ------------------------------------------------------------------ in the grader
