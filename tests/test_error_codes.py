@@ -55,6 +55,9 @@ TRIGGERS = {
     "NOTHING_MEASURED": (None, ["compare ref h100"]),
     "NO_REFERENCE": (None, ["bench latency rounds 10", "compare ref nosuch"]),
     "NO_SUCH_FILE": (None, ["run missing.cush"]),
+    "NOT_A_FILE": (None, ["run /dev/null"]),
+    "INPUT_TOO_LARGE": (None, ["run big.cush"]),
+    "SOURCE_TOO_COMPLEX": (None, [KERNEL.format(name="deep", body="a[0] = " + "+".join(["1"] * 300) + ";")]),
     "NAME_TAKEN": (None, ["alloc pinned 4KB as a", "alloc pinned 4KB as a"]),
     "OUT_OF_BOUNDS": (None, ["alloc pinned 4KB", "show p0 offset 5KB"]),
     "NOT_HOST_ACCESSIBLE": (None, ["alloc device 4KB", "show d0"]),
@@ -98,9 +101,10 @@ TRIGGERS = {
 # GPU (only where there is none), a worker process that dies (the cuda backend's pipe, with the simulator behind
 # it), and two the GPU side alone raises (a NUMA node the kernel will not bind host pages to; a call a GPU-side
 # loop cannot make without the shell); and the prompt's `!N`, expanded before a line runs (test_repl).
-# `cudashell grade` says of a check that ran past its time limit or whose process died (tests/test_grade.py).
+# `cudashell grade` says of a check that ran past its time limit or whose process died (tests/test_grade.py), or
+# whose process met one of the limits grading sets (tests/test_grade_limits.py).
 ELSEWHERE = {"BAD_PROFILE", "BAD_CONFIG", "NO_GPU", "GPU_WORKER_DIED", "NUMA_BIND", "NOT_PLANNABLE",
-             "NO_SUCH_HISTORY", "TIME_LIMIT", "CHECK_CRASHED"}
+             "NO_SUCH_HISTORY", "TIME_LIMIT", "CHECK_CRASHED", "MEMORY_LIMIT", "CPU_LIMIT", "OUTPUT_LIMIT"}
 ELSEWHERE |= {"DISK_FULL"}  # a write on a full disk: tests/test_nothing_lost.py, on a fake one
 
 
@@ -132,6 +136,7 @@ def test_each_catalogued_code_is_what_its_situation_gives(code, tmp_path, monkey
     (tmp_path / "fails.cush").write_text("free nosuch\n")
     (tmp_path / "self.cush").write_text("run self.cush\n")
     (tmp_path / "latin1.cush").write_bytes("echo café\n".encode("latin-1"))
+    (tmp_path / "big.cush").write_bytes(b"ls\n" * (1 << 19))  # 1.5 MiB
     monkeypatch.chdir(tmp_path)
     profile, lines = TRIGGERS[code]
     shell, codes = shell_on(profile, tmp_path, confined={"OUTSIDE_SUBMISSION": "submission",

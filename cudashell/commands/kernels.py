@@ -13,6 +13,7 @@ from ..export.cemit import CTYPES, ident, refuse
 from ..language.argkinds import parse_part
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import c_writer, command
+from ..model.inputs import read_capped
 from ..model.kernels import BUILTINS, Kernel, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
 from ..model.operations import KERNEL
@@ -264,7 +265,7 @@ def kernel_load(session, backend, args):
     if not path.is_absolute():
         path = session.script_dir / path
     try:
-        source = path.read_text(encoding="utf-8")
+        source = read_capped(path, "source").decode("utf-8")
     except OSError as e:
         raise ShellError("NO_SUCH_FILE", f"cannot read {path}: {e.strerror}", None, args.col("FILE")) from None
     except UnicodeDecodeError as e:

@@ -28,9 +28,23 @@ from ..errors import STICKY, ShellError
 from ..language import registry
 from ..language.confinement import Confinement
 from ..language.grammar import Segment
+from ..model.inputs import read_capped
 from ..output import render
+from ..sizes import format_size, parse_size
 from . import config
 from .environment import Environment, ExitStatus
+from .limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_MEMORY,
+    DEFAULT_OUTPUT,
+    LIMIT_CODES,
+    Limits,
+    confine,
+    die_with,
+    finished,
+    running,
+    sections_end_with_grader,
+)
 from .shell import BadLine, Shell, script_text, syntax_errors
 
 DEFAULT_PASS = "60%"
@@ -82,7 +96,7 @@ def plan(path: Path) -> list[Section]:
     """The checks file as sections of commands, each check worth its points; a file that is not a valid checks
     file is a ShellError naming file:line."""
     try:
-        text = script_text(path.read_bytes(), path)
+        text = script_text(read_capped(path, "script"), path)
     except OSError as e:
         raise ShellError("NO_SUCH_FILE", f"cannot read the checks file {path}: {e.strerror}") from None
     items = Shell.script_items(text)
@@ -128,17 +142,20 @@ def plan(path: Path) -> list[Section]:
 
 
 # ------------------------------------------------------------------ one section, in a process of its own
-def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | None, limit: float) -> None:
+def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | None, limit: float, limits: Limits,
+                   grader: int) -> None:
     """Runs in the forked process: the section's commands on a fresh session, a message to the parent after each
-    check, and one when the section stops early (what stopped it) or ends. Ctrl-C is the grader's to answer (it
-    ends this process), not a submission's interrupted command."""
+    check, and one when the section stops early (what stopped it) or ends. A limit met (limits.py) stops it. Ctrl-C
+    is the grader's to answer (it ends this process), not a submission's interrupted command."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(grader)
     os.chdir(root)
     try:
         backend, _ = open_backend(choice, profile)
     except ShellError as e:
         conn.send(("no-backend", e.code, e.message, e.hint))
         return
+    confine(limits, backend)
     conn.send(("backend", backend.name, backend.timing_label, [backend.proc.pid] if backend.proc else []))
     # each error the shell reports (a script's nested ones too, with their file:line): a check says what went
     # wrong first, not only that a `run` stopped
@@ -146,10 +163,11 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
     # the submission's output is not the grade's; its `quit` ends its script, not the grading
     shell = Shell(backend, out=io.StringIO(), err=io.StringIO(), confinement=Confinement.submission(root), workdir=root,
                   quit_ends_shell=False,
-                  on_error=lambda e, line: errors.append((e.code, line)))
+                  on_error=lambda e, line: errors.append(limits.reported(e, line)))
     if not backend.capabilities.models_time:  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit
     before = None  # what the command before a check met first, when it failed
+    i = 0
     try:
         for i, (item, lineno) in enumerate(sec.items):
             mark = len(errors)
@@ -157,17 +175,24 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
                 ok = shell.run_items([(item, lineno)])
             else:
                 ok = shell.run_segment(item, sec.file, lineno)
-            first = errors[mark] if len(errors) > mark else (getattr(shell.last_error, "code", None)
+            first = errors[mark] if len(errors) > mark else (getattr(limits.named(shell.last_error), "code", None)
                                                                         or "INTERNAL_ERROR", "failed")
             if i in sec.checks:
-                e = shell.last_error
+                e = limits.named(shell.last_error)
                 why = None if ok else e.message + (f" — hint: {e.hint}" if e.hint else "")
                 conn.send(("check", i, ok, None if ok else e.code, why if ok or not before else f"{why} ({before})"))
-            elif not ok and (first[0] in STICKY or i + 1 == len(sec.items) or not is_check(sec.items[i + 1][0])):
+                if not ok and e.code in LIMIT_CODES:
+                    conn.send(("stop", i, e.code, e.message))
+                    break
+            elif not ok and (first[0] in STICKY or first[0] in LIMIT_CODES or i + 1 == len(sec.items)
+                             or not is_check(sec.items[i + 1][0])):
                 conn.send(("stop", i, *first))  # nothing after it can be trusted (a dead context: nothing can run)
                 break
             before = None if ok or i in sec.checks else first[1]
         conn.send(("done",))
+    except MemoryError:  # met outside a command (between them, or telling the grader)
+        with suppress(Exception):
+            conn.send(("stop", i, "MEMORY_LIMIT", limits.memory_error().message))
     finally:
         with suppress(Exception):
             shell.close()
@@ -182,13 +207,17 @@ def _kill(process, pids: list[int]) -> None:
     process.join()
 
 
-def run_section(sec: Section, root: Path, choice: str, profile: str | None, limit: float) -> tuple[str | None, str | None]:
-    """Grade one section in a forked process, filling its checks; returns (backend, timing) as the process reported
-    them. A check not reported in `limit` seconds (from the one before) is TIME_LIMIT; the ones after it, and any
-    after a crash or an early stop, score zero with what stopped them."""
+def run_section(sec: Section, root: Path, choice: str, profile: str | None, limit: float,
+                limits: Limits = DEFAULT_LIMITS) -> tuple[str | None, str | None]:
+    """Grade one section in a forked process, under `limits` (its CPU time from `limit`), filling its checks; returns
+    (backend, timing) as the process reported them. A check not reported in `limit` seconds (from the one before) is
+    TIME_LIMIT; the ones after it, and any after a crash, a limit met or an early stop, score zero with what
+    stopped them."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_section_child, args=(send, sec, root, choice, profile, limit), daemon=True)
+    limits = limits.for_section(len(sec.checks), limit)
+    process = ctx.Process(target=_section_child, args=(send, sec, root, choice, profile, limit, limits, os.getpid()),
+                          daemon=True)
     process.start()
     send.close()
     pending = sorted(sec.checks)
@@ -196,6 +225,7 @@ def run_section(sec: Section, root: Path, choice: str, profile: str | None, limi
     pids: list[int] = []
     started = time.monotonic()
     stop: tuple[str, str] | None = None
+    running(process, pids)  # SIGTERM to the grader ends it
     try:
         while pending:
             wait = started + limit + (GRACE if backend == "cuda" else 0) - time.monotonic()
@@ -211,13 +241,13 @@ def run_section(sec: Section, root: Path, choice: str, profile: str | None, limi
             except (EOFError, OSError):
                 process.join()
                 c = sec.checks[pending.pop(0)]
-                c.message = f"the process running it ended (exit status {process.exitcode}) without a result"
-                stop = ("CHECK_CRASHED", f"not reached: the process running line {c.line} ended")
+                c.code, c.message = limits.ended(process.exitcode)  # CHECK_CRASHED, unless a limit ended it
+                stop = (c.code, f"not reached: the process running line {c.line} ended ({c.code})")
                 break
             if msg[0] == "no-backend":
                 raise ShellError(*msg[1:])
             if msg[0] == "backend":
-                backend, timing, pids = msg[1], msg[2], msg[3]
+                backend, timing, pids[:] = msg[1], msg[2], msg[3]
                 continue
             if msg[0] == "check":
                 _, i, ok, code, said = msg
@@ -245,6 +275,7 @@ def run_section(sec: Section, root: Path, choice: str, profile: str | None, limi
         if process.is_alive():
             _kill(process, pids)
         recv.close()
+        finished(process)
     return backend, timing
 
 
@@ -262,14 +293,26 @@ def threshold(text: str, total: float) -> float:
     return value
 
 
+def limit_size(text: str, option: str, default: int) -> int:
+    """`--memory-limit 4GB`: a size as the shell reads one, above 0."""
+    try:
+        value = parse_size(text)
+    except ShellError:
+        value = 0
+    if value <= 0:
+        raise ShellError("USAGE", f"{option} takes a size above 0, got '{text}'",
+                         f"a size such as {format_size(default).replace(' ', '')} (the default)")
+    return value
+
+
 def grade(checks: Path, submission: Path, sections: list[Section], choice: str, profile: str | None,
-          limit: float, pass_text: str) -> dict:
+          limit: float, pass_text: str, limits: Limits = DEFAULT_LIMITS) -> dict:
     """One submission graded: the Grade result's data."""
     backend = timing = None
     for sec in sections:
         for c in sec.checks.values():  # a fresh copy of the plan's scores for this submission
             c.score, c.status, c.code, c.message, c.seconds = 0.0, "error", "CHECK_CRASHED", "not run", None
-        got = run_section(sec, submission.resolve(), choice, profile, limit)
+        got = run_section(sec, submission.resolve(), choice, profile, limit, limits)
         backend, timing = backend or got[0], timing or got[1]
     total = sum(c.points for s in sections for c in s.checks.values())
     score = sum(c.score for s in sections for c in s.checks.values())
@@ -347,6 +390,12 @@ def build_parser(env: Environment):
                    help=f"the score that passes: a share of the total or points (default {DEFAULT_PASS})")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                    help=f"how long one check may take before it scores zero (default {DEFAULT_TIME_LIMIT:g})")
+    p.add_argument("--memory-limit", default=format_size(DEFAULT_MEMORY).replace(" ", ""), metavar="SIZE",
+                   help=f"memory (address space) a section's process may take on the simulator before it scores "
+                        f"zero as MEMORY_LIMIT (default {format_size(DEFAULT_MEMORY)})")
+    p.add_argument("--output-limit", default=format_size(DEFAULT_OUTPUT).replace(" ", ""), metavar="SIZE",
+                   help=f"how large a file a submission writes may grow before its section stops as OUTPUT_LIMIT "
+                        f"(default {format_size(DEFAULT_OUTPUT)})")
     p.add_argument("--json", action="store_true", help="one JSON line per submission (kind grade)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML for CI")
     return p
@@ -377,6 +426,8 @@ def _graded(argv: list[str], env: Environment) -> ExitStatus:
         if args.time_limit <= 0:
             raise ShellError("USAGE", "--time-limit takes a number of seconds above 0",
                              f"how long one check may take, such as {DEFAULT_TIME_LIMIT:g} (the default)")
+        limits = Limits(memory=limit_size(args.memory_limit, "--memory-limit", DEFAULT_MEMORY),
+                        output=limit_size(args.output_limit, "--output-limit", DEFAULT_OUTPUT))
         if args.junit:
             writable(Path(args.junit))
         choice = args.backend or config.load(env=env, only={"backend"})["backend"]
@@ -390,8 +441,9 @@ def _graded(argv: list[str], env: Environment) -> ExitStatus:
             if not s.is_dir():
                 raise ShellError("NO_SUCH_FILE", f"submission {s} is not a folder",
                                  "a submission is the folder of a student's .cush and .cu files")
-        grades = [grade(checks, s, sections, choice, args.sim_profile, args.time_limit, args.pass_at)
-                  for s in submissions]
+        with sections_end_with_grader(lambda line: print(line, file=env.stderr or io.StringIO())):
+            grades = [grade(checks, s, sections, choice, args.sim_profile, args.time_limit, args.pass_at, limits)
+                      for s in submissions]
     except ShellError as e:
         return startup_error(env, args.json, cmd, e, getattr(e, "file", None), getattr(e, "line", None))
     code = ExitStatus.SUCCESS if all(g["passed"] for g in grades) else ExitStatus.ERROR

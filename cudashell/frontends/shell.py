@@ -20,6 +20,7 @@ from ..export import cemit
 from ..language.confinement import Confinement
 from ..language.grammar import Segment, split_commands
 from ..language.registry import parse_segment, spec_of, watchers
+from ..model.inputs import read_capped
 from ..model.session import Session
 from ..output import render
 from ..output.files import replace_file
@@ -492,7 +493,7 @@ class Shell:
         if not path.is_absolute():
             path = self.dirs[-1] / path
         try:
-            raw = path.read_bytes()
+            raw = read_capped(path, "script")
         except OSError as e:
             raise ShellError("NO_SUCH_FILE", f"cannot read script {path}: {e.strerror}",
                              "paths in a script are relative to that script" if len(self.dirs) > 1

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ShellError
+from .inputs import read_capped
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,8 @@ def with_includes(source: str, path: str | None, seen: frozenset = frozenset()) 
         if target in seen or not target.is_file():
             return m.group(0)
         try:
-            text = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_capped(target, "source").decode("utf-8")
+        except (OSError, UnicodeDecodeError, ShellError):  # the compiler, reading it, says what is wrong
             return m.group(0)
         return with_includes(text, str(target), seen | {target})
     return _INCLUDE.sub(inline, source)

@@ -16,6 +16,7 @@ def compile_source(source: str, path: str | None = None, root: Path | None = Non
     (grading), a source that names a file outside that folder is OUTSIDE_SUBMISSION."""
     from .compile_error import CompileError
     from .frontend import parse
+    from .localmem import refuse_oversized
     from .signatures import SUBSET_HINT, read_kernels
 
     name = Path(path).name if path else "kernel.cu"
@@ -23,11 +24,12 @@ def compile_source(source: str, path: str | None = None, root: Path | None = Non
     signatures = read_kernels(source, path, root)  # the parameters, as the GPU reads them too
     try:
         program = parse(source, name, dirs, root)
+        refuse_oversized(program)
     except CompileError as e:
         where = f"{e.where[0]}:{e.where[1]}:{e.where[2]}: " if e.where else ""
         raise ShellError(e.code, f"{where}{e.message}",
-                         SUBSET_HINT if e.code == "NOT_SUPPORTED_ON_SIM" else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION"
-                         else None) from None
+                         e.hint or (SUBSET_HINT if e.code == "NOT_SUPPORTED_ON_SIM"
+                                    else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION" else None)) from None
     return [replace(k, handle=(program, program.functions[k.name]), source=source) for k in signatures]
 
 

@@ -5,9 +5,9 @@ the other for it."""
 class CompileError(Exception):
     """A source the front end refused: `code` is USAGE (nvcc would refuse it) or NOT_SUPPORTED_ON_SIM."""
 
-    def __init__(self, code: str, message: str, where: tuple | None = None):
+    def __init__(self, code: str, message: str, where: tuple | None = None, hint: str | None = None):
         super().__init__(message)
-        self.code, self.message, self.where = code, message, where
+        self.code, self.message, self.where, self.hint = code, message, where, hint
 
     def __str__(self) -> str:
         if self.where:

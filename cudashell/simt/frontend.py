@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import ir
+from .bounds import read_include, refuse_deep, spend_expansion
 from .classes import NOT_EXPRESSIONS, RECORDS, ClassesMixin, callee_at
 from .compile_error import CompileError
 from .coopfront import HANDLE, declared_by_cg
@@ -96,9 +97,19 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
         raise CompileError("NOT_SUPPORTED_ON_SIM", "the simulator's preprocessor (pcpp) is not installed") from None
 
     class Pre(pcpp.Preprocessor):
+        read = len(source.encode())  # bytes of the source and the files it included (bounds.read_include)
+        expanded = 0  # tokens its macros expanded to (bounds.spend_expansion)
+
         def on_file_open(self, is_system_include, includepath):
             confined(includepath, [""], root, "#include")
-            return super().on_file_open(is_system_include, includepath)
+            text, self.read = read_include(includepath, self.read)
+            return io.StringIO(text)
+
+        def expand_macros(self, tokens, expanding_from=[]):  # noqa: B006 - pcpp's own signature
+            out = super().expand_macros(tokens, expanding_from)
+            if expanding_from:  # a macro's replacement, expanded
+                self.expanded = spend_expansion(self.expanded, len(out), (Path(self.source).name, self.linemacro))
+            return out
 
         refused: CompileError | None = None  # met inside an #if, whose evaluator turns errors into on_error
 
@@ -170,7 +181,9 @@ def preprocess(source: str, filename: str, include_dirs: list[Path], root: Path 
         lines.append(text)
         where.append((file, line))
         line += 1
-    return "\n".join(lines), where
+    text = "\n".join(lines)
+    refuse_deep(text, where)  # before clang, whose parser would crash on it
+    return text, where
 
 
 # ------------------------------------------------------------------ parsing

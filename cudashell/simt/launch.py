@@ -107,7 +107,8 @@ def _children(node):
 
 
 def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic: int, regions: list[Region],
-        racecheck: bool = True, trace: bool = False) -> Report:
+        racecheck: bool = True, trace: bool = False, max_blocks: int | None = None) -> Report:
+    """`max_blocks`: the most blocks a chunk may run at once (their local memory is what the budget holds)."""
     report = Report()
     layout, _, shared_total = shared_layout(program, fn, dynamic)
     threads = block[0] * block[1] * block[2]
@@ -115,7 +116,7 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     blocks = grid[0] * grid[1] * grid[2]
     held = sum(r.size for r in regions if any(r.start <= a < r.end for a in _pointers(fn, args)))
     lanes = max(MIN_LANES, min(LANES, 1 << max(0, (held // LANE_BYTES).bit_length() - 1)))
-    per_chunk = max(1, lanes // tpb)
+    per_chunk = max(1, lanes // tpb if max_blocks is None else min(lanes // tpb, max_blocks))
     values = [_arg(p, a) for p, a in zip(fn.params, args)]
     watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
     for first in range(0, blocks, per_chunk):

@@ -42,9 +42,9 @@ def _read(source: str, path: str | None, root: str | None) -> tuple[Kernel, ...]
     except CompileError as e:
         where = f"{e.where[0]}:{e.where[1]}:{e.where[2]}: " if e.where else ""
         raise ShellError(e.code, f"{where}{e.message}",
-                         _TEMPLATE_HINT if e.message.startswith("no __global__") and "template" in source
-                         else SUBSET_HINT if e.code == "NOT_SUPPORTED_ON_SIM"
-                         else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION" else None) from None
+                         e.hint or (_TEMPLATE_HINT if e.message.startswith("no __global__") and "template" in source
+                                    else SUBSET_HINT if e.code == "NOT_SUPPORTED_ON_SIM"
+                                    else OUTSIDE_HINT if e.code == "OUTSIDE_SUBMISSION" else None)) from None
 
 
 @functools.lru_cache(maxsize=8)

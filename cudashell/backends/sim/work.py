@@ -280,12 +280,15 @@ class Work:
     def _run_user(self, kernel, values, grid, block, shared, ctx, named, trace=False):
         """Run a user kernel over the memory as it is now: (report, written regions) or the fault."""
         from ...simt.launch import run
+        from ...simt.localmem import blocks_at_once
         from ...simt.memory import Fault
 
         program, fn = kernel.handle
         regions = self._regions(ctx, named)
+        room = self.budget.limit - self.budget.used  # the lanes' local memory: what the budget has room for
         try:
-            report = run(program, fn, values, grid, block, shared, regions, trace=trace)
+            report = run(program, fn, values, grid, block, shared, regions, trace=trace,
+                         max_blocks=blocks_at_once(program, fn, block, room))
         except Fault as f:
             return f, []
         return report, [r for r in regions if r.dirty]
@@ -295,11 +298,13 @@ class Work:
         its time; at its modeled end its writes land — or, if anything changed memory meanwhile, it runs again
         on what is there then (so the bytes are always what the stream order gives)."""
         from ...simt.launch import shared_layout
+        from ...simt.localmem import refuse_over_budget
 
         p = self.profile
         program, fn = kernel.handle
         _layout, static, _total = shared_layout(program, fn, shared)
         check_launch(grid, block, shared, static_shared=static)
+        refuse_over_budget(program, fn, block, self.budget.limit - self.budget.used)
         threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
         if threads > MAX_THREADS:
             raise ShellError("NOT_SUPPORTED_ON_SIM", f"{threads} threads in one launch: the simulator runs up to 2^28",

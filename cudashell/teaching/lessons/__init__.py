@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ShellError
+from ...model.inputs import read_capped
 from . import checks
 
 LESSON_DIR = Path(__file__).resolve().parent
@@ -196,7 +197,7 @@ def parse(text: str, path: Path, name: str | None = None) -> Lesson:
 
 def load(path: Path) -> Lesson:
     try:
-        raw = path.read_bytes()
+        raw = read_capped(path, "lesson")
     except OSError as e:
         raise ShellError("NO_SUCH_LESSON", f"cannot read lesson {path}: {e.strerror}",
                          "`lesson list` lists the shipped lessons; a file of your own ends in .toml") from None
