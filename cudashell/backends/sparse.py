@@ -75,6 +75,15 @@ class SparseBytes:
                 out[at : at + stop - start] = chunk[start:stop]
         return out
 
+    def window(self, offset: int, nbytes: int) -> np.ndarray | None:
+        """A range's bytes to read and let go: a view of its chunk where it lies in one (no copy), None where nothing
+        was ever written (zeros), else a copy."""
+        idx, start = divmod(offset, CHUNK)
+        if start + nbytes <= CHUNK:
+            chunk = self.chunks.get(idx)
+            return None if chunk is None else chunk[start: start + nbytes]
+        return self.read(offset, nbytes) if self.touched(offset, nbytes) else None
+
     def _unowned(self, idx: int) -> bool:
         """Whether writing into chunk idx needs RAM: it does not exist, or other stores share it."""
         chunk = self.chunks.get(idx)

@@ -77,6 +77,9 @@ class MappedBytes:
             out[pos:pos + n] = m.phys.data.read(at, n)
         return out
 
+    def window(self, offset, nbytes):
+        return self.read(offset, nbytes) if self.touched(offset, nbytes) else None
+
     def write(self, offset, data):
         import numpy as np
 
