@@ -192,6 +192,18 @@ class SparseBytes:
                 self._own([idx])
                 self.chunks[idx][start:stop] = have[start:stop]
 
+    def snapshot(self, offset: int, nbytes: int) -> "SparseBytes":
+        """A range's bytes as they are now, kept apart until they land (a staged copy's): whole chunks shared, copy on
+        write, so a staged 1 GiB copy holds no 1 GiB array beside it."""
+        snap = SparseBytes(nbytes, self.budget)
+        snap.copy_from(self, offset, 0, nbytes)
+        return snap
+
+    def land(self, snap: "SparseBytes", offset: int) -> None:
+        """A snapshot's bytes written here at `offset`, and the snapshot let go."""
+        self.copy_from(snap, 0, offset, snap.size)
+        snap.release()
+
     def touched(self, offset: int, nbytes: int) -> bool:
         return any(idx in self.chunks for idx, *_ in self._spans(offset, nbytes))
 
