@@ -158,3 +158,19 @@ def test_the_text_ends_with_the_host_time_as_the_default_profile_models_it():
 def c_checksum_of_ones(n: int) -> int:
     rows, tail = divmod(n, 251)
     return rows * 251 * 252 // 2 + tail * (tail + 1) // 2
+
+
+def test_both_backends_fill_compare_and_checksum_alike_and_say_how_the_time_is_known(cush):
+    """On a GPU the work runs in the worker, over its host buffers in place (device memory through a copy), and the
+    time is its host's clock; on the simulator, the profile's."""
+    cush.ok("alloc pinned 5MB writecombined as w; alloc pageable 5MB as h; alloc device 5MB as d")
+    cush.ok("fill w random seed 4 dtype uint32; memcpy w d; memcpy d h")
+    want = H.checksum([(0, H.random_values(4, 0, (5 << 20) // 4, np.dtype(np.uint32)).view(np.uint8))])
+    sums = cush.ok("checksum w h d")
+    label = "modeled" if cush.backend.capabilities.models_time else "measured"
+    assert sums["checksums"] == {"w": want, "h": want, "d": want} and sums["timing"] == label
+    same = cush.ok("compare w h")
+    assert same["equal"] and same["timing"] == label and same["host_seconds"] > 0
+    cush.ok("fill h 9 dtype uint16")
+    differ = cush.ok("compare h[2:] w[2:]")
+    assert (differ["offset"], differ["a_byte"]) == (0, 9) and cush.ok("show h count 2")["values"] == [9, 9]

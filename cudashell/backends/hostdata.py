@@ -6,6 +6,7 @@ look at it. A side gives the pieces (`_host_pieces`, `_host_targets`) and says h
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -99,19 +100,44 @@ def fill_into(out: np.ndarray, value, start: int, seed: int) -> None:
     elif value != "random":
         np.copyto(out, value, casting="unsafe")
     else:
-        z, t = np.empty(min(RANDOM_RUN, out.size), np.uint64), np.empty(min(RANDOM_RUN, out.size), np.uint64)
-        floats = out.dtype.kind == "f"
-        real = np.empty(z.size, np.float64) if floats else None
-        for k in range(0, out.size, RANDOM_RUN):
-            n = min(RANDOM_RUN, out.size - k)
-            run = z[:n]
-            _splitmix_into(run, seed, start + k, t)
-            if floats:  # 53 random bits → [0, 1), exactly as (double)(z >> 11) * 2^-53
-                np.right_shift(run, np.uint64(11), out=run)
-                np.multiply(run, 2.0 ** -53, out=real[:n])
-                np.copyto(out[k: k + n], real[:n], casting="unsafe")
-            else:
-                np.copyto(out[k: k + n], run, casting="unsafe")
+        share = -(-out.size // (RANDOM_RUN * CORES)) * RANDOM_RUN  # whole runs a core
+        if out.size <= share:
+            _random_into(out, start, seed)
+        else:  # numpy lets the GIL go in its loops: the cores draw a share each
+            list(_threads().map(lambda k: _random_into(out[k: k + share], start + k, seed),
+                                range(0, out.size, share)))
+
+
+def _random_into(out: np.ndarray, start: int, seed: int) -> None:
+    z, t = np.empty(min(RANDOM_RUN, out.size), np.uint64), np.empty(min(RANDOM_RUN, out.size), np.uint64)
+    floats = out.dtype.kind == "f"
+    real = np.empty(z.size, np.float64) if floats else None
+    for k in range(0, out.size, RANDOM_RUN):
+        n = min(RANDOM_RUN, out.size - k)
+        run = z[:n]
+        _splitmix_into(run, seed, start + k, t)
+        if floats:  # 53 random bits → [0, 1), exactly as (double)(z >> 11) * 2^-53
+            np.right_shift(run, np.uint64(11), out=run)
+            np.multiply(run, 2.0 ** -53, out=real[:n])
+            np.copyto(out[k: k + n], real[:n], casting="unsafe")
+        else:
+            np.copyto(out[k: k + n], run, casting="unsafe")
+
+
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+_pool: list = []  # the threads `fill random` draws with, made at its first use
+
+
+def _threads():
+    if not _pool:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool.append(ThreadPoolExecutor(CORES, thread_name_prefix="fill-random"))
+    return _pool[0]
+
+
+if hasattr(os, "register_at_fork"):  # a forked child (a graded section) has none of its parent's threads
+    os.register_at_fork(after_in_child=_pool.clear)
 
 
 def uniform_byte(value, dtype: np.dtype) -> int | None:
