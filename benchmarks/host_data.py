@@ -65,7 +65,7 @@ def command_figures(backend_name: str) -> list[tuple[str, float, float | None]]:
         for kind in ("pageable", "pinned", "pinned writecombined"):
             shell.execute(f"free all; alloc {kind.split()[0]} 256MB {' '.join(kind.split()[1:])} as a; "
                           "alloc pageable 256MB as b; fill a random seed 1; fill b random seed 1")
-            for line, what in ((f"checksum a", "checksum"), ("compare a b", "compare (equal)"),
+            for line, what in (("checksum a", "checksum"), ("compare a b", "compare (equal)"),
                                ("fill a random seed 2", "fill random uint8"),
                                ("fill a random seed 2 dtype uint64", "fill random uint64")):
                 waits, reported = [], []

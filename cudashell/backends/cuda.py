@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 from ..errors import RESET_HINT, STICKY, ShellError
-from . import prestart, wire
 from ..model.syncrules import HOST_ONLY
+from . import prestart, wire
 from .base import CONTRACT, Backend, Timing, in_contract_order
 from .packages import gpu_packages_missing
 from .worker import Channel

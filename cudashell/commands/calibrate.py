@@ -210,11 +210,11 @@ def host_figures(backend, pageable, other, pinned, wc) -> dict:
 
     figures = {}
     for name, buf in (("pageable", pageable), ("pinned", pinned), ("writecombined", wc)):
-        figures[f"host_write_{name}"] = n / host(lambda: backend.host_fill(buf, 1, "uint8", 0))
+        figures[f"host_write_{name}"] = n / host(lambda buf=buf: backend.host_fill(buf, 1, "uint8", 0))
     per_byte = host(lambda: timing(backend.host_compare(pageable, 0, other, 0, n))) / n
     figures["host_read_pageable"] = 2 / per_byte
     for name, buf in (("pinned", pinned), ("writecombined", wc)):
-        alone = host(lambda: timing(backend.host_compare(buf, 0, other, 0, n))) / n - per_byte / 2
+        alone = host(lambda buf=buf: timing(backend.host_compare(buf, 0, other, 0, n))) / n - per_byte / 2
         figures[f"host_read_{name}"] = 1 / max(alone, 1e-12)
     summing = host(lambda: timing(backend.host_checksum(pageable))) / n - per_byte / 2
     figures["host_checksum"] = 1 / max(summing, 1e-12)
