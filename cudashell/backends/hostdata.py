@@ -14,6 +14,7 @@ import numpy as np
 PIECE = 4 << 20  # bytes a piece: big enough that numpy's per-call cost vanishes, small enough to stay in cache
 MOD = 251  # the checksum weighs byte i by (i mod 251) + 1: position-sensitive, and the same in `export c`'s C
 WEIGHTS = np.arange(1, MOD + 1, dtype=np.uint64)
+BLOCK = 257  # rows of bytes whose column sums fit uint16: 255 × 257 = 65535
 RANDOM_RUN = 1 << 16  # random numbers made at once: 512 KiB of uint64 per temporary, in the CPU's cache
 GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 STRIDES = np.arange(RANDOM_RUN, dtype=np.uint64) * np.uint64(GOLDEN)  # k·golden, wrapping: a run's counters less its base
@@ -28,12 +29,22 @@ def weighted_sum(pos: int, piece: np.ndarray) -> int:
     total = int(np.dot(piece[:head].astype(np.uint64), WEIGHTS[phase: phase + head])) if head else 0
     rows = (n - head) // MOD
     if rows:
-        columns = piece[head: head + rows * MOD].reshape(rows, MOD).sum(axis=0, dtype=np.uint64)
-        total += int(np.dot(columns, WEIGHTS))
+        total += int(np.dot(column_sums(piece[head: head + rows * MOD].reshape(rows, MOD)), WEIGHTS))
     tail = piece[head + rows * MOD:]
     if tail.size:
         total += int(np.dot(tail.astype(np.uint64), WEIGHTS[:tail.size]))
     return total
+
+
+def column_sums(table: np.ndarray) -> np.ndarray:
+    """A uint8 table's column sums, as uint64. Blocks of BLOCK rows are summed in uint16 first — 255 × 257 fits, and
+    numpy sums uint16 some 2.5 times faster than uint64 (2.0 against 0.8 GB/s here, np.sum 1.3 in the same run)."""
+    blocks = table.shape[0] // BLOCK
+    sums = table[:blocks * BLOCK].reshape(blocks, BLOCK, table.shape[1]).sum(axis=1, dtype=np.uint16) \
+        .sum(axis=0, dtype=np.uint64)
+    if table.shape[0] > blocks * BLOCK:
+        sums += table[blocks * BLOCK:].sum(axis=0, dtype=np.uint64)
+    return sums
 
 
 def checksum(pieces) -> int:
