@@ -298,3 +298,61 @@ def test_command_line_and_checks_file_errors_have_a_hint_and_their_place(tmp_pat
     bad.write_text('expect ok points 1\nsection "a" points 1\n')
     code, _, err = grade("--backend", "sim", str(bad), str(tmp_path), tmp_path=tmp_path)
     assert code == ExitStatus.USAGE and err.startswith(f"{bad}:1:18: USAGE: points before the first section"), err
+
+
+# ------------------------------------------------------------------ a class: --jobs, --shard
+def _without_times(tree: ElementTree.ElementTree) -> bytes:
+    for e in tree.iter():
+        e.attrib.pop("time", None)
+    return ElementTree.tostring(tree.getroot())
+
+
+def test_two_jobs_grade_as_one_does_in_the_same_order_json_and_junit(tmp_path):
+    runs = {}
+    for jobs in ("1", "2"):
+        xml = tmp_path / f"jobs{jobs}.xml"
+        code, graded = grades("--backend", "sim", "--jobs", jobs, "--junit", str(xml), CHECKS, *SUBMISSIONS,
+                              tmp_path=tmp_path)
+        runs[jobs] = (code, [(g["submission"], g["score"], g["passed"], outcome(g)) for g in graded],
+                      _without_times(ElementTree.parse(xml)))
+    assert runs["1"] == runs["2"]
+    assert [s for s, *_ in runs["2"][1]] == SUBMISSIONS
+
+
+def test_shards_partition_the_class_sorted_by_path_each_in_the_order_given(tmp_path):
+    checks = tmp_path / "checks.cush"
+    checks.write_text('section "runs" points 1\nalloc pinned 4KB as p\nexpect ok\n')
+    folders = []
+    for name in ("e", "a", "d", "b", "c"):
+        (tmp_path / name).mkdir()
+        folders.append(str(tmp_path / name))
+    shards = []
+    for i in (1, 2, 3):
+        code, graded = grades("--backend", "sim", "--shard", f"{i}/3", str(checks), *folders, tmp_path=tmp_path)
+        assert code == ExitStatus.SUCCESS
+        shards.append([Path(g["submission"]).name for g in graded])
+    assert shards == [["a"], ["b", "c"], ["e", "d"]]  # sorted a | b c | d e, each slice in the order given
+    assert sorted(name for names in shards for name in names) == ["a", "b", "c", "d", "e"]  # each once
+    code, graded = grades("--backend", "sim", "--shard", "7/9", str(checks), *folders, tmp_path=tmp_path)
+    assert code == ExitStatus.SUCCESS and graded == []  # more machines than submissions: this one grades none
+
+
+def test_a_bad_shard_or_jobs_is_a_usage_error_before_any_grading(tmp_path):
+    for argv, said in ((("--shard", "0/3"), "--shard takes I/N with 1 ≤ I ≤ N, not '0/3'"),
+                       (("--shard", "4/3"), "not '4/3'"), (("--shard", "half"), "not 'half'"),
+                       (("--jobs", "0"), "--jobs takes a number of processes, 1 or more, not 0")):
+        code, out, err = grade("--backend", "sim", *argv, CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+        assert code == ExitStatus.USAGE and "USAGE: " in err and said in err and out == "", argv
+
+
+def test_the_guides_merge_of_shard_junit_files_holds_every_submission_once(tmp_path):
+    import subprocess
+    import sys
+
+    shards = [str(tmp_path / f"grade-{i}.xml") for i in (1, 2)]
+    for i, xml in enumerate(shards, 1):
+        grade("--backend", "sim", "--shard", f"{i}/2", "--junit", xml, CHECKS, *SUBMISSIONS, tmp_path=tmp_path)
+    merged = tmp_path / "grade.xml"
+    subprocess.run([sys.executable, str(EXAMPLE / "merge_junit.py"), str(merged), *shards], check=True)
+    suites = ElementTree.parse(merged).getroot().findall("testsuite")
+    assert sorted(s.get("name") for s in suites) == sorted(SUBMISSIONS)

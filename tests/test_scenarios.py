@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from cudashell.commands.data import random_values
+from cudashell.backends.hostdata import random_values
 from tests.conftest import gpu_missing
 
 

@@ -151,10 +151,12 @@ CONTRACT: dict[str, Call] = {
     "alloc_pitched": Call("memory", C, allocation="makes"),
     "register": Call("memory", C), "unregister": Call("memory", C), "pointer_info": Call("memory", Q),
     "read": Call("memory", Q, forward=False), "write": Call("memory", C), "reach": Call("memory", Q),
+    # the host's data work, where the bytes are (the cuda backend answers the reads itself once the worker is given
+    # up, from the worker's rescue thread, as `read` does)
+    "host_checksum": Call("memory", Q, forward=False), "host_compare": Call("memory", Q, forward=False),
+    "host_read": Call("memory", Q, forward=False), "host_fill": Call("memory", C),
     "prefetch": Call("memory", W, plan=True, traced=True), "advise": Call("memory", C),
     "mem_info": Call("memory", Q, forward=False), "pin_limit": Call("memory", Q, forward=False),
-    "known_zero": Call("memory", Q, forward=False, worker=False),
-    "reserve": Call("memory", Q, forward=False, worker=False),
     "room": Call("memory", Q, forward=False, worker=False),
     # work
     "memcpy": Call("work", W, plan=True, traced=True), "memcpy_batch": Call("work", W, plan=True, traced=True),
@@ -361,13 +363,24 @@ class Backend(ABC):
     def write(self, buf, offset: int, data: np.ndarray) -> None:
         """Store bytes into a host-accessible buffer (fill)."""
 
-    def known_zero(self, buf, offset: int, nbytes: int) -> bool:
-        """True when the range is zeros without reading it (the simulator's untouched storage): an 8 GB
-        checksum or compare need not read 8 GB of nothing."""
-        return False
+    # the host's data work (backends/hostdata.py), done where the bytes are, each with a Timing of the host's time:
+    # measured on a GPU's host, modeled from the profile's host rates on the simulator
+    @abstractmethod
+    def host_checksum(self, buf) -> tuple[int, Timing]:
+        """`checksum`: Σ byte[i]·(i mod 251 + 1) mod 2^64 over the whole buffer (device memory through a copy)."""
 
-    def reserve(self, buf, offset: int, nbytes: int) -> None:
-        """Raise now if writing this range would fail later (the simulator's RAM budget)."""
+    @abstractmethod
+    def host_compare(self, a, a_offset: int, b, b_offset: int, nbytes: int) -> tuple[int | None, Timing]:
+        """`compare`: the first byte (from each start) where two ranges differ, or None."""
+
+    @abstractmethod
+    def host_read(self, buf, offset: int, nbytes: int) -> tuple[np.ndarray, Timing]:
+        """`show`: a range's bytes, and how long the host took to read them."""
+
+    @abstractmethod
+    def host_fill(self, buf, value, dtype: str, seed: int) -> Timing:
+        """`fill`: every whole element of a host-accessible buffer, as dtype, ← a number, "iota" or "random" (seeded
+        SplitMix64, the same `export c` writes)."""
 
     def room(self, nbytes: int) -> None:
         """Raise now if this many more bytes of written data could not be kept (the simulator's RAM budget): a

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 
 from ..errors import RESET_HINT, STICKY, ShellError
+from ..model.syncrules import HOST_ONLY
 from . import prestart, wire
-from .base import CONTRACT, Backend, in_contract_order
+from .base import CONTRACT, Backend, Timing, in_contract_order
 from .packages import gpu_packages_missing
 from .worker import Channel
 
@@ -289,6 +290,37 @@ class CudaBackend(Backend):
         if not self.answering and buf.handle in self.host_allocs:  # given up, but its host memory is readable
             return self._rescue_read(buf, offset, nbytes)
         return self._call("read", buf, offset, nbytes)
+
+    # the host's data work runs in the worker, where the host buffers are; once the worker is given up, here, over the
+    # host bytes its rescue thread hands over (as `read` does)
+    def host_checksum(self, buf):
+        if self.answering:
+            return self._call("host_checksum", buf)
+        from .hostdata import checksum, piece_spans
+
+        t0 = time.perf_counter()
+        value = checksum((pos, self._rescue_read(buf, pos, n)) for pos, n in piece_spans(0, buf.size, CHUNK))
+        return value, self._rescued_timing(t0)
+
+    def host_compare(self, a, a_offset, b, b_offset, nbytes):
+        if self.answering:
+            return self._call("host_compare", a, a_offset, b, b_offset, nbytes)
+        from .hostdata import first_difference, piece_spans
+
+        t0 = time.perf_counter()
+        at = first_difference((pos, self._rescue_read(a, a_offset + pos, n), self._rescue_read(b, b_offset + pos, n))
+                              for pos, n in piece_spans(0, nbytes, CHUNK))
+        return at, self._rescued_timing(t0)
+
+    def host_read(self, buf, offset, nbytes):
+        if self.answering:
+            return self._call("host_read", buf, offset, nbytes)
+        t0 = time.perf_counter()
+        return self._rescue_read(buf, offset, nbytes), self._rescued_timing(t0)
+
+    def _rescued_timing(self, t0: float) -> Timing:
+        seconds = time.perf_counter() - t0
+        return Timing(seconds, seconds, HOST_ONLY.blocks, self.timing_label, rule=HOST_ONLY.why, basis="observed")
 
     def fired_callbacks(self):
         fired, self.fired = self.fired, []

@@ -99,6 +99,22 @@ class Profile:
     pool_first_map: float = 11.2e-3
     pool_map_again: float = 31e-6
     pool_map_per_mib: float = 1.22e-6
+    # the host's own data work (`fill`, `compare`, `checksum`, `show`: the shell's host loop, backends/hostdata.py),
+    # per host-memory kind: bytes/s it reads (as `compare` reads) and writes (as a constant `fill` writes); what
+    # `checksum`'s arithmetic and `fill random`'s generator (bytes of 64-bit numbers) add beyond those. calibrate
+    # measures them on the GPU's host. A write-combined read is uncached on bare-metal x86 (slow); on the H100 host
+    # here, a virtual machine, it measured as cached pinned memory did. The defaults, and the shipped profiles' until
+    # calibrate runs on their GPUs, are this development machine's figures for that loop (AMD EPYC, 2026-11-26,
+    # benchmarks/host_data.py: compare 6-9 GB/s of compared bytes, checksum 1.4 times NumPy's sum of the same bytes,
+    # which ran 3.5 GB/s unloaded, fill random 352 M uint64/s), no GPU there, so write-combined is given pinned's
+    host_read_pageable: float = 12 * GB
+    host_read_pinned: float = 12 * GB
+    host_read_writecombined: float = 12 * GB
+    host_write_pageable: float = 10 * GB
+    host_write_pinned: float = 10 * GB
+    host_write_writecombined: float = 10 * GB
+    host_checksum: float = 8 * GB
+    host_random: float = 2.4 * GB
     staging_rate: float = 10 * GB  # the host's memcpy of pageable bytes into the driver's staging buffer
     staging_latency: float = 15e-6
     # several GPUs: how many, and how each pair is joined (all pairs alike); rates per direction, cudaMemcpyPeer
@@ -155,6 +171,23 @@ class Profile:
         i = next((i for i, (n, _) in enumerate(points) if nbytes <= n), len(points) - 1)
         (n1, t1), (n2, t2) = points[max(i, 1) - 1], points[max(i, 1)]
         return t1 + (t2 - t1) * (nbytes - n1) / (n2 - n1)
+
+    def host_seconds(self, op: str, parts: list[tuple[str, int]], elements: int = 0) -> float:
+        """How long the host's data work takes: `op` (read, compare, checksum, fill, fill random) over `parts`, (host
+        memory kind, bytes) each — pageable, pinned, writecombined, or device (read through a pageable copy first)."""
+        seconds = 0.0
+        for kind, nbytes in parts:
+            if op.startswith("fill"):
+                seconds += nbytes / getattr(self, f"host_write_{kind}")
+            elif kind == "device":
+                seconds += self.copy_seconds("pageable d2h", nbytes) + nbytes / self.host_read_pageable
+            else:
+                seconds += nbytes / getattr(self, f"host_read_{kind}")
+        if op == "checksum":
+            seconds += sum(n for _, n in parts) / self.host_checksum
+        elif op == "fill random":
+            seconds += 8 * elements / self.host_random
+        return seconds
 
     def _rate(self, path: str) -> float:
         return {"pinned h2d": self.pinned_h2d, "pinned d2h": self.pinned_d2h, "pageable h2d": self.pageable_h2d,

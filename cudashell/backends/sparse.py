@@ -75,6 +75,15 @@ class SparseBytes:
                 out[at : at + stop - start] = chunk[start:stop]
         return out
 
+    def window(self, offset: int, nbytes: int) -> np.ndarray | None:
+        """A range's bytes to read and let go: a view of its chunk where it lies in one (no copy), None where nothing
+        was ever written (zeros), else a copy."""
+        idx, start = divmod(offset, CHUNK)
+        if start + nbytes <= CHUNK:
+            chunk = self.chunks.get(idx)
+            return None if chunk is None else chunk[start: start + nbytes]
+        return self.read(offset, nbytes) if self.touched(offset, nbytes) else None
+
     def _unowned(self, idx: int) -> bool:
         """Whether writing into chunk idx needs RAM: it does not exist, or other stores share it."""
         chunk = self.chunks.get(idx)
@@ -182,6 +191,18 @@ class SparseBytes:
             else:
                 self._own([idx])
                 self.chunks[idx][start:stop] = have[start:stop]
+
+    def snapshot(self, offset: int, nbytes: int) -> "SparseBytes":
+        """A range's bytes as they are now, kept apart until they land (a staged copy's): whole chunks shared, copy on
+        write, so a staged 1 GiB copy holds no 1 GiB array beside it."""
+        snap = SparseBytes(nbytes, self.budget)
+        snap.copy_from(self, offset, 0, nbytes)
+        return snap
+
+    def land(self, snap: "SparseBytes", offset: int) -> None:
+        """A snapshot's bytes written here at `offset`, and the snapshot let go."""
+        self.copy_from(snap, 0, offset, snap.size)
+        snap.release()
 
     def touched(self, offset: int, nbytes: int) -> bool:
         return any(idx in self.chunks for idx, *_ in self._spans(offset, nbytes))

@@ -242,6 +242,35 @@ def pool_figures(backend, device: int) -> dict:
             "pool_map_again": max(0.0, small - mapping), "pool_map_per_mib": per_mib}
 
 
+def host_figures(backend, pageable, other, pinned, wc) -> dict:
+    """The host's own data work per host-memory kind (profile.host_*), through the same calls `fill`, `compare` and
+    `checksum` make, on buffers of equal bytes (so a compare reads them whole): writes as a constant `fill`; reads
+    as `compare` against a second pageable buffer, that buffer's share taken out (pageable against pageable first);
+    what `checksum`'s arithmetic and `fill random`'s generator add beyond their reads and writes."""
+    n = pageable.size
+
+    def host(call) -> float:
+        call()  # warm-up: first touches
+        return statistics.median(call().host_seconds for _ in range(3))
+
+    def timing(result):
+        return result[1] if isinstance(result, tuple) else result
+
+    figures = {}
+    for name, buf in (("pageable", pageable), ("pinned", pinned), ("writecombined", wc)):
+        figures[f"host_write_{name}"] = n / host(lambda buf=buf: backend.host_fill(buf, 1, "uint8", 0))
+    per_byte = host(lambda: timing(backend.host_compare(pageable, 0, other, 0, n))) / n
+    figures["host_read_pageable"] = 2 / per_byte
+    for name, buf in (("pinned", pinned), ("writecombined", wc)):
+        alone = host(lambda buf=buf: timing(backend.host_compare(buf, 0, other, 0, n))) / n - per_byte / 2
+        figures[f"host_read_{name}"] = 1 / max(alone, 1e-12)
+    summing = host(lambda: timing(backend.host_checksum(pageable))) / n - per_byte / 2
+    figures["host_checksum"] = 1 / max(summing, 1e-12)
+    generating = host(lambda: backend.host_fill(pageable, "random", "uint64", 1)) - n / figures["host_write_pageable"]
+    figures["host_random"] = n / max(generating, 1e-9)
+    return figures
+
+
 PEER_SMALL, PEER_BIG = 64 << 10, 256 << 20
 
 
@@ -262,7 +291,7 @@ def peer_figures(backend) -> dict:
             "peer_rate": rate if access else PEER_BIG / staged, "peer_staged_rate": PEER_BIG / staged}
 
 
-STEPS = 14  # the progress line's steps in `measure`: one per figure or curve measured
+STEPS = 15  # the progress line's steps in `measure`: one per figure or curve measured
 
 
 def measure(backend, ctx, device: int, progress: Progress) -> dict:
@@ -312,6 +341,8 @@ def measure(backend, ctx, device: int, progress: Progress) -> dict:
                        kernel_zero_copy_read=kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
                        kernel_floor=kernel_floor(backend, dev, dev2, latency, device_read), copy_curves=curves)
         progress.step()
+        figures.update(host_figures(backend, pageable, pageable2, pin_big, wc))
+        progress.step()
     finally:
         s.free_all()
     figures.update(alloc_figures(backend, ctx))
@@ -333,7 +364,9 @@ def measure(backend, ctx, device: int, progress: Progress) -> dict:
                  "pinning, registering and their undoing cost (per MiB where it grows with size); "
                  "what the stream-ordered allocator's calls cost (a block reused on its stream, a warm pool, a pool "
                  "mapping memory the first time and again, per MiB); "
-                 "and what a kernel reads per second from device and from zero-copy memory; with two or more GPUs, "
+                 "what a kernel reads per second from device and from zero-copy memory; how fast the host's own "
+                 "`fill`, `compare`, `checksum` and `fill random` go on pageable, pinned and write-combined memory; "
+                 "with two or more GPUs, "
                  "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):
@@ -400,6 +433,14 @@ class CalibrateDataProfile(TypedDict):
     kernel_device_read: float
     kernel_zero_copy_read: float
     kernel_floor: float
+    host_read_pageable: float
+    host_read_pinned: float
+    host_read_writecombined: float
+    host_write_pageable: float
+    host_write_pinned: float
+    host_write_writecombined: float
+    host_checksum: float
+    host_random: float
     copy_curves: dict[str, list[list[float]]]
     gpus: int
     peer_access: NotRequired[bool]  # with two GPUs or more: the first pair's copies (peer_figures)
@@ -425,7 +466,7 @@ class Calibration(Result, kind="calibrate"):
         p = d["profile"]
         out = [f"{p['name']} — figures {d['timing']}" + (f", written to {d['path']}" if d["path"] else "")]
         for key, value in p.items():
-            if key.endswith(("_h2d", "_d2h", "d2d", "_read")):
+            if key.endswith(("_h2d", "_d2h", "d2d", "_read")) or key.startswith("host_"):
                 out.append(f"  {key:<24} {value / 1e9:10.2f} GB/s")
             elif key.endswith("_row"):  # nanoseconds: a few a row
                 out.append(f"  {key:<24} {value * 1e9:10.2f} ns")

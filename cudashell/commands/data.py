@@ -13,7 +13,7 @@ from ..errors import ShellError, usage
 from ..export.cemit import CTYPES, ident
 from ..language.grammar import Arg, Opt
 from ..language.registry import c_writer, command
-from ..output.render import pending_notes
+from ..output.render import fmt_seconds, pending_notes
 from ..output.results import Expectation, Result
 from ..sizes import format_size_exact
 from .checks import (
@@ -37,40 +37,13 @@ def host_readable(buf, words) -> bool:
     return buf.host_accessible
 
 
-STEP = 16 << 20  # bytes per piece, so big buffers are filled and compared without big temporaries
 SHOW_LIMIT = 1 << 20
 
 
-def splitmix64(seed: int, start: int, count: int) -> np.ndarray:
-    """Counter-based random numbers (SplitMix64 of seed + k·golden, k = index + 1): the same in numpy and
-    in the C that `export c` writes, element by element, however the fill is split into pieces."""
-    import numpy as np
-
-    with np.errstate(over="ignore"):
-        z = np.uint64(seed) + (np.arange(start, start + count, dtype=np.uint64) + np.uint64(1)) \
-            * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
-
-
-def random_values(seed: int, start: int, count: int, dtype: np.dtype) -> np.ndarray:
-    import numpy as np
-
-    z = splitmix64(seed, start, count)
-    if dtype.kind == "f":  # 53 random bits → [0, 1)
-        return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).astype(dtype)
-    return z.astype(dtype)  # the low bits, as a C cast keeps them
-
-
-def _values(value, dtype: np.dtype, start: int, count: int, seed: int) -> np.ndarray:
-    import numpy as np
-
-    if value == "iota":
-        return np.arange(start, start + count).astype(dtype)
-    if value == "random":
-        return random_values(seed, start, count, dtype)
-    return np.full(count, value, dtype)
+def host_time(d) -> str:
+    """How long the host's own work took, as a line's end says it: measured on a GPU's host, modeled on the
+    simulator (from the profile's host rates, not this machine's)."""
+    return f" — host {fmt_seconds(d['host_seconds'])} ({d['timing']})"
 
 
 def _check_value(value, dtype: np.dtype, col: int) -> None:
@@ -107,14 +80,11 @@ def fill(session, backend, args):
     seed = args.get("SEED", 0)
     if not 0 <= seed < 1 << 64:
         raise usage(f"seed {seed} is not 0..2^64-1", args.col("SEED"))
-    backend.reserve(buf, 0, count * dtype.itemsize)
-    per = STEP // dtype.itemsize
-    for start in range(0, count, per):
-        n = min(per, count - start)
-        backend.write(buf, start * dtype.itemsize, _values(value, dtype, start, n, seed).view(np.uint8))
+    timing = backend.host_fill(buf, value, dtype.name, seed)
     buf.view = dtype.name
     return Filled({"name": buf.name, "value": value, "dtype": dtype.name, "elements": count,
-                           "pending": pending(session, backend, buf)})
+                   "host_seconds": timing.host_seconds, "timing": timing.label,
+                   "pending": pending(session, backend, buf)})
 
 
 FILL_TYPES = {**CTYPES, "float16": "f16"}  # the prelude's fill_* templates: f16 is its half
@@ -166,32 +136,17 @@ def show(session, backend, args):
             check_range(buf, offset, count * dtype.itemsize, where, "show")
     else:
         count = min(int(session.settings["count"]), available)
-    raw = backend.read(buf, offset, count * dtype.itemsize)
+    raw, timing = backend.host_read(buf, offset, count * dtype.itemsize)
     values = raw.view(dtype).tolist()
     return Shown({"name": buf.name, "dtype": dtype.name, "offset": offset, "count": count,
-                           "elements": available + (0 if part.explicit else offset // dtype.itemsize),
-                           "values": values,
-                           "pending": pending(session, backend, buf)})
+                  "elements": available + (0 if part.explicit else offset // dtype.itemsize),
+                  "values": values, "host_seconds": timing.host_seconds, "timing": timing.label,
+                  "pending": pending(session, backend, buf)})
 
 
 @c_writer("show")
 def c_show(w, a, i, text):
     pass  # the host reads the memory: nothing for the program to do
-
-
-def first_difference(backend, a, b, nbytes: int) -> int | None:
-    """The first byte (counted from each region's start) where two regions differ, or None."""
-    import numpy as np
-
-    for pos in range(0, nbytes, STEP):
-        n = min(STEP, nbytes - pos)
-        if backend.known_zero(a.buf, a.offset + pos, n) and backend.known_zero(b.buf, b.offset + pos, n):
-            continue
-        x, y = backend.read(a.buf, a.offset + pos, n), backend.read(b.buf, b.offset + pos, n)
-        diff = np.flatnonzero(x != y)
-        if diff.size:
-            return pos + int(diff[0])
-    return None
 
 
 def compare_buffers(session, backend, a_part, b_part, size, cols) -> dict:
@@ -201,11 +156,12 @@ def compare_buffers(session, backend, a_part, b_part, size, cols) -> dict:
         common_size((a, b), size, cols[2], cols[:2])
     check_range(a.buf, a.offset, nbytes, cols[2] or cols[0], "compare")
     check_range(b.buf, b.offset, nbytes, cols[2] or cols[1], "compare")
-    at = first_difference(backend, a, b, nbytes)
+    at, timing = backend.host_compare(a.buf, a.offset, b.buf, b.offset, nbytes)
     same_length = size is not None or a.explicit or b.explicit or a.nbytes == b.nbytes
     out = {"a": a.name, "b": b.name, "a_offset": a.offset, "b_offset": b.offset, "a_part": a.label(nbytes),
-           "b_part": b.label(nbytes), "bytes": nbytes,
-           "equal": at is None and same_length, "pending": pending(session, backend, a.buf, b.buf)}
+           "b_part": b.label(nbytes), "bytes": nbytes, "equal": at is None and same_length,
+           "host_seconds": timing.host_seconds, "timing": timing.label,
+           "pending": pending(session, backend, a.buf, b.buf)}
     if at is not None:
         out.update(offset=at, a_byte=int(backend.read(a.buf, a.offset + at, 1)[0]),
                    b_byte=int(backend.read(b.buf, b.offset + at, 1)[0]))
@@ -238,31 +194,23 @@ def expect_equal(session, backend, args):
     return Expectation({"expected": "equal", "passed": True, **data})
 
 
-def checksum(backend, buf) -> int:
-    """Σ byte[i]·(i mod 251 + 1) mod 2^64: position-sensitive, vectorised here and one loop in C."""
-    import numpy as np
-
-    total = 0
-    for pos in range(0, buf.size, STEP):
-        if backend.known_zero(buf, pos, min(STEP, buf.size - pos)):
-            continue  # zeros add nothing
-        piece = backend.read(buf, pos, min(STEP, buf.size - pos)).astype(np.uint64)
-        weights = (np.arange(pos, pos + piece.size, dtype=np.uint64) % np.uint64(251)) + np.uint64(1)
-        total = (total + int(np.sum(piece * weights, dtype=np.uint64))) % (1 << 64)
-    return total
-
-
 @command("checksum", "data", "a position-sensitive checksum of buffers (the same one `export c` prints)",
          "checksum h0 d0", "(a host loop; device memory is read through a copy)", args=(Arg("NAME", "buffer", many=True),), exported=False)
 def checksum_(session, backend, args):
     bufs = [session.buffer(n, c) for n, c in zip(args.get("NAME"), args.many_cols["NAME"])]
-    return Checksums({"checksums": {b.name: checksum(backend, b) for b in bufs},
-                                "pending": pending(session, backend, *bufs)})
+    sums, seconds, label = {}, 0.0, backend.timing_label
+    for b in bufs:
+        sums[b.name], timing = backend.host_checksum(b)
+        seconds, label = seconds + timing.host_seconds, timing.label
+    return Checksums({"checksums": sums, "host_seconds": seconds, "timing": label,
+                      "pending": pending(session, backend, *bufs)})
 
 
 # ------------------------------------------------------------------ the results of these commands
 class ChecksumsData(TypedDict):
     checksums: dict[str, int]
+    host_seconds: float  # the host's time to read and sum them all: measured on a GPU's host, modeled on the simulator
+    timing: str
     pending: dict[str, list[str]]
 
 
@@ -271,7 +219,8 @@ class Checksums(Result, kind="checksums"):
 
     def text(self):
         d = self.data
-        return [f"checksum {k} {v}" for k, v in d["checksums"].items()] + pending_notes(d)
+        return ([f"checksum {k} {v}" for k, v in d["checksums"].items()]  # each line as `export c`'s program prints it
+                + [f"host time {fmt_seconds(d['host_seconds'])} ({d['timing']})"] + pending_notes(d))
 
 
 class CompareData(TypedDict):
@@ -283,6 +232,8 @@ class CompareData(TypedDict):
     b_part: str
     bytes: int
     equal: bool
+    host_seconds: float  # the host's time to read both: measured on a GPU's host, modeled on the simulator
+    timing: str
     pending: dict[str, list[str]]
     offset: NotRequired[int]
     a_byte: NotRequired[int]
@@ -303,7 +254,7 @@ class Comparison(Result, kind="compare"):
         else:
             line = (f"{a} != {b}: the first {d['bytes']} bytes match but the sizes differ "
                     f"({d['sizes'][0]} vs {d['sizes'][1]})")
-        return [line] + pending_notes(d)
+        return [line + host_time(d)] + pending_notes(d)
 
 
 class FillData(TypedDict):
@@ -311,6 +262,8 @@ class FillData(TypedDict):
     value: int | str
     dtype: str
     elements: int
+    host_seconds: float  # the host's time to write them: measured on a GPU's host, modeled on the simulator
+    timing: str
     pending: dict[str, list[str]]
 
 
@@ -319,7 +272,7 @@ class Filled(Result, kind="fill"):
 
     def text(self):
         d = self.data
-        return [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}"] + pending_notes(d)
+        return [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}{host_time(d)}"] + pending_notes(d)
 
 
 class ShowData(TypedDict):
@@ -329,6 +282,8 @@ class ShowData(TypedDict):
     count: int
     elements: int
     values: list[float]
+    host_seconds: float  # the host's time to read them (the line does not say it: a few elements take no time)
+    timing: str
     pending: dict[str, list[str]]
 
 

@@ -325,6 +325,71 @@ def grade(checks: Path, submission: Path, sections: list[Section], choice: str, 
                           "checks": [s.checks[i].data() for i in sorted(s.checks)]} for s in sections]}
 
 
+# ------------------------------------------------------------------ a class: in parallel (--jobs), in slices (--shard)
+def default_jobs(choice: str) -> int:
+    """The machine's cores on the simulator; one at a time on a GPU, whose measured timings several sections at once
+    would disturb (an `expect faster` would grade the neighbours' load)."""
+    from ..backends.cuda import cuda_unavailable_reason
+
+    on_gpu = choice == "cuda" or (choice == "auto" and cuda_unavailable_reason() is None)
+    return 1 if on_gpu else len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def shard(submissions: list[Path], text: str) -> list[Path]:
+    """`--shard I/N`: the I-th (1…N) of N slices of the submissions sorted by path — so N CI machines, each given the
+    same list, grade every submission once between them — in the order they were given."""
+    m = re.fullmatch(r"(\d+)/(\d+)", text)
+    if not m or not 1 <= int(m[1]) <= int(m[2]):
+        raise ShellError("USAGE", f"--shard takes I/N with 1 ≤ I ≤ N, not '{text}'",
+                         "`--shard 2/4` grades the second quarter of the submissions (sorted by path)")
+    i, n = int(m[1]), int(m[2])
+    order = sorted(range(len(submissions)), key=lambda k: (str(submissions[k]), k))
+    mine = set(order[(i - 1) * len(order) // n: i * len(order) // n])
+    return [s for k, s in enumerate(submissions) if k in mine]
+
+
+_CLASS: tuple = ()  # what each grading process grades from: set before it is forked (nothing is pickled)
+
+
+def _graded_one(index: int) -> tuple:
+    """In a grading process: one submission, as ("ok", its grade) or ("error", what stopped the grading)."""
+    checks, submissions, rest = _CLASS[0], _CLASS[1], _CLASS[2:]
+    try:
+        return "ok", grade(checks, submissions[index], *rest)
+    except ShellError as e:  # sent back as its fields: the exception does not survive pickling
+        return "error", e.code, e.message, e.hint, getattr(e, "file", None), getattr(e, "line", None)
+
+
+def grade_class(checks: Path, submissions: list[Path], sections: list[Section], choice: str, profile: str | None,
+                limit: float, pass_text: str, jobs: int, limits: Limits = DEFAULT_LIMITS) -> list[dict]:
+    """Every submission's grade, in the order given. With jobs > 1, that many processes grade one submission each at a
+    time (each section still in a process of its own, as `run_section` makes it): the same grades, sooner. The
+    grading processes die with the grader, and their sections with them."""
+    global _CLASS
+    if jobs <= 1 or len(submissions) <= 1:
+        return [grade(checks, s, sections, choice, profile, limit, pass_text, limits) for s in submissions]
+    from concurrent.futures import ProcessPoolExecutor
+
+    _CLASS = (checks, submissions, sections, choice, profile, limit, pass_text, limits)
+    try:  # forked before any thread runs here; its processes are not daemons, so they may fork each section
+        with ProcessPoolExecutor(min(jobs, len(submissions)), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=die_with, initargs=(os.getpid(),)) as pool:
+            try:
+                answers = list(pool.map(_graded_one, range(len(submissions))))
+            except BaseException:  # SIGTERM or Ctrl-C: the executor has no terminate, so its processes are ended
+                for process in list(pool._processes.values()):
+                    process.kill()
+                raise
+    finally:
+        _CLASS = ()
+    for answer in answers:
+        if answer[0] == "error":
+            e = ShellError(*answer[1:4])
+            e.file, e.line = answer[4], answer[5]
+            raise e
+    return [answer[1] for answer in answers]
+
+
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -398,6 +463,12 @@ def build_parser(env: Environment):
                         f"(default {format_size(DEFAULT_OUTPUT)})")
     p.add_argument("--json", action="store_true", help="one JSON line per submission (kind grade)")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML for CI")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="grade N submissions at once, each in processes of its own (default: the machine's cores on "
+                        "the simulator, 1 on a GPU, whose timings sections at once would disturb); the same grades, "
+                        "in the same order")
+    p.add_argument("--shard", metavar="I/N",
+                   help="grade only the I-th of N slices of the submissions (sorted by path): one per CI machine")
     return p
 
 
@@ -437,13 +508,18 @@ def _graded(argv: list[str], env: Environment) -> ExitStatus:
         sections = plan(checks)
         threshold(args.pass_at, sum(c.points for sec in sections for c in sec.checks.values()))  # before any runs
         submissions = [Path(s) for s in args.submissions or ["."]]
+        if args.shard:
+            submissions = shard(submissions, args.shard)
+        if args.jobs is not None and args.jobs < 1:
+            raise ShellError("USAGE", f"--jobs takes a number of processes, 1 or more, not {args.jobs}",
+                             "`--jobs 1` grades one submission at a time")
         for s in submissions:
             if not s.is_dir():
                 raise ShellError("NO_SUCH_FILE", f"submission {s} is not a folder",
                                  "a submission is the folder of a student's .cush and .cu files")
         with sections_end_with_grader(lambda line: print(line, file=env.stderr or io.StringIO())):
-            grades = [grade(checks, s, sections, choice, args.sim_profile, args.time_limit, args.pass_at, limits)
-                      for s in submissions]
+            grades = grade_class(checks, submissions, sections, choice, args.sim_profile, args.time_limit,
+                                 args.pass_at, args.jobs or default_jobs(choice), limits)
     except ShellError as e:
         return startup_error(env, args.json, cmd, e, getattr(e, "file", None), getattr(e, "line", None))
     code = ExitStatus.SUCCESS if all(g["passed"] for g in grades) else ExitStatus.ERROR

@@ -281,6 +281,7 @@ class ExpectData(TypedDict):
     b_part: NotRequired[str]
     bytes: NotRequired[int]
     equal: NotRequired[bool]
+    host_seconds: NotRequired[float]  # expect equal: the host's time to compare (its `timing` says how it is known)
     pending: NotRequired[dict[str, list[str]]]
 
 

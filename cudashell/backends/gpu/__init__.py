@@ -20,6 +20,7 @@ from ..base import Capabilities, DeviceInfo
 from ..bindings import call, cu, mismatch, text
 from .common import Ctx, Pending
 from .contexts import Contexts
+from .hostwork import HostWork
 from .measurement import Measurement
 from .memory import Memory
 from .pools import Pools
@@ -29,7 +30,7 @@ from .vmm import Vmm
 from .work import Work
 
 
-class GpuSide(Memory, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement):
+class GpuSide(Memory, HostWork, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement):
     """The driver-facing half of the cuda backend (the worker calls it; `cuda.CudaBackend` is the contract)."""
 
     name = "cuda"

@@ -21,6 +21,7 @@ from ..sparse import Budget
 from .clock import Clock
 from .common import Op, SimAlloc, SimCtx, SimStream
 from .contexts import Contexts
+from .hostwork import HostWork
 from .measurement import Measurement
 from .memory import Memory
 from .pools import Pools, SimPool
@@ -30,7 +31,7 @@ from .vmm import Vmm
 from .work import Work
 
 
-class SimBackend(Memory, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
+class SimBackend(Memory, HostWork, Pools, Vmm, Work, Shapes, Sync, Contexts, Measurement, Clock, Backend):
     name = "sim"
     timing_label = "modeled"
     tracing = "modeled"

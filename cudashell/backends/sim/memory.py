@@ -364,15 +364,5 @@ class Memory:
         self._advance(self.now)
         buf.handle.data.write(offset, data)
 
-    def known_zero(self, buf, offset, nbytes):
-        if buf.kind == "device":  # a read the GPU side would have to make: as `read` does
-            self._refuse_held("reading device memory (a synchronous copy)")
-            self.vmm_check(buf, offset, nbytes, "cuMemcpyDtoH")
-        self._advance(self.now)
-        return not buf.handle.data.touched(offset, nbytes)
-
-    def reserve(self, buf, offset, nbytes):
-        buf.handle.data.reserve(offset, nbytes)
-
     def room(self, nbytes):
         self.budget.check(nbytes)

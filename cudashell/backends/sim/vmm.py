@@ -11,7 +11,7 @@ from ...errors import ShellError
 from ...model.vmm import GRANULARITY
 from ...sizes import size_word
 from ..base import Allocation
-from ..sparse import CHUNK, SparseBytes
+from ..sparse import CHUNK, Budget, SparseBytes
 from .common import INVALID, INVALID_DEVICE, SimAlloc
 
 VMM_CALL = 2e-6  # a reserve, map, access, unmap or release: a host call of a few µs (no engine work)
@@ -77,6 +77,9 @@ class MappedBytes:
             out[pos:pos + n] = m.phys.data.read(at, n)
         return out
 
+    def window(self, offset, nbytes):
+        return self.read(offset, nbytes) if self.touched(offset, nbytes) else None
+
     def write(self, offset, data):
         import numpy as np
 
@@ -102,6 +105,18 @@ class MappedBytes:
     def copy_from(self, src, src_off, dst_off, nbytes):
         for m, at, pos, n in self._pieces(dst_off, nbytes):
             m.phys.data.copy_from(src, src_off + pos, at, n)
+
+    def snapshot(self, offset, nbytes):
+        """The mapped bytes of a range as they are now, apart (SparseBytes.snapshot): unmapped parts are zeros."""
+        snap = None
+        for m, at, pos, n in self._pieces(offset, nbytes):
+            snap = snap or SparseBytes(nbytes, m.phys.data.budget)
+            snap.copy_from(m.phys.data, at, pos, n)
+        return snap or SparseBytes(nbytes, Budget(0))
+
+    def land(self, snap, offset):
+        self.copy_from(snap, 0, offset, snap.size)
+        snap.release()
 
     def release(self):
         """The handles' bytes are theirs: a reservation going away leaves them."""

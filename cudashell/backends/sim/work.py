@@ -95,8 +95,8 @@ class Work:
 
         def effect(snapshot: bool):
             if snapshot:  # the bytes as they are now, at issue
-                data = s.data.read(src_off, nbytes) if s.data.touched(src_off, nbytes) else None
-                return lambda: d.data.write(dst_off, data) if data is not None else d.data.fill(dst_off, 0, nbytes)
+                data = s.data.snapshot(src_off, nbytes)
+                return lambda: d.data.land(data, dst_off)
             return lambda: d.data.copy_from(s.data, src_off, dst_off, nbytes)
 
         if rule.stages:  # the bytes staged now are written whole
@@ -135,13 +135,12 @@ class Work:
         duration += self.profile.copy_latency  # one start for the batch, not one a copy
 
         def effect(snapshot: bool):
-            taken = [(d, do, s.data.read(so, n) if s.data.touched(so, n) else None, n)
-                     for s, so, d, do, n, _ in moves] if snapshot else []  # the sources as they are now
+            taken = [(d, do, s.data.snapshot(so, n)) for s, so, d, do, n, _ in moves] if snapshot else []  # as now
 
             def land():
                 if snapshot:
-                    for d, do, b, n in taken:
-                        d.data.write(do, b) if b is not None else d.data.fill(do, 0, n)
+                    for d, do, b in taken:
+                        d.data.land(b, do)
                 else:
                     for s, so, d, do, n, _ in moves:
                         d.data.copy_from(s.data, so, do, n)
