@@ -180,6 +180,21 @@ def test_shared_atomics_are_each_blocks_own(sim):
     assert sorted(olds[32:64]) == list(range(100, 132))
 
 
+def test_compare_and_swaps_on_one_address_are_serialised_in_thread_order(sim):
+    """Each thread's atomicCAS sees the value its turn finds: a chain (thread i swaps i for i + 1) all swap in one
+    call; a crowd expecting 0 has one winner, and the rest see its value; a CAS add loop sums every thread."""
+    sim.ok("kernel define chain <<< __global__ void chain(int *olds, int *p, int *q, int *sum) { "
+           "int i = blockIdx.x * blockDim.x + threadIdx.x; olds[i] = atomicCAS(p, i, i + 1); "
+           "olds[i + 512] = atomicCAS(q, 0, i + 7); int old = *sum, assumed; "
+           "do { assumed = old; old = atomicCAS(sum, assumed, assumed + i); } while (assumed != old); } >>>")
+    sim.ok("alloc managed 4KB as olds; alloc managed 4B as p; alloc managed 4B as q; alloc managed 4B as sum; "
+           "fill p 0; fill q 0; fill sum 0; launch chain olds p q sum grid 2 block 256; sync")
+    olds = sim.ok("show olds dtype int32 count 1024")["values"]
+    assert olds[:512] == list(range(512)) and sim.ok("show p dtype int32 count 1")["values"] == [512]
+    assert olds[512] == 0 and set(olds[513:]) == {7}
+    assert sim.ok("show sum dtype int32 count 1")["values"] == [sum(range(512))]
+
+
 def test_each_function_has_its_own_shared_variables_and_file_scope_ones_are_every_kernels(sim):
     sim.ok("kernel define two <<< __device__ int f(int i) { __shared__ int s[32]; s[threadIdx.x] = 100; "
            "__syncthreads(); return s[threadIdx.x] + i; }\n__global__ void two(int *o) { __shared__ int s[32]; "

@@ -369,7 +369,10 @@ class Memory:
         # its own), an address and a thread in local memory
         where = np.where(addr >= LOCAL_BASE, addr + lanes * WINDOW,
                          np.where(addr >= SHARED_BASE, addr + (lanes // self.tpb) * WINDOW, addr))
-        uniq, inv = np.unique(where, return_inverse=True)
+        if (where == where[0]).all():  # one location (a contended counter): no sorting
+            uniq, inv = where[:1], np.zeros(len(where), np.int64)
+        else:
+            uniq, inv = np.unique(where, return_inverse=True)
         if len(uniq) == len(addr) and op != "cas":
             new = _combine(op, old, operands, dtype)
             self.access(addr, lanes, dtype, loc, True, new, count=False)
@@ -397,26 +400,64 @@ class Memory:
             ufunc.at(acc, inv, operands)
             self.access(addr[first], lanes[first], dtype, loc, True, acc.astype(dtype), count=False)
             return old
-        # the general case: rounds, each taking the next lane of every address
+        # the general case: lanes grouped by location in lane order (sorted once), then rounds over the groups
+        order = np.argsort(inv, kind="stable") if len(uniq) > 1 else np.arange(len(inv))
+        g = inv[order]  # each sorted lane's location (its group), 0 … len(uniq) - 1
+        starts = _starts(g)
+        counts = np.diff(np.append(starts, len(g)))
+        value = old[order[starts]].copy()  # each location's value as the rounds go
+        if op == "cas":
+            olds_sorted = _cas_rounds(g, starts, counts, value, np.asarray(compare, dtype)[order] if
+                                      np.ndim(compare) else np.full(len(g), compare, dtype), operands[order])
+        else:  # round r applies each location's r-th lane: as many rounds as the most lanes on one location
+            rank = np.arange(len(g)) - np.repeat(starts, counts)
+            olds_sorted = np.empty(len(g), dtype)
+            by_rank = np.argsort(rank, kind="stable")
+            edges = np.r_[0, np.cumsum(np.bincount(rank))]
+            ops = operands[order]
+            for r in range(len(edges) - 1):
+                k = by_rank[edges[r]:edges[r + 1]]
+                olds_sorted[k] = value[g[k]]
+                value[g[k]] = _combine(op, value[g[k]], ops[k], dtype)
         olds = np.empty_like(old)
-        pending = np.ones(len(addr), bool)
-        current = old.copy()
-        first_idx = np.unique(inv, return_index=True)[1]
-        value = current[first_idx].copy()  # per unique address
-        while pending.any():
-            idx = np.flatnonzero(pending)
-            u, pick = np.unique(inv[idx], return_index=True)
-            chosen = idx[pick]
-            olds[chosen] = value[u]
-            if op == "cas":
-                cmp = np.asarray(compare, dtype)
-                cmp = cmp[chosen] if cmp.ndim else cmp
-                value[u] = np.where(value[u] == cmp, operands[chosen], value[u])
-            else:
-                value[u] = _combine(op, value[u], operands[chosen], dtype)
-            pending[chosen] = False
+        olds[order] = olds_sorted
+        first_idx = order[starts]
         self.access(addr[first_idx], lanes[first_idx], dtype, loc, True, value, count=False)
         return olds
+
+
+def _cas_rounds(g, starts, counts, value, compare, new):
+    """atomicCAS of lanes sorted by location (`g`, groups from `starts`), serialised in lane order: a lane
+    swaps when its compare equals the location's value at its turn. Each round finds, for every location at
+    once, the next lane that swaps — the lanes before it fail, seeing the value as it was — so a call takes
+    as many rounds as the most swaps on one location (one, in a CAS loop whose lanes all read the same value),
+    not one a lane. `value` ends as each location's last value; returns each sorted lane's old value."""
+    n = len(g)
+    k = np.arange(n)
+    group_start = np.repeat(starts, counts)
+    initial = value.copy()
+    pending_from = starts.copy()  # each location's first lane not yet decided
+    swapped = np.zeros(n, bool)
+    while True:
+        hit = np.flatnonzero((k >= pending_from[g]) & (compare == value[g]))
+        if len(hit) == 0:
+            break
+        first = hit[_starts(g[hit])]  # each location's next swap
+        swapped[first] = True
+        value[g[first]] = new[first]
+        pending_from[g[first]] = first + 1
+    last = np.maximum.accumulate(np.where(swapped, k, -1))  # the latest swap at or before each lane …
+    before = np.empty_like(last)  # … strictly before it
+    before[0], before[1:] = -1, last[:-1]
+    return np.where(before >= group_start, new[before], initial[g])
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal keys begins (the keys sorted, at least one)."""
+    change = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    out = np.empty(len(change) + 1, np.int64)
+    out[0], out[1:] = 0, change
+    return out
 
 
 def _combine(op, old, x, dtype):
