@@ -123,17 +123,22 @@ def _constant(offsets: np.ndarray, lanes: np.ndarray, stride: int | None) -> tup
     return 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0, distinct
 
 
-def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
-    """The step between neighbouring lanes' addresses when every lane of whole warps is here and the addresses are
-    one arithmetic progression (`a[i]` with i a thread's number: the usual case), else None."""
+def _stride(addr: np.ndarray, lanes: np.ndarray) -> tuple[int | None, bool]:
+    """The step between neighbouring lanes' addresses when every lane of whole warps is here and each warp's
+    addresses are an arithmetic progression of that one step (`a[i]` with i a thread's number: the usual case),
+    else None; and whether all the lanes' addresses are one progression (not only each warp's)."""
     n = len(addr)
     if n < 2 or n % WARP or lanes[0] % WARP or lanes[-1] - lanes[0] + 1 != n:
-        return None
+        return None, False
     step = int(addr[1]) - int(addr[0])
-    if int(addr[-1]) - int(addr[0]) != step * (n - 1):
-        return None
-    d = addr[1:] - addr[:-1]
-    return step if (d == step).all() else None
+    if int(addr[-1]) - int(addr[0]) == step * (n - 1):
+        d = addr[1:] - addr[:-1]
+        if (d == step).all():
+            return step, True
+    rows = addr.reshape(-1, WARP)
+    if ((rows[:, 1:] - rows[:, :-1]) == step).all():  # a progression a warp, the warps apart (a block's rows)
+        return step, False
+    return None, False
 
 
 def _strided_sectors(addr: np.ndarray, stride: int, size: int) -> tuple[int, int, int]:
@@ -252,9 +257,12 @@ class Memory:
     def _global(self, addr, lanes, dtype, loc, write, values, count):
         size = dtype.itemsize
         shift = size.bit_length() - 1
-        stride = _stride(addr, lanes)
-        if stride is not None and not (int(addr[0]) | stride) & (size - 1):
+        stride, whole = _stride(addr, lanes)
+        if stride is not None and whole and not (int(addr[0]) | stride) & (size - 1):
             lo, hi = sorted((int(addr[0]), int(addr[-1])))  # an arithmetic progression: its ends bound it
+        elif stride is not None and not stride & (size - 1) and not (addr[::WARP] & (size - 1)).any():
+            ends = np.concatenate((addr[::WARP], addr[WARP - 1::WARP]))  # a progression a warp: its ends bound it
+            lo, hi = int(ends.min()), int(ends.max())
         else:
             if size > 1:
                 mis = addr & (size - 1)
@@ -263,7 +271,7 @@ class Memory:
                     self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write,
                                "global", "misaligned")
             lo, hi = int(addr.min()), int(addr.max())
-            stride = None
+            stride, whole = None, False
         k = bisect.bisect_right(self.starts, lo) - 1
         if k >= 0 and hi + size <= self.regions[k].end:
             groups = [(self.regions[k], None)]
@@ -299,16 +307,21 @@ class Memory:
                     if self.path == "readonly":
                         self.traffic.readonly_loads += req
             view = region.view(dtype)
-            ix = (a - region.start) >> shift
+            if whole and stride == size and sel is None:  # consecutive elements: a slice, no index array
+                first = (int(a[0]) - region.start) >> shift
+                ix = slice(first, first + len(a))
+            else:
+                ix = (a - region.start) >> shift
             if self.trace is not None and count:
-                self.trace.extend((region.name, int(i), size, int(l), write) for i, l in zip(ix, ln))
+                self.trace.extend((region.name, int(i), size, int(l), write)
+                                  for i, l in zip(np.arange(len(a))[ix] if isinstance(ix, slice) else ix, ln))
             if write:
                 v = values if sel is None or np.ndim(values) == 0 else values[sel]
                 view[ix] = v
                 region.dirty = True
                 if self.watch is not None and count:  # atomics (count=False) do not race
-                    self.watch.global_write(region, a, ln, size, loc, distinct=stride is not None and
-                                            abs(stride) >= size and sel is None)
+                    self.watch.global_write(region, a, ln, size, loc, distinct=whole and abs(stride) >= size and
+                                            sel is None, run=whole and stride == size and sel is None)
             else:
                 got = view[ix]
                 if sel is None:
@@ -320,6 +333,9 @@ class Memory:
     def _shared(self, off, lanes, dtype, loc, write, values, count):
         size = dtype.itemsize
         shift = size.bit_length() - 1
+        every = self._every_block(off, lanes) if count and self.trace is None else 0
+        if every:  # the same lanes and offsets in every block: check and count one block's, move every block's
+            off, lanes = off[:every], lanes[:every]
         if size > 1 and (off & (size - 1)).any():
             i = int(np.flatnonzero(off & (size - 1))[0])
             self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
@@ -328,21 +344,44 @@ class Memory:
             i = int(np.flatnonzero(off + size > self.shared_bytes)[0])
             self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
                        "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
+        blocks = self.shared.shape[0] if every else 1
         if count:
             req, wav = _wavefronts(off, lanes)
-            self.traffic.shared_requests += req
-            self.traffic.shared_wavefronts += wav
+            self.traffic.shared_requests += req * blocks
+            self.traffic.shared_wavefronts += wav * blocks
         block = lanes // self.tpb
         cell = off >> shift
         view = self.shared.view(dtype)
         if self.trace is not None and count:
             self.trace.extend(("__shared__", int(o) // size, size, int(l), write) for o, l in zip(off, lanes))
         if self.watch is not None and count:
-            self.watch.shared(block, off, lanes, size, loc, write)
+            self.watch.shared(block, off, lanes, size, loc, write, every_block=blocks if every else 0)
+        if every:
+            if write:
+                view[:, cell] = values.reshape(blocks, -1) if np.ndim(values) else values
+                return None
+            return view[:, cell].reshape(-1)
         if write:
             view[block, cell] = values
             return None
         return view[block, cell]
+
+    def _every_block(self, off, lanes) -> int:
+        """The lanes a block has in this access when every block of the chunk has the same lanes at the same
+        offsets (a tile's `s[threadIdx.y][k]`), else 0."""
+        blocks = self.shared.shape[0]
+        n = len(lanes)
+        if blocks < 2 or n % blocks:
+            return 0
+        k = n // blocks
+        rows = off.reshape(blocks, k)
+        if not (rows == rows[0]).all():
+            return 0
+        if n != blocks * self.tpb or int(lanes[-1]) != n - 1:  # not every lane: the same ones in each block?
+            by_block = lanes.reshape(blocks, k) - (np.arange(blocks, dtype=np.int64) * self.tpb)[:, None]
+            if not (by_block == by_block[0]).all():
+                return 0
+        return k
 
     def _local(self, off, lanes, dtype, loc, write, values):
         size = dtype.itemsize
