@@ -251,3 +251,44 @@ def test_a_kernel_that_never_ends_is_refused_and_the_context_lives(sim, monkeypa
     sim.ok("alloc device 4B as o")
     assert sim.fails("launch forever o grid 1 block 1")["code"] == "RUNAWAY_KERNEL"
     sim.ok("launch fill o 1; sync")
+
+
+TILED = r'''
+__global__ void tiled(const float *a, float *out, int tiles, int sync_twice) {
+  __shared__ float s[16][17];
+  float acc = 0.0f;
+  for (int t = 0; t < tiles; ++t) {
+    s[threadIdx.y][threadIdx.x] = a[(blockIdx.x * tiles + t) * 256 + threadIdx.y * 16 + threadIdx.x];
+    __syncthreads();
+    for (int k = 0; k < 16; ++k)
+      acc += s[threadIdx.y][k] * s[k][threadIdx.x];
+    if (sync_twice) __syncthreads();
+  }
+  out[blockIdx.x * 256 + threadIdx.y * 16 + threadIdx.x] = acc;
+}
+'''
+
+
+def _run_tiled(blocks: int, sync_twice: int):
+    from cudashell.simt import compile_source
+    from cudashell.simt.launch import run
+    from cudashell.simt.memory import Region
+
+    (kernel,) = compile_source(TILED)
+    a = np.arange(blocks * 4 * 256, dtype=np.float32) % 7
+    regions = [Region("a", 0x10000000, a.nbytes, "device", read=lambda: a.view(np.uint8).copy()),
+               Region("out", 0x20000000, blocks * 1024, "device", read=lambda: np.zeros(blocks * 1024, np.uint8))]
+    program, fn = kernel.handle
+    return run(program, fn, [0x10000000, 0x20000000, np.int32(4), np.int32(sync_twice)], (blocks, 1, 1),
+               (16, 16, 1), 0, regions)
+
+
+def test_blocks_that_access_shared_memory_alike_are_counted_and_checked_as_each_would_be():
+    """Many blocks of a tile loop are checked and counted through one block's accesses: the counts are the
+    blocks' times one block's, and a missing second barrier is still a hazard (on the second tile)."""
+    one, many = _run_tiled(1, 1), _run_tiled(80, 1)  # 80 blocks of 256: three chunks, the last one short
+    assert one.traffic.shared_requests * 80 == many.traffic.shared_requests
+    assert one.traffic.shared_wavefronts * 80 == many.traffic.shared_wavefronts
+    assert not one.warnings and not many.warnings
+    racy = _run_tiled(80, 0)
+    assert racy.warnings and "write-after-read" in racy.warnings[0] and "in block (0,0,0)" in racy.warnings[0]

@@ -118,6 +118,7 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     per_chunk = max(1, lanes // tpb)
     values = [_arg(p, a) for p, a in zip(fn.params, args)]
     watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
+    patterns: dict = {}  # shared accesses every block made alike, checked and counted: one dict for every chunk
     for first in range(0, blocks, per_chunk):
         ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
         block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
@@ -127,6 +128,7 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
             return _describe(lane, addr, size, what, loc, why, _ids, tpb, block, regions)
 
         mem = Memory(regions, shared_total, len(ids), lanes, tpb, report.traffic, describe)
+        mem.patterns = patterns
         if watch is not None:
             watch.chunk(describe, first * tpb)
             mem.watch = watch

@@ -202,6 +202,8 @@ class Memory:
         self.watch = None  # racecheck, when on
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
         self.path = ""  # the load under way goes by the read-only data path or the constant cache (Index.path)
+        self.patterns: dict = {}  # every-block shared accesses checked so far → their (requests, wavefronts);
+        # the launch gives each chunk's Memory its own dict, so a tile loop's accesses are checked once a launch
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -334,19 +336,21 @@ class Memory:
         size = dtype.itemsize
         shift = size.bit_length() - 1
         every = self._every_block(off, lanes) if count and self.trace is None else 0
+        known = None
         if every:  # the same lanes and offsets in every block: check and count one block's, move every block's
             off, lanes = off[:every], lanes[:every]
-        if size > 1 and (off & (size - 1)).any():
-            i = int(np.flatnonzero(off & (size - 1))[0])
-            self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
-                       "shared", "misaligned")
-        if int(off.max()) + size > self.shared_bytes:
-            i = int(np.flatnonzero(off + size > self.shared_bytes)[0])
-            self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
-                       "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
+            key = (off.tobytes(), lanes.tobytes(), size)
+            known = self.patterns.get(key)  # a pattern checked and counted before in this launch: its counts
+        if known is None:
+            self._check_shared(off, lanes, size, loc, write)
         blocks = self.shared.shape[0] if every else 1
         if count:
-            req, wav = _wavefronts(off, lanes)
+            if known is None:
+                req, wav = _wavefronts(off, lanes)
+                if every:
+                    self.patterns[key] = (req, wav)
+            else:
+                req, wav = known
             self.traffic.shared_requests += req * blocks
             self.traffic.shared_wavefronts += wav * blocks
         block = lanes // self.tpb
@@ -365,6 +369,16 @@ class Memory:
             view[block, cell] = values
             return None
         return view[block, cell]
+
+    def _check_shared(self, off, lanes, size, loc, write) -> None:
+        if size > 1 and (off & (size - 1)).any():
+            i = int(np.flatnonzero(off & (size - 1))[0])
+            self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
+                       "shared", "misaligned")
+        if int(off.max()) + size > self.shared_bytes:
+            i = int(np.flatnonzero(off + size > self.shared_bytes)[0])
+            self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
+                       "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
 
     def _every_block(self, off, lanes) -> int:
         """The lanes a block has in this access when every block of the chunk has the same lanes at the same

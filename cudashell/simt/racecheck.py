@@ -9,6 +9,7 @@ import numpy as np
 NONE = -1
 MANY = -2
 TILED = -3  # at and below: an access ordered by a warp-level barrier for the threads of one tile (see tile_barrier)
+SNAPSHOT_BYTES = 4 << 20  # the most the remembered states of a launch's tables take
 WARP_READERS = -7000  # down to -7031: read by several threads, all of warp WARP_READERS - value (below the tags)
 
 
@@ -43,6 +44,14 @@ class Watch:
         self.dirty = False
         self.uniform = True  # every block's rows of the tables are row 0's: since the last barrier each access was
         # the same (lanes and offsets) in every block of the chunk, so one block's bookkeeping stands for all
+        # While uniform, the tables' row 0 is a state reached from the empty one (a barrier's) by a sequence of
+        # accesses: a tile loop repeats the same few, so each state's row 0 is kept once (`snapshots`) and what an
+        # access does to a state without a hazard is remembered (`memo`): then it costs a dictionary look-up.
+        self.state: int | None = 0  # the current state's number (None: not remembered, until the next barrier)
+        self.stale = False  # row 0 is not yet the state's: it is in snapshots[state]
+        self.snapshots: list = [{}]  # state → {granularity: row 0 of each table}; state 0: all empty
+        self.memo: dict | None = {}  # (state, access) → the state after it
+        self.hazarded = False
 
     def chunk(self, describe, base: int) -> None:
         """A new chunk of blocks: its own shared memory, its own thread numbers from `base` on."""
@@ -72,10 +81,22 @@ class Watch:
                 reader.fill(NONE)
             self.dirty = False
         self.uniform = True
+        self.state, self.stale = 0, False
+
+    def _materialise(self) -> None:
+        """Row 0 of the tables made the current state's, where the memo skipped the updates."""
+        if self.stale:
+            rows = self.snapshots[self.state]
+            for gran, tables in self.tables.items():
+                saved = rows.get(gran)
+                for k, t in enumerate(tables):
+                    t[0] = saved[k] if saved is not None else (NONE if k < 2 else 0)
+            self.stale = False
 
     def _spread(self) -> None:
         """Row 0 of every table copied to every block's row: the blocks' accesses are about to differ."""
         if self.uniform:
+            self._materialise()
             for table in self.tables.values():
                 for t in table:
                     t[1:] = t[0]
@@ -128,6 +149,7 @@ class Watch:
         return int((TILED - prior) // 6)
 
     def _hazard(self, kind, block, off, t_then, loc_then, t_now, loc_now, lane_now):
+        self.hazarded = True
         blk_lane = int(block) * self.tpb
         first = self.describe(blk_lane + self._thread(t_then, t_now), None, 0, "", None, "")
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
@@ -153,6 +175,25 @@ class Watch:
             for k in range(0, size, 4):
                 self.shared(block, off + k, lanes, 4, loc, write, every_block)
             return
+        key = None
+        if every_block and self.memo is not None and self.state is not None:
+            key = (self.state, off.tobytes(), lanes.tobytes(), size, write, loc)
+            after = self.memo.get(key)
+            if after is not None:
+                self.state, self.stale = after, True
+                return
+            self._materialise()
+            self.hazarded = False
+        self._update(block, off, lanes, size, loc, write)
+        if key is not None:
+            row_bytes = sum(t[0].nbytes for tables in self.tables.values() for t in tables)
+            if self.hazarded or (len(self.snapshots) + 1) * row_bytes > SNAPSHOT_BYTES:  # a hazard's message
+                self.state = None  # names this chunk's threads: not remembered
+                return
+            self.snapshots.append({g: tuple(t[0].copy() for t in tables) for g, tables in self.tables.items()})
+            self.state = self.memo[key] = len(self.snapshots) - 1
+
+    def _update(self, block, off, lanes, size, loc, write) -> None:
         gran = 4 if size >= 4 else 1
         writer, reader, wloc, rloc = (t.reshape(-1) for t in self._tables(gran))
         cell = block * self.shape[gran][1] + (off >> 2 if gran == 4 else off)  # each lane's location, flat
