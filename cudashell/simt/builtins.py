@@ -140,7 +140,10 @@ def _bitcast(dst):
 
 # ------------------------------------------------------------------ warps
 def _lane_in_warp(mach):
-    return (mach.lane % WARP).astype(np.int64)
+    """Each lane's number in its warp (made once a chunk: shuffles and votes ask for it at every call)."""
+    if mach.lane_in_warp is None:
+        mach.lane_in_warp = mach.lane & (WARP - 1)
+    return mach.lane_in_warp
 
 
 def shuffle(mach, v, which, width, kind: str):

@@ -66,6 +66,7 @@ class Machine:
         self.n = lanes
         self.tpb = tpb
         self.lane = np.arange(lanes, dtype=np.int64)
+        self.lane_in_warp = None  # lane % 32, made when a warp intrinsic first asks (builtins._lane_in_warp)
         blocks = lanes // tpb
         t = np.arange(tpb, dtype=np.int64)  # one block's pattern, repeated for every block of the chunk
         self.valid = np.tile(t < threads, blocks)
