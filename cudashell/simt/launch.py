@@ -119,6 +119,7 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     values = [_arg(p, a) for p, a in zip(fn.params, args)]
     watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
     patterns: dict = {}  # shared accesses every block made alike, checked and counted: one dict for every chunk
+    shapes: dict = {}  # a chunk's lane numbers, thread indices, shuffles' sources: made once for the launch
     for first in range(0, blocks, per_chunk):
         ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
         block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
@@ -134,7 +135,7 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
             mem.watch = watch
         if trace:
             mem.trace = []
-        mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report)
+        mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report, shapes)
         with np.errstate(all="ignore"):
             mach.run(fn, values)
         if trace:
