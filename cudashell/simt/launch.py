@@ -14,7 +14,7 @@ from .interp import Machine
 from .memory import LOCAL_BASE, SHARED_BASE, WARP, Memory, Region, Traffic
 from .racecheck import Watch
 
-LANES = 1 << 15  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace …
+LANES = 1 << 17  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace …
 MIN_LANES = 1 << 13
 LANE_BYTES = 256  # … but no more than one lane for each 256 bytes of the kernel's buffers: a chunk's own arrays
 # (values, addresses, racecheck's tables: about that much a lane) stay within what the buffers hold
