@@ -223,14 +223,17 @@ class Memory:
             addr = np.full(len(lanes), addr, np.int64)
         if len(addr) == 0:
             return np.zeros(0, dtype)
-        lo, hi = int(addr.min()), int(addr.max())
+        every = self._every_block(addr, lanes) if count and self.trace is None else 0
+        span = addr[:every] if every else addr  # every block's addresses alike: one block's bound them all
+        lo, hi = int(span.min()), int(span.max())
         for base, space in ((SHARED_BASE, "shared"), (LOCAL_BASE, "local")):  # below a window: an array's -1
             if base - WINDOW <= lo < base:
-                i = int(np.argmin(addr))
+                i = int(np.argmin(span))
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), lo, dtype.itemsize, loc, write, space,
                            f"{base - lo} bytes before the start of the {space} memory")
         if lo >= SHARED_BASE and hi < SHARED_BASE + WINDOW:
-            return self._shared(addr - SHARED_BASE, lanes, dtype, loc, write, values, count)
+            return self._shared(span - SHARED_BASE, lanes[:every] if every else lanes, dtype, loc, write, values,
+                                count, every)
         if lo >= LOCAL_BASE and hi < LOCAL_BASE + WINDOW:
             return self._local(addr - LOCAL_BASE, lanes, dtype, loc, write, values)
         if hi < SHARED_BASE:
@@ -332,13 +335,13 @@ class Memory:
                     out[sel] = got
         return out
 
-    def _shared(self, off, lanes, dtype, loc, write, values, count):
+    def _shared(self, off, lanes, dtype, loc, write, values, count, every=0):
+        """`every`: these are block 0's lanes and offsets, and every block of the chunk makes the same access:
+        one block's are checked and counted, every block's bytes move."""
         size = dtype.itemsize
         shift = size.bit_length() - 1
-        every = self._every_block(off, lanes) if count and self.trace is None else 0
         known = None
-        if every:  # the same lanes and offsets in every block: check and count one block's, move every block's
-            off, lanes = off[:every], lanes[:every]
+        if every:
             key = (off.tobytes(), lanes.tobytes(), size)
             known = self.patterns.get(key)  # a pattern checked and counted before in this launch: its counts
         if known is None:
@@ -380,15 +383,15 @@ class Memory:
             self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
                        "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
 
-    def _every_block(self, off, lanes) -> int:
+    def _every_block(self, addr, lanes) -> int:
         """The lanes a block has in this access when every block of the chunk has the same lanes at the same
-        offsets (a tile's `s[threadIdx.y][k]`), else 0."""
+        addresses (a tile's `s[threadIdx.y][k]`), else 0."""
         blocks = self.shared.shape[0]
         n = len(lanes)
-        if blocks < 2 or n % blocks:
+        if blocks < 2 or n % blocks or addr[n // blocks] != addr[0]:
             return 0
         k = n // blocks
-        rows = off.reshape(blocks, k)
+        rows = addr.reshape(blocks, k)
         if not (rows == rows[0]).all():
             return 0
         if n != blocks * self.tpb or int(lanes[-1]) != n - 1:  # not every lane: the same ones in each block?
