@@ -298,7 +298,11 @@ class Machine:
             base = self.ev(e.base, m)
             idx = self.ev(e.index, m)
             size = e.type.size
-            return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
+            if np.ndim(idx) == 0:
+                return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
+            addr = np.multiply(idx, size, dtype=np.int64, casting="unsafe")  # one pass, no int64 copy of idx first
+            addr += np.asarray(base, np.int64)
+            return ("mem", addr, e.type)
         if t is ir.Member:
             if e.arrow or type(e.base) not in (ir.Var, ir.Index, ir.Member, ir.Unary):
                 base = self.ev(e.base, m)  # a pointer, or a struct that is a value (a call's): its address
