@@ -414,11 +414,21 @@ class Memory:
         return view[lanes, off // size]
 
     # -------------------------------------------------------------- atomics
+    def _cas_one(self, addr, lanes, dtype, loc, new, compare):
+        """atomicCAS of every lane on one global address (a contended CAS loop's round): one read and one write of
+        it (checked as the first lane's), the swaps found in as many passes as there are."""
+        old = self.access(addr, lanes[:1], dtype, loc, False, count=False)
+        olds, value = _cas_one_rounds(old[0], compare, new)
+        self.access(addr, lanes[:1], dtype, loc, True, np.asarray([value], dtype), count=False)
+        return olds
+
     def atomic(self, op: str, addr, lanes, dtype, loc, operands, want_old: bool, compare=None):
         """Apply one atomic per active lane, serialised per address in lane order; return the old values."""
         self.traffic.atomics += len(lanes) and 1 + int(np.count_nonzero(np.diff(lanes // WARP)))
         if np.ndim(addr) == 0:
             addr = np.full(len(lanes), addr, np.int64)
+        if op == "cas" and len(addr) and addr[0] < SHARED_BASE and (addr == addr[0]).all():
+            return self._cas_one(addr[:1], lanes, dtype, loc, np.asarray(operands, dtype), np.asarray(compare, dtype))
         operands = np.broadcast_to(np.asarray(operands, dtype), addr.shape).copy()
         old = self.access(addr, lanes, dtype, loc, False, count=False)  # checks bounds; the first value seen
         # one location is one address in global memory, but an address and a block in shared memory (each block
@@ -480,6 +490,24 @@ class Memory:
         first_idx = order[starts]
         self.access(addr[first_idx], lanes[first_idx], dtype, loc, True, value, count=False)
         return olds
+
+
+def _cas_one_rounds(value, compare, new):
+    """atomicCAS of lanes on one location, in lane order: each round finds the next lane whose compare matches
+    the value; the lanes after it see its new value (until the next swap). Returns (old values, last value)."""
+    n = len(compare)
+    compare, new = np.broadcast_to(compare, (n,)), np.broadcast_to(new, (n,))
+    olds = np.full(n, value, compare.dtype)
+    pos = 0
+    while pos < n:
+        hits = np.flatnonzero(compare[pos:] == value)
+        if len(hits) == 0:
+            break
+        pos += int(hits[0])
+        value = new[pos]
+        pos += 1
+        olds[pos:] = value
+    return olds, value
 
 
 def _cas_rounds(g, starts, counts, value, compare, new):
