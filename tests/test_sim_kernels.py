@@ -135,6 +135,11 @@ def test_show_access_draws_which_thread_touched_which_element(sim):
     assert access["b"]["elements"]["14"] == {"read": [], "write": ["b1:6"]}
     assert "15" not in access["b"]["elements"]
     assert sim.fails("launch shift a b 16i grid 64 block 32 show-access")["code"] == "USAGE"
+    sim.ok("kernel define upper <<< __global__ void upper(int *b) { b[threadIdx.x + 32] = 1; } >>>")
+    sim.ok("alloc device 256B as c")  # whole warps on consecutive elements, from element 32: a run of them
+    access = sim.ok("launch upper c grid 1 block 32 show-access")["access"]
+    assert access["c"]["elements"]["32"] == {"read": [], "write": ["0"]} and "0" not in access["c"]["elements"]
+    assert access["c"]["elements"]["63"] == {"read": [], "write": ["31"]}
 
 
 def test_constructs_outside_the_subset_are_refused_with_their_line(sim):

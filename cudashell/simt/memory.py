@@ -203,7 +203,7 @@ class Memory:
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
         self.path = ""  # the load under way goes by the read-only data path or the constant cache (Index.path)
         self.patterns: dict = {}  # every-block shared accesses checked so far → their (requests, wavefronts);
-        # the launch gives each chunk's Memory its own dict, so a tile loop's accesses are checked once a launch
+        # the launch gives every chunk's Memory the same dict, so a tile loop's accesses are checked once a launch
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -319,7 +319,7 @@ class Memory:
                 ix = (a - region.start) >> shift
             if self.trace is not None and count:
                 self.trace.extend((region.name, int(i), size, int(l), write)
-                                  for i, l in zip(np.arange(len(a))[ix] if isinstance(ix, slice) else ix, ln))
+                                  for i, l in zip(range(ix.start, ix.stop) if isinstance(ix, slice) else ix, ln))
             if write:
                 v = values if sel is None or np.ndim(values) == 0 else values[sel]
                 view[ix] = v
