@@ -168,8 +168,8 @@ def shuffle(mach, v, which, width, kind: str):
         src = lane ^ which
         src = np.where(src >= seg + width, lane, src)
     source = mach.lane - lane + src
-    if key is not None:
-        mach.shuffles[key] = source
+    if key is not None:  # kept as int32 (a chunk's lanes are far fewer than 2^31): half the bytes kept
+        source = mach.shuffles[key] = source.astype(np.int32)
     return v[source]
 
 
