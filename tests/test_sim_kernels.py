@@ -135,6 +135,11 @@ def test_show_access_draws_which_thread_touched_which_element(sim):
     assert access["b"]["elements"]["14"] == {"read": [], "write": ["b1:6"]}
     assert "15" not in access["b"]["elements"]
     assert sim.fails("launch shift a b 16i grid 64 block 32 show-access")["code"] == "USAGE"
+    sim.ok("kernel define upper <<< __global__ void upper(int *b) { b[threadIdx.x + 32] = 1; } >>>")
+    sim.ok("alloc device 256B as c")  # whole warps on consecutive elements, from element 32: a run of them
+    access = sim.ok("launch upper c grid 1 block 32 show-access")["access"]
+    assert access["c"]["elements"]["32"] == {"read": [], "write": ["0"]} and "0" not in access["c"]["elements"]
+    assert access["c"]["elements"]["63"] == {"read": [], "write": ["31"]}
 
 
 def test_constructs_outside_the_subset_are_refused_with_their_line(sim):
@@ -178,6 +183,21 @@ def test_shared_atomics_are_each_blocks_own(sim):
     assert sim.ok("show out dtype int32 count 4")["values"] == [32, 132, 232, 332]
     olds = sim.ok("show olds dtype int32 count 128")["values"]
     assert sorted(olds[32:64]) == list(range(100, 132))
+
+
+def test_compare_and_swaps_on_one_address_are_serialised_in_thread_order(sim):
+    """Each thread's atomicCAS sees the value its turn finds: a chain (thread i swaps i for i + 1) all swap in one
+    call; a crowd expecting 0 has one winner, and the rest see its value; a CAS add loop sums every thread."""
+    sim.ok("kernel define chain <<< __global__ void chain(int *olds, int *p, int *q, int *sum) { "
+           "int i = blockIdx.x * blockDim.x + threadIdx.x; olds[i] = atomicCAS(p, i, i + 1); "
+           "olds[i + 512] = atomicCAS(q, 0, i + 7); int old = *sum, assumed; "
+           "do { assumed = old; old = atomicCAS(sum, assumed, assumed + i); } while (assumed != old); } >>>")
+    sim.ok("alloc managed 4KB as olds; alloc managed 4B as p; alloc managed 4B as q; alloc managed 4B as sum; "
+           "fill p 0; fill q 0; fill sum 0; launch chain olds p q sum grid 2 block 256; sync")
+    olds = sim.ok("show olds dtype int32 count 1024")["values"]
+    assert olds[:512] == list(range(512)) and sim.ok("show p dtype int32 count 1")["values"] == [512]
+    assert olds[512] == 0 and set(olds[513:]) == {7}
+    assert sim.ok("show sum dtype int32 count 1")["values"] == [sum(range(512))]
 
 
 def test_each_function_has_its_own_shared_variables_and_file_scope_ones_are_every_kernels(sim):
@@ -236,3 +256,44 @@ def test_a_kernel_that_never_ends_is_refused_and_the_context_lives(sim, monkeypa
     sim.ok("alloc device 4B as o")
     assert sim.fails("launch forever o grid 1 block 1")["code"] == "RUNAWAY_KERNEL"
     sim.ok("launch fill o 1; sync")
+
+
+TILED = r'''
+__global__ void tiled(const float *a, float *out, int tiles, int sync_twice) {
+  __shared__ float s[16][17];
+  float acc = 0.0f;
+  for (int t = 0; t < tiles; ++t) {
+    s[threadIdx.y][threadIdx.x] = a[(blockIdx.x * tiles + t) * 256 + threadIdx.y * 16 + threadIdx.x];
+    __syncthreads();
+    for (int k = 0; k < 16; ++k)
+      acc += s[threadIdx.y][k] * s[k][threadIdx.x];
+    if (sync_twice) __syncthreads();
+  }
+  out[blockIdx.x * 256 + threadIdx.y * 16 + threadIdx.x] = acc;
+}
+'''
+
+
+def _run_tiled(blocks: int, sync_twice: int):
+    from cudashell.simt import compile_source
+    from cudashell.simt.launch import run
+    from cudashell.simt.memory import Region
+
+    (kernel,) = compile_source(TILED)
+    a = np.arange(blocks * 4 * 256, dtype=np.float32) % 7
+    regions = [Region("a", 0x10000000, a.nbytes, "device", read=lambda: a.view(np.uint8).copy()),
+               Region("out", 0x20000000, blocks * 1024, "device", read=lambda: np.zeros(blocks * 1024, np.uint8))]
+    program, fn = kernel.handle
+    return run(program, fn, [0x10000000, 0x20000000, np.int32(4), np.int32(sync_twice)], (blocks, 1, 1),
+               (16, 16, 1), 0, regions)
+
+
+def test_blocks_that_access_shared_memory_alike_are_counted_and_checked_as_each_would_be():
+    """Many blocks of a tile loop are checked and counted through one block's accesses: the counts are the
+    blocks' times one block's, and a missing second barrier is still a hazard (on the second tile)."""
+    one, many = _run_tiled(1, 1), _run_tiled(80, 1)  # 80 blocks of 256: three chunks, the last one short
+    assert one.traffic.shared_requests * 80 == many.traffic.shared_requests
+    assert one.traffic.shared_wavefronts * 80 == many.traffic.shared_wavefronts
+    assert not one.warnings and not many.warnings
+    racy = _run_tiled(80, 0)
+    assert racy.warnings and "write-after-read" in racy.warnings[0] and "in block (0,0,0)" in racy.warnings[0]

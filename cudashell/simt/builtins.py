@@ -140,12 +140,18 @@ def _bitcast(dst):
 
 # ------------------------------------------------------------------ warps
 def _lane_in_warp(mach):
-    return (mach.lane % WARP).astype(np.int64)
+    """Each lane's number in its warp (made once a launch shape: shuffles and votes ask for it at every call)."""
+    if mach.lane_in_warp is None:
+        mach.lane_in_warp = mach.shape["lane_in_warp"] = mach.lane & (WARP - 1)
+    return mach.lane_in_warp
 
 
 def shuffle(mach, v, which, width, kind: str):
     """Each lane's read of `v` from another lane of its `width`-lane segment of the warp, as shfl.sync does it."""
     v = np.broadcast_to(np.asarray(v), (mach.n,))
+    key = (kind, int(which), int(width)) if np.ndim(which) == 0 and np.ndim(width) == 0 else None
+    if key is not None and key in mach.shuffles:  # the same offset again (a reduction's steps): its lanes
+        return v[mach.shuffles[key]]
     lane = _lane_in_warp(mach)
     width = np.asarray(width).astype(np.int64)
     seg = lane & ~(width - 1)
@@ -161,8 +167,10 @@ def shuffle(mach, v, which, width, kind: str):
     else:  # PTX's shfl.bfly: a lane past the last of its segment reads its own value
         src = lane ^ which
         src = np.where(src >= seg + width, lane, src)
-    base = mach.lane - lane
-    return v[base + src]
+    source = mach.lane - lane + src
+    if key is not None:  # kept as int32 (a chunk's lanes are far fewer than 2^31): half the bytes kept
+        source = mach.shuffles[key] = source.astype(np.int32)
+    return v[source]
 
 
 def _shfl(kind):

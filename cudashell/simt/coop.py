@@ -36,11 +36,14 @@ class Group:
     def __init__(self, mach, value, m, e):
         self.mach, self.m = mach, m
         v = np.broadcast_to(np.asarray(value).astype(np.uint64), (mach.n,))
-        heads = np.unique(v[m] >> np.uint64(32))
-        if len(heads) != 1:
-            raise Fault("NOT_SUPPORTED_ON_SIM", f"{_where(e)}: a group handle that differs between the threads "
-                        "calling it is not in the simulator's subset")
-        head = int(heads[0])
+        if np.ndim(value) == 0:  # one handle for every lane (a tile's, a block's): nothing to compare
+            head = int(value) >> 32
+        else:
+            heads = v[m] >> np.uint64(32)
+            if len(heads) == 0 or (heads != heads[0]).any():
+                raise Fault("NOT_SUPPORTED_ON_SIM", f"{_where(e)}: a group handle that differs between the threads "
+                            "calling it is not in the simulator's subset")
+            head = int(heads[0])
         self.kind, self.size, self.parent = head & 0xF, (head >> 8) & 0xFF, (head >> 16) & 0xFF
         lane = mach.lane
         if self.kind == TILE:

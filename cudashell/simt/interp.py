@@ -60,19 +60,29 @@ class Machine:
     """Runs one kernel over a chunk of blocks: `lanes` lanes, `tpb` of them a block (whole warps)."""
 
     def __init__(self, program, memory: Memory, lanes: int, tpb: int, threads: int, block, grid, block_ids,
-                 shared_layout: dict, report):
+                 shared_layout: dict, report, shapes: dict | None = None):
         self.program = program
         self.mem = memory
         self.n = lanes
         self.tpb = tpb
-        self.lane = np.arange(lanes, dtype=np.int64)
-        blocks = lanes // tpb
-        t = np.arange(tpb, dtype=np.int64)  # one block's pattern, repeated for every block of the chunk
-        self.valid = np.tile(t < threads, blocks)
+        # what depends only on the chunk's shape is made once a launch (`shapes`, by lanes), never written to
+        shape = (shapes if shapes is not None else {}).setdefault(lanes, {})
+        if not shape:
+            blocks = lanes // tpb
+            t = np.arange(tpb, dtype=np.int64)  # one block's pattern, repeated for every block of the chunk
+            bx, by, bz = block
+
+            def per_lane(values, extent):  # a dimension of extent 1 is 0 for every lane: a scalar, no array
+                return np.tile(values.astype(np.uint32), blocks) if extent > 1 else np.uint32(0)
+            shape.update(lane=np.arange(lanes, dtype=np.int64), valid=np.tile(t < threads, blocks),
+                         threads=(per_lane(t % bx, bx), per_lane((t // bx) % by, by), per_lane(t // (bx * by), bz)),
+                         shuffles={})
+        self.lane, self.valid = shape["lane"], shape["valid"]
+        self.lane_in_warp = shape.get("lane_in_warp")  # lane % 32, made when a warp intrinsic first asks
+        self.shape = shape
+        self.shuffles: dict = shape["shuffles"]  # (kind, offset, width) of a uniform shuffle → the lane each reads
         bx, by, bz = block
-        def per_lane(values, extent):  # a dimension of extent 1 is 0 for every lane: a scalar, no array
-            return np.tile(values.astype(np.uint32), blocks) if extent > 1 else np.uint32(0)
-        tx, ty, tz = per_lane(t % bx, bx), per_lane((t // bx) % by, by), per_lane(t // (bx * by), bz)
+        tx, ty, tz = shape["threads"]
         self.special = {"threadIdx.x": tx, "threadIdx.y": ty, "threadIdx.z": tz,
                         "blockDim.x": np.uint32(bx), "blockDim.y": np.uint32(by), "blockDim.z": np.uint32(bz),
                         "gridDim.x": np.uint32(grid[0]), "gridDim.y": np.uint32(grid[1]),
@@ -288,7 +298,11 @@ class Machine:
             base = self.ev(e.base, m)
             idx = self.ev(e.index, m)
             size = e.type.size
-            return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
+            if np.ndim(idx) == 0:
+                return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
+            addr = np.multiply(idx, size, dtype=np.int64, casting="unsafe")  # one pass, no int64 copy of idx first
+            addr += np.asarray(base, np.int64)
+            return ("mem", addr, e.type)
         if t is ir.Member:
             if e.arrow or type(e.base) not in (ir.Var, ir.Index, ir.Member, ir.Unary):
                 base = self.ev(e.base, m)  # a pointer, or a struct that is a value (a call's): its address

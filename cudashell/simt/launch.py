@@ -14,7 +14,7 @@ from .interp import Machine
 from .memory import LOCAL_BASE, SHARED_BASE, WARP, Memory, Region, Traffic
 from .racecheck import Watch
 
-LANES = 1 << 15  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace …
+LANES = 1 << 17  # lanes a chunk runs at once: large enough that numpy, not Python, sets the pace …
 MIN_LANES = 1 << 13
 LANE_BYTES = 256  # … but no more than one lane for each 256 bytes of the kernel's buffers: a chunk's own arrays
 # (values, addresses, racecheck's tables: about that much a lane) stay within what the buffers hold
@@ -119,6 +119,8 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     per_chunk = max(1, lanes // tpb if max_blocks is None else min(lanes // tpb, max_blocks))
     values = [_arg(p, a) for p, a in zip(fn.params, args)]
     watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
+    patterns: dict = {}  # shared accesses every block made alike, checked and counted: one dict for every chunk
+    shapes: dict = {}  # a chunk's lane numbers, thread indices, shuffles' sources: made once for the launch
     for first in range(0, blocks, per_chunk):
         ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
         block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
@@ -128,12 +130,13 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
             return _describe(lane, addr, size, what, loc, why, _ids, tpb, block, regions)
 
         mem = Memory(regions, shared_total, len(ids), lanes, tpb, report.traffic, describe)
+        mem.patterns = patterns
         if watch is not None:
             watch.chunk(describe, first * tpb)
             mem.watch = watch
         if trace:
             mem.trace = []
-        mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report)
+        mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report, shapes)
         with np.errstate(all="ignore"):
             mach.run(fn, values)
         if trace:

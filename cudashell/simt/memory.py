@@ -123,17 +123,22 @@ def _constant(offsets: np.ndarray, lanes: np.ndarray, stride: int | None) -> tup
     return 1 + int(np.count_nonzero(warp[1:] != warp[:-1])) if len(warp) else 0, distinct
 
 
-def _stride(addr: np.ndarray, lanes: np.ndarray) -> int | None:
-    """The step between neighbouring lanes' addresses when every lane of whole warps is here and the addresses are
-    one arithmetic progression (`a[i]` with i a thread's number: the usual case), else None."""
+def _stride(addr: np.ndarray, lanes: np.ndarray) -> tuple[int | None, bool]:
+    """The step between neighbouring lanes' addresses when every lane of whole warps is here and each warp's
+    addresses are an arithmetic progression of that one step (`a[i]` with i a thread's number: the usual case),
+    else None; and whether all the lanes' addresses are one progression (not only each warp's)."""
     n = len(addr)
     if n < 2 or n % WARP or lanes[0] % WARP or lanes[-1] - lanes[0] + 1 != n:
-        return None
+        return None, False
     step = int(addr[1]) - int(addr[0])
-    if int(addr[-1]) - int(addr[0]) != step * (n - 1):
-        return None
-    d = addr[1:] - addr[:-1]
-    return step if (d == step).all() else None
+    if int(addr[-1]) - int(addr[0]) == step * (n - 1):
+        d = addr[1:] - addr[:-1]
+        if (d == step).all():
+            return step, True
+    rows = addr.reshape(-1, WARP)
+    if ((rows[:, 1:] - rows[:, :-1]) == step).all():  # a progression a warp, the warps apart (a block's rows)
+        return step, False
+    return None, False
 
 
 def _strided_sectors(addr: np.ndarray, stride: int, size: int) -> tuple[int, int, int]:
@@ -197,6 +202,8 @@ class Memory:
         self.watch = None  # racecheck, when on
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
         self.path = ""  # the load under way goes by the read-only data path or the constant cache (Index.path)
+        self.patterns: dict = {}  # every-block shared accesses checked so far → their (requests, wavefronts);
+        # the launch gives every chunk's Memory the same dict, so a tile loop's accesses are checked once a launch
 
     # -------------------------------------------------------------- local frames
     def push(self, nbytes: int) -> int:
@@ -216,14 +223,17 @@ class Memory:
             addr = np.full(len(lanes), addr, np.int64)
         if len(addr) == 0:
             return np.zeros(0, dtype)
-        lo, hi = int(addr.min()), int(addr.max())
+        every = self._every_block(addr, lanes) if count and self.trace is None else 0
+        span = addr[:every] if every else addr  # every block's addresses alike: one block's bound them all
+        lo, hi = int(span.min()), int(span.max())
         for base, space in ((SHARED_BASE, "shared"), (LOCAL_BASE, "local")):  # below a window: an array's -1
             if base - WINDOW <= lo < base:
-                i = int(np.argmin(addr))
+                i = int(np.argmin(span))
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), lo, dtype.itemsize, loc, write, space,
                            f"{base - lo} bytes before the start of the {space} memory")
         if lo >= SHARED_BASE and hi < SHARED_BASE + WINDOW:
-            return self._shared(addr - SHARED_BASE, lanes, dtype, loc, write, values, count)
+            return self._shared(span - SHARED_BASE, lanes[:every] if every else lanes, dtype, loc, write, values,
+                                count, every)
         if lo >= LOCAL_BASE and hi < LOCAL_BASE + WINDOW:
             return self._local(addr - LOCAL_BASE, lanes, dtype, loc, write, values)
         if hi < SHARED_BASE:
@@ -252,9 +262,12 @@ class Memory:
     def _global(self, addr, lanes, dtype, loc, write, values, count):
         size = dtype.itemsize
         shift = size.bit_length() - 1
-        stride = _stride(addr, lanes)
-        if stride is not None and not (int(addr[0]) | stride) & (size - 1):
+        stride, whole = _stride(addr, lanes)
+        if stride is not None and whole and not (int(addr[0]) | stride) & (size - 1):
             lo, hi = sorted((int(addr[0]), int(addr[-1])))  # an arithmetic progression: its ends bound it
+        elif stride is not None and not stride & (size - 1) and not (addr[::WARP] & (size - 1)).any():
+            ends = np.concatenate((addr[::WARP], addr[WARP - 1::WARP]))  # a progression a warp: its ends bound it
+            lo, hi = int(ends.min()), int(ends.max())
         else:
             if size > 1:
                 mis = addr & (size - 1)
@@ -263,7 +276,7 @@ class Memory:
                     self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write,
                                "global", "misaligned")
             lo, hi = int(addr.min()), int(addr.max())
-            stride = None
+            stride, whole = None, False
         k = bisect.bisect_right(self.starts, lo) - 1
         if k >= 0 and hi + size <= self.regions[k].end:
             groups = [(self.regions[k], None)]
@@ -299,16 +312,21 @@ class Memory:
                     if self.path == "readonly":
                         self.traffic.readonly_loads += req
             view = region.view(dtype)
-            ix = (a - region.start) >> shift
+            if whole and stride == size and sel is None:  # consecutive elements: a slice, no index array
+                first = (int(a[0]) - region.start) >> shift
+                ix = slice(first, first + len(a))
+            else:
+                ix = (a - region.start) >> shift
             if self.trace is not None and count:
-                self.trace.extend((region.name, int(i), size, int(l), write) for i, l in zip(ix, ln))
+                self.trace.extend((region.name, int(i), size, int(l), write)
+                                  for i, l in zip(range(ix.start, ix.stop) if isinstance(ix, slice) else ix, ln))
             if write:
                 v = values if sel is None or np.ndim(values) == 0 else values[sel]
                 view[ix] = v
                 region.dirty = True
                 if self.watch is not None and count:  # atomics (count=False) do not race
-                    self.watch.global_write(region, a, ln, size, loc, distinct=stride is not None and
-                                            abs(stride) >= size and sel is None)
+                    self.watch.global_write(region, a, ln, size, loc, distinct=whole and abs(stride) >= size and
+                                            sel is None, run=whole and stride == size and sel is None)
             else:
                 got = view[ix]
                 if sel is None:
@@ -317,9 +335,45 @@ class Memory:
                     out[sel] = got
         return out
 
-    def _shared(self, off, lanes, dtype, loc, write, values, count):
+    def _shared(self, off, lanes, dtype, loc, write, values, count, every=0):
+        """`every`: these are block 0's lanes and offsets, and every block of the chunk makes the same access:
+        one block's are checked and counted, every block's bytes move."""
         size = dtype.itemsize
         shift = size.bit_length() - 1
+        known = None
+        if every:
+            key = (off.tobytes(), lanes.tobytes(), size)
+            known = self.patterns.get(key)  # a pattern checked and counted before in this launch: its counts
+        if known is None:
+            self._check_shared(off, lanes, size, loc, write)
+        blocks = self.shared.shape[0] if every else 1
+        if count:
+            if known is None:
+                req, wav = _wavefronts(off, lanes)
+                if every:
+                    self.patterns[key] = (req, wav)
+            else:
+                req, wav = known
+            self.traffic.shared_requests += req * blocks
+            self.traffic.shared_wavefronts += wav * blocks
+        block = lanes // self.tpb
+        cell = off >> shift
+        view = self.shared.view(dtype)
+        if self.trace is not None and count:
+            self.trace.extend(("__shared__", int(o) // size, size, int(l), write) for o, l in zip(off, lanes))
+        if self.watch is not None and count:
+            self.watch.shared(block, off, lanes, size, loc, write, every_block=blocks if every else 0)
+        if every:
+            if write:
+                view[:, cell] = values.reshape(blocks, -1) if np.ndim(values) else values
+                return None
+            return view[:, cell].reshape(-1)
+        if write:
+            view[block, cell] = values
+            return None
+        return view[block, cell]
+
+    def _check_shared(self, off, lanes, size, loc, write) -> None:
         if size > 1 and (off & (size - 1)).any():
             i = int(np.flatnonzero(off & (size - 1))[0])
             self._fail("CUDA_ERROR_MISALIGNED_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
@@ -328,21 +382,23 @@ class Memory:
             i = int(np.flatnonzero(off + size > self.shared_bytes)[0])
             self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(off[i]) + SHARED_BASE, size, loc, write,
                        "shared", f"out of bounds of the block's {self.shared_bytes} bytes of shared memory")
-        if count:
-            req, wav = _wavefronts(off, lanes)
-            self.traffic.shared_requests += req
-            self.traffic.shared_wavefronts += wav
-        block = lanes // self.tpb
-        cell = off >> shift
-        view = self.shared.view(dtype)
-        if self.trace is not None and count:
-            self.trace.extend(("__shared__", int(o) // size, size, int(l), write) for o, l in zip(off, lanes))
-        if self.watch is not None and count:
-            self.watch.shared(block, off, lanes, size, loc, write)
-        if write:
-            view[block, cell] = values
-            return None
-        return view[block, cell]
+
+    def _every_block(self, addr, lanes) -> int:
+        """The lanes a block has in this access when every block of the chunk has the same lanes at the same
+        addresses (a tile's `s[threadIdx.y][k]`), else 0."""
+        blocks = self.shared.shape[0]
+        n = len(lanes)
+        if blocks < 2 or n % blocks or addr[n // blocks] != addr[0]:
+            return 0
+        k = n // blocks
+        rows = addr.reshape(blocks, k)
+        if not (rows == rows[0]).all():
+            return 0
+        if n != blocks * self.tpb or int(lanes[-1]) != n - 1:  # not every lane: the same ones in each block?
+            by_block = lanes.reshape(blocks, k) - (np.arange(blocks, dtype=np.int64) * self.tpb)[:, None]
+            if not (by_block == by_block[0]).all():
+                return 0
+        return k
 
     def _local(self, off, lanes, dtype, loc, write, values):
         size = dtype.itemsize
@@ -358,18 +414,31 @@ class Memory:
         return view[lanes, off // size]
 
     # -------------------------------------------------------------- atomics
+    def _cas_one(self, addr, lanes, dtype, loc, new, compare):
+        """atomicCAS of every lane on one global address (a contended CAS loop's round): one read and one write of
+        it (checked as the first lane's), the swaps found in as many passes as there are."""
+        old = self.access(addr, lanes[:1], dtype, loc, False, count=False)
+        olds, value = _cas_one_rounds(old[0], compare, new)
+        self.access(addr, lanes[:1], dtype, loc, True, np.asarray([value], dtype), count=False)
+        return olds
+
     def atomic(self, op: str, addr, lanes, dtype, loc, operands, want_old: bool, compare=None):
         """Apply one atomic per active lane, serialised per address in lane order; return the old values."""
         self.traffic.atomics += len(lanes) and 1 + int(np.count_nonzero(np.diff(lanes // WARP)))
         if np.ndim(addr) == 0:
             addr = np.full(len(lanes), addr, np.int64)
+        if op == "cas" and len(addr) and addr[0] < SHARED_BASE and (addr == addr[0]).all():
+            return self._cas_one(addr[:1], lanes, dtype, loc, np.asarray(operands, dtype), np.asarray(compare, dtype))
         operands = np.broadcast_to(np.asarray(operands, dtype), addr.shape).copy()
         old = self.access(addr, lanes, dtype, loc, False, count=False)  # checks bounds; the first value seen
         # one location is one address in global memory, but an address and a block in shared memory (each block
         # its own), an address and a thread in local memory
         where = np.where(addr >= LOCAL_BASE, addr + lanes * WINDOW,
                          np.where(addr >= SHARED_BASE, addr + (lanes // self.tpb) * WINDOW, addr))
-        uniq, inv = np.unique(where, return_inverse=True)
+        if (where == where[0]).all():  # one location (a contended counter): no sorting
+            uniq, inv = where[:1], np.zeros(len(where), np.int64)
+        else:
+            uniq, inv = np.unique(where, return_inverse=True)
         if len(uniq) == len(addr) and op != "cas":
             new = _combine(op, old, operands, dtype)
             self.access(addr, lanes, dtype, loc, True, new, count=False)
@@ -397,26 +466,82 @@ class Memory:
             ufunc.at(acc, inv, operands)
             self.access(addr[first], lanes[first], dtype, loc, True, acc.astype(dtype), count=False)
             return old
-        # the general case: rounds, each taking the next lane of every address
+        # the general case: lanes grouped by location in lane order (sorted once), then rounds over the groups
+        order = np.argsort(inv, kind="stable") if len(uniq) > 1 else np.arange(len(inv))
+        g = inv[order]  # each sorted lane's location (its group), 0 … len(uniq) - 1
+        starts = _starts(g)
+        counts = np.diff(np.append(starts, len(g)))
+        value = old[order[starts]].copy()  # each location's value as the rounds go
+        if op == "cas":
+            olds_sorted = _cas_rounds(g, starts, counts, value, np.asarray(compare, dtype)[order] if
+                                      np.ndim(compare) else np.full(len(g), compare, dtype), operands[order])
+        else:  # round r applies each location's r-th lane: as many rounds as the most lanes on one location
+            rank = np.arange(len(g)) - np.repeat(starts, counts)
+            olds_sorted = np.empty(len(g), dtype)
+            by_rank = np.argsort(rank, kind="stable")
+            edges = np.r_[0, np.cumsum(np.bincount(rank))]
+            ops = operands[order]
+            for r in range(len(edges) - 1):
+                k = by_rank[edges[r]:edges[r + 1]]
+                olds_sorted[k] = value[g[k]]
+                value[g[k]] = _combine(op, value[g[k]], ops[k], dtype)
         olds = np.empty_like(old)
-        pending = np.ones(len(addr), bool)
-        current = old.copy()
-        first_idx = np.unique(inv, return_index=True)[1]
-        value = current[first_idx].copy()  # per unique address
-        while pending.any():
-            idx = np.flatnonzero(pending)
-            u, pick = np.unique(inv[idx], return_index=True)
-            chosen = idx[pick]
-            olds[chosen] = value[u]
-            if op == "cas":
-                cmp = np.asarray(compare, dtype)
-                cmp = cmp[chosen] if cmp.ndim else cmp
-                value[u] = np.where(value[u] == cmp, operands[chosen], value[u])
-            else:
-                value[u] = _combine(op, value[u], operands[chosen], dtype)
-            pending[chosen] = False
+        olds[order] = olds_sorted
+        first_idx = order[starts]
         self.access(addr[first_idx], lanes[first_idx], dtype, loc, True, value, count=False)
         return olds
+
+
+def _cas_one_rounds(value, compare, new):
+    """atomicCAS of lanes on one location, in lane order: each round finds the next lane whose compare matches
+    the value; the lanes after it see its new value (until the next swap). Returns (old values, last value)."""
+    n = len(compare)
+    compare, new = np.broadcast_to(compare, (n,)), np.broadcast_to(new, (n,))
+    olds = np.full(n, value, compare.dtype)
+    pos = 0
+    while pos < n:
+        hits = np.flatnonzero(compare[pos:] == value)
+        if len(hits) == 0:
+            break
+        pos += int(hits[0])
+        value = new[pos]
+        pos += 1
+        olds[pos:] = value
+    return olds, value
+
+
+def _cas_rounds(g, starts, counts, value, compare, new):
+    """atomicCAS of lanes sorted by location (`g`, groups from `starts`), serialised in lane order: a lane
+    swaps when its compare equals the location's value at its turn. Each round finds, for every location at
+    once, the next lane that swaps — the lanes before it fail, seeing the value as it was — so a call takes
+    as many rounds as the most swaps on one location (one, in a CAS loop whose lanes all read the same value),
+    not one a lane. `value` ends as each location's last value; returns each sorted lane's old value."""
+    n = len(g)
+    k = np.arange(n)
+    group_start = np.repeat(starts, counts)
+    initial = value.copy()
+    pending_from = starts.copy()  # each location's first lane not yet decided
+    swapped = np.zeros(n, bool)
+    while True:
+        hit = np.flatnonzero((k >= pending_from[g]) & (compare == value[g]))
+        if len(hit) == 0:
+            break
+        first = hit[_starts(g[hit])]  # each location's next swap
+        swapped[first] = True
+        value[g[first]] = new[first]
+        pending_from[g[first]] = first + 1
+    last = np.maximum.accumulate(np.where(swapped, k, -1))  # the latest swap at or before each lane …
+    before = np.empty_like(last)  # … strictly before it
+    before[0], before[1:] = -1, last[:-1]
+    return np.where(before >= group_start, new[before], initial[g])
+
+
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal keys begins (the keys sorted, at least one)."""
+    change = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+    out = np.empty(len(change) + 1, np.int64)
+    out[0], out[1:] = 0, change
+    return out
 
 
 def _combine(op, old, x, dtype):

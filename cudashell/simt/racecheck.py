@@ -9,7 +9,18 @@ import numpy as np
 NONE = -1
 MANY = -2
 TILED = -3  # at and below: an access ordered by a warp-level barrier for the threads of one tile (see tile_barrier)
+SNAPSHOT_BYTES = 4 << 20  # the most the remembered states of a launch's tables take
 WARP_READERS = -7000  # down to -7031: read by several threads, all of warp WARP_READERS - value (below the tags)
+
+
+_TAGS = [np.zeros(0, np.uint16)]
+
+
+def _tags(n: int) -> np.ndarray:
+    """The writers' tags of threads 0 … n - 1 (thread % 65535 + 1), made once and sliced."""
+    if len(_TAGS[0]) < n:
+        _TAGS[0] = (np.arange(max(n, 2 * len(_TAGS[0]), 1 << 17)) % 65535 + 1).astype(np.uint16)
+    return _TAGS[0]
 
 
 def _at(loc) -> str:
@@ -31,6 +42,16 @@ class Watch:
         self.describe = None
         self.base = 0
         self.dirty = False
+        self.uniform = True  # every block's rows of the tables are row 0's: since the last barrier each access was
+        # the same (lanes and offsets) in every block of the chunk, so one block's bookkeeping stands for all
+        # While uniform, the tables' row 0 is a state reached from the empty one (a barrier's) by a sequence of
+        # accesses: a tile loop repeats the same few, so each state's row 0 is kept once (`snapshots`) and what an
+        # access does to a state without a hazard is remembered (`memo`): then it costs a dictionary look-up.
+        self.state: int | None = 0  # the current state's number (None: not remembered, until the next barrier)
+        self.stale = False  # row 0 is not yet the state's: it is in snapshots[state]
+        self.snapshots: list = [{}]  # state → {granularity: row 0 of each table}; state 0: all empty
+        self.memo: dict | None = {}  # (state, access) → the state after it
+        self.hazarded = False
 
     def chunk(self, describe, base: int) -> None:
         """A new chunk of blocks: its own shared memory, its own thread numbers from `base` on."""
@@ -59,6 +80,27 @@ class Watch:
                 writer.fill(NONE)
                 reader.fill(NONE)
             self.dirty = False
+        self.uniform = True
+        self.state, self.stale = 0, False
+
+    def _materialise(self) -> None:
+        """Row 0 of the tables made the current state's, where the memo skipped the updates."""
+        if self.stale:
+            rows = self.snapshots[self.state]
+            for gran, tables in self.tables.items():
+                saved = rows.get(gran)
+                for k, t in enumerate(tables):
+                    t[0] = saved[k] if saved is not None else (NONE if k < 2 else 0)
+            self.stale = False
+
+    def _spread(self) -> None:
+        """Row 0 of every table copied to every block's row: the blocks' accesses are about to differ."""
+        if self.uniform:
+            self._materialise()
+            for table in self.tables.values():
+                for t in table:
+                    t[1:] = t[0]
+            self.uniform = False
 
     def tile_barrier(self, lanes, width: int) -> None:
         """A barrier of the threads of `width`-thread tiles of a warp (a tile's sync, __syncwarp): each access
@@ -67,6 +109,7 @@ class Watch:
         tile · 6 + log2 width), which an int16 holds for the 1024 threads of a block."""
         if not self.tables:
             return
+        self._spread()
         reached = np.asarray(lanes).reshape(-1)
         came = np.zeros(self.shape[4][0] * self.tpb, bool)  # the last chunk may hold fewer blocks than the tables
         came[:len(reached)] = reached
@@ -106,6 +149,7 @@ class Watch:
         return int((TILED - prior) // 6)
 
     def _hazard(self, kind, block, off, t_then, loc_then, t_now, loc_now, lane_now):
+        self.hazarded = True
         blk_lane = int(block) * self.tpb
         first = self.describe(blk_lane + self._thread(t_then, t_now), None, 0, "", None, "")
         # describe gives "… by thread (x,y,z) in block (…)": keep the thread and block words
@@ -115,12 +159,41 @@ class Watch:
                          f"{then_thread} at {_at(self.locs[int(loc_then)])}, then {now_thread} at {_at(loc_now)}, "
                          "with no __syncthreads() between")
 
-    def shared(self, block, off, lanes, size, loc, write) -> None:
+    def shared(self, block, off, lanes, size, loc, write, every_block: int = 0) -> None:
+        """One access of shared memory by `lanes`; `every_block` (the chunk's blocks): these are block 0's, and
+        every block of the chunk made the same access (the tables' rows stay alike while each access is such)."""
         self.dirty = True
+        if every_block and not self.uniform:  # the rows differ already: every block's lanes, one by one
+            ids = np.arange(every_block, dtype=np.int64)
+            block = np.repeat(ids, len(lanes))
+            lanes = (lanes[None, :] + (ids * self.tpb)[:, None]).reshape(-1)
+            off = np.tile(off, every_block)
+            every_block = 0
+        if not every_block:
+            self._spread()
         if size > 4:  # a vector's access: each of its words is a location of its own
             for k in range(0, size, 4):
-                self.shared(block, off + k, lanes, 4, loc, write)
+                self.shared(block, off + k, lanes, 4, loc, write, every_block)
             return
+        key = None
+        if every_block and self.memo is not None and self.state is not None:
+            key = (self.state, off.tobytes(), lanes.tobytes(), size, write, loc)
+            after = self.memo.get(key)
+            if after is not None:
+                self.state, self.stale = after, True
+                return
+            self._materialise()
+            self.hazarded = False
+        self._update(block, off, lanes, size, loc, write)
+        if key is not None:
+            row_bytes = sum(t[0].nbytes for tables in self.tables.values() for t in tables)
+            if self.hazarded or (len(self.snapshots) + 1) * row_bytes > SNAPSHOT_BYTES:  # a hazard's message
+                self.state = None  # names this chunk's threads: not remembered
+                return
+            self.snapshots.append({g: tuple(t[0].copy() for t in tables) for g, tables in self.tables.items()})
+            self.state = self.memo[key] = len(self.snapshots) - 1
+
+    def _update(self, block, off, lanes, size, loc, write) -> None:
         gran = 4 if size >= 4 else 1
         writer, reader, wloc, rloc = (t.reshape(-1) for t in self._tables(gran))
         cell = block * self.shape[gran][1] + (off >> 2 if gran == 4 else off)  # each lane's location, flat
@@ -156,8 +229,9 @@ class Watch:
             reader[cell] = np.where(ordered, t, np.where(one_warp, WARP_READERS - warp, MANY))
             rloc[cell] = lid
 
-    def global_write(self, region, addr, lanes, size, loc, distinct: bool = False) -> None:
-        """`distinct`: the lanes' elements are known to differ (no two lanes of this store on one)."""
+    def global_write(self, region, addr, lanes, size, loc, distinct: bool = False, run: bool = False) -> None:
+        """`distinct`: the lanes' elements are known to differ (no two lanes of this store on one); `run`: they
+        are consecutive elements written by consecutive lanes (slices of the tables, no index arrays)."""
         gran, table = self.global_writers.get(region, (None, None))
         if table is None:  # a 16-bit tag of the writer per element: half the bytes of a buffer of 4-byte elements
             gran = min(size, 8)
@@ -167,13 +241,19 @@ class Watch:
             for k in range(0, size, gran):
                 self.global_write(region, addr + k, lanes, gran, loc, distinct)
             return
-        unit = (addr - region.start) // gran
-        gid = (self.gid(lanes) % 65535 + 1).astype(np.uint16)  # two writers 65535 threads apart look alike: a miss
+        if run and size == gran:
+            first = (int(addr[0]) - region.start) // gran
+            unit = slice(first, first + len(addr))
+            start = (self.base + int(lanes[0])) % 65535
+            gid = _tags(start + len(addr))[start:start + len(addr)]
+        else:
+            unit = (addr - region.start) // gran
+            gid = (self.gid(lanes) % 65535 + 1).astype(np.uint16)  # two writers 65535 threads apart look alike
         prior = table[unit]
-        clash = (prior != 0) & (prior != gid)
+        clash = (prior != 0) & (prior != gid) if prior.any() else False
         table[unit] = gid
         dup = False if distinct else table[unit] != gid  # two lanes of this store on one element: all but one lost
-        if clash.any() or np.any(dup):
+        if np.any(clash) or np.any(dup):
             i = int(np.flatnonzero(clash | dup)[0])
             now = self.describe(int(lanes[i]), None, 0, "", None, "").split(" by ", 1)[1]
             self.report.warn(f"racecheck: two threads wrote 0x{int(addr[i]):x} in {region.name} without an atomic "

@@ -104,19 +104,21 @@ def fma(a, b, c, dt: np.dtype):
     """a·b + c rounded once, as the GPU's fma.rn."""
     a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
     if dt == np.float32:
-        p = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits
-        cc = c.astype(np.float64)
-        s = p + cc
-        bp = s - cc  # TwoSum: e is what the double sum lost
-        e = (p - bp) + (cc - (s - bp))
-        r = s.astype(np.float32)
-        # double rounding: s exactly halfway between two floats, but the exact sum is not
-        bits = np.asarray(s).view(np.int64) if np.ndim(s) else np.array([s]).view(np.int64)
-        half = (bits & ((1 << 29) - 1)) == (1 << 28)
-        if np.any(half & (e != 0)):
-            nudged = np.nextafter(s, np.where(e > 0, np.inf, -np.inf))
-            r = np.where(half & (e != 0), nudged.astype(np.float32), r)
-        return r.astype(np.float32)
+        p = np.multiply(a, b, dtype=np.float64)  # exact: 24 + 24 bits
+        s = np.add(p, c, dtype=np.float64)
+        r = np.asarray(s.astype(np.float32))
+        # double rounding: s exactly halfway between two floats, but the exact sum is not (rare: fixed where it is)
+        half = np.flatnonzero((s.view(np.int64) & ((1 << 29) - 1)) == (1 << 28))
+        if len(half):
+            pp, cc, ss = (np.broadcast_to(x, s.shape).reshape(-1)[half] for x in (p, c.astype(np.float64), s))
+            bp = ss - cc  # TwoSum: e is what the double sum lost
+            e = (pp - bp) + (cc - (ss - bp))
+            inexact = e != 0
+            nudged = np.nextafter(ss, np.where(e > 0, np.inf, -np.inf)).astype(np.float32)
+            r = r.reshape(-1).copy() if r.ndim else r.reshape(1).copy()
+            r[half[inexact]] = nudged[inexact]
+            r = r.reshape(s.shape)
+        return r if r.ndim else r[()]
     # double: Dekker's exact product, then two sums (correct except in rare double-rounding cases)
     p = a * b
     split = 134217729.0
