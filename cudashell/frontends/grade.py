@@ -336,8 +336,9 @@ def build_parser(env: Environment):
     p.add_argument("--backend", choices=("auto", "sim", "cuda"),
                    help="as cudashell's; sim gives the same grade on every machine (modeled timings)")
     p.add_argument("--sim-profile", metavar="FILE|NAME", help=f"h100 (the default), {', '.join(BUILTIN)} or a file")
-    p.add_argument("--pass", dest="pass_at", default=DEFAULT_PASS, metavar="N%|N",
-                   help=f"the score that passes: a share of the total or points (default {DEFAULT_PASS})")
+    p.add_argument("--pass", dest="pass_at", default=DEFAULT_PASS, metavar="N%|N",  # argparse %-formats help:
+                   help=f"the score that passes: a share of the total or points (default {DEFAULT_PASS})"
+                   .replace("%", "%%"))
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                    help=f"how long one check may take before it scores zero (default {DEFAULT_TIME_LIMIT:g})")
     p.add_argument("--json", action="store_true", help="one JSON line per submission (kind grade)")
