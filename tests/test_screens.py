@@ -189,3 +189,27 @@ def test_the_progress_line_shows_in_a_colour_terminal(tmp_path):
     term.run("bench memcpy h2d pinned sizes 64MB,128MB,256MB,512MB reps 2", timeout=120)
     assert "bench memcpy [" in term.raw and "4/4" in term.raw
     assert term.close() == 0
+
+
+def test_a_chinese_lesson_fits_the_terminal_and_keeps_each_command_on_one_line(term):
+    """Issue 37 item 6: wrapped by display columns (a Chinese character takes two), no line starts with `，`, and a
+    command a student is told to type is never split across two lines."""
+    from wcwidth import wcswidth
+
+    start = len(term.raw)
+    for line in ("lesson streams lang zh", "lesson hint", "lesson hint", "lesson answer"):
+        term.run(line)
+    rows = [r for r in term.lines if any(ord(c) > 0x2E80 for c in r)]
+    assert len(rows) > 6 and any("流与异步拷贝" in r for r in rows)
+    assert not [r for r in rows if r.strip()[0] in "，。、；：！？）"]
+    assert all(r.count("`") % 2 == 0 for r in rows), rows
+    written = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]", "", term.raw[start:])
+    assert all(wcswidth(x) <= term.cols for x in re.split(r"\r?\n|\r", written)
+               if any(ord(c) > 0x2E80 for c in x))  # the terminal never had to wrap a line itself
+
+
+def test_the_f1_screen_wraps_between_words_under_its_column(term):
+    term.send(F1).wait(lambda t: "paste" in t.text and "transcript" in t.text and t.prompt_line() == "")
+    rows = term.lines[term.lines.index("keys at the prompt:"):]
+    assert not any(r.startswith(("s", "!`", "of a")) for r in rows[1:12])  # continued rows start under the column
+    assert "complete: commands, buffers, flags, sizes of parts, files" in " ".join(r.strip() for r in rows)

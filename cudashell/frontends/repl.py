@@ -215,9 +215,12 @@ KEYS = (  # the F1 screen: what the prompt's keys do (prompt_toolkit's emacs key
 )
 
 
-def keys_text() -> str:
-    width = max(len(k) for k, _ in KEYS)
-    return "keys at the prompt:\n" + "\n".join(f"  {k:<{width}}  {what}" for k, what in KEYS)
+def keys_text(width: int = 0) -> str:
+    """The F1 screen, each key's text wrapped between words under its column to the terminal's `width`."""
+    keys = max(len(k) for k, _ in KEYS)
+    rows = [line for k, what in KEYS
+            for line in render.wrap([f"  {k:<{keys}}  {what}"], width, indent=" " * (keys + 4))]
+    return "\n".join(["keys at the prompt:", *rows])
 
 
 def edit_in_editor(text: str, suffix: str = ".cush") -> str:
@@ -279,7 +282,7 @@ def key_bindings(shell) -> KeyBindings:
         topic = " ".join(words[:2]) if words and lookup(" ".join(words[:2])) else (words[0] if words else "")
 
         def show():
-            shell.write(keys_text() + "\n")
+            shell.write(keys_text(int(shell.session.settings["width"])) + "\n")
             if lookup(topic):
                 shell.execute(f"help {topic}")
             else:
