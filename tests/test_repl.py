@@ -292,7 +292,7 @@ def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
 
 @pytest.mark.parametrize("rows,cols", [(24, 80), (40, 120)])
 def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_path, rows, cols):
-    """pexpect in a pty of the given size: `ls` fits the width with every pointer whole; `help` (taller than
+    """pexpect in a pty of the given size: `ls` fits the width with every pointer whole; `help all` (taller than
     24 rows) goes through the pager, which `q` leaves; a demo between two commands leaves them untouched."""
     import re
 
@@ -303,7 +303,7 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
                           timeout=30, dimensions=(rows, cols))
     child.expect("cush>")
     welcome = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before).replace("\r", "").splitlines()
-    assert max(map(len, welcome)) <= cols and re.search(r"Tab to\s+complete", " ".join(welcome))  # between words
+    assert max(map(len, welcome)) <= cols and re.search(r"Tab\s+completes", " ".join(welcome))  # between words
     child.send("alloc pinned 1MB as a; alloc device 64MB as dev; alloc pageable 4MB as mine; register mine mapped\r")
     child.expect("cudaHostRegister")
     child.expect("cush>")
@@ -313,7 +313,7 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
     table = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
     assert re.search(r"0x[0-9a-f]{12}", table) and not re.search(r"0x[0-9a-f]{1,11}\s*$", table, re.M)
     if rows == 24 and shutil.which("less"):
-        child.send("help\r")
+        child.send("help all\r")
         child.expect(r"\(END\)|:")  # less waits: the help is taller than the screen
         child.send("q")
         child.expect("cush>")

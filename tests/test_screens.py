@@ -125,7 +125,7 @@ def test_set_pager_off_writes_tall_output_as_it_is(tmp_path):
         pytest.skip("no less here")
     term = Terminal(tmp_path, 24, 80)
     term.run("set pager off")
-    term.run("help")  # taller than the screen: no pager waits for q
+    term.run("help all")  # taller than the screen: no pager waits for q
     assert "(END)" not in term.display and "units" in term.text
     assert term.close() == 0
 
@@ -213,3 +213,21 @@ def test_the_f1_screen_wraps_between_words_under_its_column(term):
     rows = term.lines[term.lines.index("keys at the prompt:"):]
     assert not any(r.startswith(("s", "!`", "of a")) for r in rows[1:12])  # continued rows start under the column
     assert "complete: commands, buffers, flags, sizes of parts, files" in " ".join(r.strip() for r in rows)
+
+
+def test_the_banner_and_help_name_the_first_things_to_do_and_help_fits_one_screen(term):
+    """Issue 37 item 8: a newcomer is pointed at a lesson, a demo, their own kernel and the tour; `help` alone
+    fits 80×24 without a pager (`help all` has the rest); the banner names the device once."""
+    banner = term.text.split("cush>")[0]
+    assert all(w in " ".join(banner.split()) for w in ("`lesson list`", "`demo streams`", "`kernel load K.cu`",
+                                                         "examples/tour.cush", "`help`"))
+    assert banner.count("H100 80GB HBM3") == 1
+    term.run("help")
+    shown = term.display
+    assert "cush> help" in shown and "first things to do:" in shown and "(or `COMMAND ?`)" in shown
+    assert "(END)" not in shown and ":" != term.cursor_row()[:1]  # no pager waited
+    assert len(term.last_run()[1]) <= 20
+    term.run("set pager off")
+    term.run("help all")
+    listed = " ".join(term.last_run()[1])
+    assert "memcpy2d" in listed and "unregister" in listed and "first things" not in listed

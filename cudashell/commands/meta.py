@@ -11,7 +11,7 @@ from ..export.cemit import comment, cstr, inside
 from ..language.grammar import Arg, Flag, Opt, split_commands
 from ..language.registry import GROUPS, c_writer, command, lookup, parse_segment, specs
 from ..model.settings import SETTABLE
-from ..output.render import fmt_seconds
+from ..output.render import fmt_seconds, wrap
 from ..output.results import (
     Block,
     Edit,
@@ -39,13 +39,28 @@ def spec_help(spec) -> dict:
             "cuda": spec.cuda, "details": spec.details, "aliases": list(spec.aliases)}
 
 
-@command("help", "session", "list the commands, or explain one", "help memcpy", "(none)",
-         args=(Arg("COMMAND", "command", optional=True, many=True),), exported=False, saved=False)
+FIRST_STEPS = (  # what `help` and the banner point a newcomer to first
+    ("lesson list", "exercises, checked as you go: `lesson pinned` first"),
+    ("demo streams", "watch an experiment, explained (`demo`: all)"),
+    ("kernel load K.cu", "your own kernel, then `launch K BUFFER`"),
+    ("run examples/tour.cush", "the five-minute tour (in the project's folder)"),
+)
+
+
+@command("help", "session", "what to do first and the commands by group; `help all`, `help GROUP` or "
+         "`help COMMAND` for more", "help memcpy", "(none)",
+         args=(Arg("COMMAND", "command", optional=True, many=True),), exported=False, saved=False,
+         details="`help` alone fits one screen: the first things to do, and each group's commands by name; "
+                 f"`help all` lists every command with what it does, `help GROUP` ({', '.join(GROUPS)}) one "
+                 "group's, `help COMMAND` (or `COMMAND ?`) one command's syntax, example and CUDA call.")
 def help_(session, backend, args):
     words = args.get("COMMAND")
-    if not words:
-        groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
-        return Help({"groups": groups})
+    groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
+    if not words or [w.lower() for w in words] == ["all"]:
+        return Help({"groups": groups, "brief": not words})
+    group = words[0].lower()
+    if len(words) == 1 and group in groups and lookup(group) is None:  # `streams`, `kernels`: the commands
+        return Help({"groups": {g: cmds if g == group else [] for g, cmds in groups.items()}})
     name = " ".join(words).lower()
     spec = lookup(name)
     several = [lookup(w) for w in words]
@@ -438,6 +453,7 @@ class HelpDataGroups(TypedDict):
 
 class HelpData(TypedDict):
     groups: HelpDataGroups
+    brief: NotRequired[bool]  # `help` alone: shown as the first things to do and the commands' names by group
 
 
 class Help(Result, kind="help"):
@@ -445,15 +461,41 @@ class Help(Result, kind="help"):
     prose = True
 
     def text(self):
-        d = self.data
+        return [line for line, _ in self._rows(0)]
+
+    def lines(self, tablefmt: str = "simple", width: int = 0) -> list[str]:
+        """Each row wrapped under its second column (a long summary continues below itself)."""
+        return [part for line, hang in self._rows(width) for part in wrap([line], width, indent=" " * hang)]
+
+    def _rows(self, width: int) -> list[tuple[str, int]]:
+        """Its lines, each with the indent a wrapped continuation takes."""
+        if self.data.get("brief"):
+            return self._brief(width)
         out = []
-        for group, cmds in d["groups"].items():
+        for group, cmds in self.data["groups"].items():
             if cmds:
-                out.append(f"{group}:")
-                width = max(len(c["name"]) for c in cmds)
-                out += [f"  {c['name']:<{width}}  {c['summary']}" for c in cmds]
-        out.append("`help COMMAND` shows its syntax, an example and the CUDA call behind it.")
-        return out
+                out.append((f"{group}:", 4))
+                name = max(len(c["name"]) for c in cmds)
+                out += [(f"  {c['name']:<{name}}  {c['summary']}", name + 4) for c in cmds]
+        return out + [("`help COMMAND` shows its syntax, an example and the CUDA call behind it.", 4)]
+
+    def _brief(self, width: int) -> list[tuple[str, int]]:
+        """One screen (14 lines at 80×24, where the prompt keeps 8 rows for its menu): the first things to do,
+        then each group's commands by their first word, on one line each (`…` where the terminal is narrower)."""
+        name = max(len(c) for c, _ in FIRST_STEPS)
+        out = [("first things to do:", 4), *((f"  {c:<{name}}  {what}", name + 4) for c, what in FIRST_STEPS),
+               ("commands by group (`help all`: what each does; `help GROUP`: one group):", 4)]
+        for group, cmds in self.data["groups"].items():
+            line = f"  {group:<8}  "
+            words = list(dict.fromkeys(c["name"].split()[0] for c in cmds))
+            for i, w in enumerate(words):
+                more = ", …" if i + 1 < len(words) else ""
+                if width and len(line) + len(w) + len(more) > width:
+                    line = line.rstrip(", ") + ", …"
+                    break
+                line += w + (", " if i + 1 < len(words) else "")
+            out.append((line, 12))
+        return out + [("`help COMMAND` (or `COMMAND ?`): its syntax, an example, the CUDA call", 4)]
 
 
 class HelpCommandData(TypedDict):

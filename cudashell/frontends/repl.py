@@ -446,15 +446,17 @@ def prompt_options(options: ShellOptions, settings: dict, env: Environment) -> t
     return options, ColorErrors(err) if use_color(with_defaults(settings)["color"], env) else err
 
 
+WELCOME = ("new here? `lesson list` (exercises, checked as you go), `demo streams` (watch one), `kernel load K.cu` "
+           "(your own kernel), `run examples/tour.cush` (the tour) — `help` for more, Tab completes, Ctrl-D leaves")
+
+
 def repl(shell, banner: str, settings: dict | None = None, input=None, output=None,
          env: Environment | None = None) -> ExitStatus:
     """The prompt, over a shell built for it (`prompt_options`), until `quit` or Ctrl-D."""
     settings = with_defaults(settings)
     env = env or Environment()
     session = make_session(shell, settings, input, output, env)
-    info = shell.backend.info
-    welcome = [banner, f"{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
-               "Tab to complete, `quit` or Ctrl-D to leave"]
+    welcome = [banner, WELCOME]
     shell.out.write("\n".join(render.wrap(welcome, env.terminal_size().columns)) + "\n")
     if input is None:
         shell.backend.ask_abandon = ask_abandon
