@@ -119,7 +119,7 @@ def launch(session, backend, args):
         _check_traceable(backend, kernel, grid, block, args.col("show-access"))
     t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle, options=options)
     report = t.report  # a KernelReport where the backend counted the kernel (the simulator, a kernel of yours)
-    counts = report.counts() if report is not None else None
+    counts = report.counts() if report is not None and not report.fault else None
     read = written = None  # a built-in's elements, each read and/or written once; a kernel of yours: not split
     if kernel.builtin:
         read = sum(count * 4 for p in kernel.params if p.kind in ("in", "inout"))
@@ -139,7 +139,8 @@ def launch(session, backend, args):
                              "counted": kernel.builtin or counts is not None,
                              "call": "cudaLaunchKernel", **timing_data(t),
                              "counts": counts,
-                             "access": report.access_map() if report is not None and options.show_access else None})
+                             "access": report.access_map() if report is not None and options.show_access else None,
+                             **({"fault": report.fault} if report is not None and report.fault else {})})
 
 
 @c_writer("launch")
@@ -400,7 +401,8 @@ class LaunchAccessElement(TypedDict):
 
 class LaunchAccess(TypedDict):
     element_size: int
-    elements: dict[str, LaunchAccessElement]
+    elements: dict[str, LaunchAccessElement]  # the first 64 elements touched
+    more: int  # elements touched besides those
 
 
 class LaunchDataCountsGlobalKind(TypedDict):
@@ -467,11 +469,14 @@ class LaunchData(TimingData):
     call: str
     counts: LaunchDataCounts | None
     access: dict[str, LaunchAccess] | None
+    fault: NotRequired[str]  # the simulator saw the kernel fault: the error `sync` will report
 
 
 def moved_text(d) -> str:
     """What a launch's byte count counts: a built-in reads and writes each element once (`increment` both: twice
     its buffer), `spin` touches nothing; a kernel of yours moved what the simulator counted, in 32-byte sectors."""
+    if d.get("fault"):
+        return "bytes moved not counted: the kernel faults (the next `sync` says where)"
     if not d["counted"]:
         return "bytes moved not counted (only the simulator counts a kernel of yours)"
     if d["bytes_read"] is None:

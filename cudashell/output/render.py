@@ -284,6 +284,8 @@ def access_lines(a) -> list[str]:
                 for k, c in buf["elements"].items()]
         out += ["", f"  {name} ({buf['element_size']}-byte elements):",
                 fit(rows, ["element", "read by", "written by"], "simple", 0)]
+        if buf.get("more"):
+            out.append(f"  … {buf['more']} more element{'s' * (buf['more'] != 1)} of {name} touched")
     return out
 
 

@@ -107,8 +107,10 @@ def _children(node):
 
 
 def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic: int, regions: list[Region],
-        racecheck: bool = True, trace: bool = False) -> Report:
-    report = Report()
+        racecheck: bool = True, trace: bool = False, report: Report | None = None) -> Report:
+    """Run a launch over `regions`; `report` (else a new one) gathers its counts and, with `trace`, its accesses —
+    kept in it up to a fault, which is raised."""
+    report = report if report is not None else Report()
     layout, _, shared_total = shared_layout(program, fn, dynamic)
     threads = block[0] * block[1] * block[2]
     tpb = -(-threads // WARP) * WARP
@@ -133,11 +135,13 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
         if trace:
             mem.trace = []
         mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report)
-        with np.errstate(all="ignore"):
-            mach.run(fn, values)
-        if trace:
-            report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
-                              for name, elem, size, lane, write in mem.trace]
+        try:
+            with np.errstate(all="ignore"):
+                mach.run(fn, values)
+        finally:  # a fault too: show-access draws what the threads touched up to it, where it helps most
+            if trace:
+                report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
+                                  for name, elem, size, lane, write in mem.trace]
         report.traffic.instructions += mach.statements
     return report
 

@@ -1,0 +1,26 @@
+"""Issue 37's smaller defects, each as a student meets it at the prompt: what the screen says (text at 80 columns),
+the JSON where a key carries it."""
+
+from __future__ import annotations
+
+from .conftest import text_run
+
+OOB = ("kernel define oob <<< __global__ void oob(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
+       "a[i] = i; } >>>")
+INC = ("kernel define inc <<< __global__ void inc(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
+       "if (i < n) a[i] += 1; } >>>")
+
+
+def test_show_access_lists_64_elements_then_says_how_many_more():
+    text = text_run([INC, "alloc device 4KB as a", "launch inc a 100 grid 1 block 128 show-access"])
+    assert "a[63] " in text and "a[64]" not in text
+    assert "… 36 more elements of a touched" in text
+
+
+def test_show_access_draws_a_faulting_kernel_and_its_launch_line_says_it_faults_on_the_simulator():
+    text = text_run([OOB, "alloc device 256B as a", "launch oob a 100 grid 1 block 128 show-access", "sync"])
+    launch = next(line for line in text.splitlines() if line.startswith("launch oob"))
+    assert "only the simulator counts" not in text
+    assert "the kernel faults" in " ".join(text.split())
+    assert "a[63] " in text and "written by" in text  # the 64 threads in bounds, drawn
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in text and launch
