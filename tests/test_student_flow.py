@@ -24,3 +24,19 @@ def test_show_access_draws_a_faulting_kernel_and_its_launch_line_says_it_faults_
     assert "the kernel faults" in " ".join(text.split())
     assert "a[63] " in text and "written by" in text  # the 64 threads in bounds, drawn
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in text and launch
+
+
+def test_a_typo_in_a_flag_or_keyword_gets_did_you_mean():
+    """`memcpy p d asynk` once said "bad size 'asynk'", `launch increment p strem 1` "takes 1 arguments, got 3",
+    `alloc pinned 1MB mappd` gave no suggestion: the grammar knows each command's keywords."""
+    shown = " ".join(text_run(["alloc pinned 1MB as p; alloc device 1MB as d", "memcpy p d asynk",
+                               "launch increment d strem 1", "alloc pinned 1MB mappd"]).split())
+    assert "unexpected 'asynk'" in shown and "did you mean `async`?" in shown and "bad size" not in shown
+    assert "increment takes 1 argument, got 3" in shown and "did you mean `stream` for 'strem'?" in shown
+    assert "unexpected 'mappd' — hint: did you mean `mapped`?" in shown
+
+
+def test_a_value_that_is_not_an_int32_says_so_with_its_article():
+    shown = text_run(["kernel define k2 <<< __global__ void k2(float *a, int n) { } >>>", "alloc device 1KB as d",
+                      "launch k2 d 2.5", "launch k2 d x"])
+    assert "2.5 is not an int32" in shown and "a number for an int32 parameter" in shown

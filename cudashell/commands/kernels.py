@@ -11,8 +11,8 @@ from ..backends.base import LaunchOptions
 from ..errors import ShellError, usage
 from ..export.cemit import CTYPES, ident, refuse
 from ..language.argkinds import parse_part
-from ..language.grammar import Arg, Flag, Opt
-from ..language.registry import c_writer, command
+from ..language.grammar import Arg, Flag, Opt, keyword_typo
+from ..language.registry import c_writer, command, lookup
 from ..model.kernels import BUILTINS, Kernel, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
 from ..model.operations import KERNEL
@@ -92,8 +92,12 @@ def launch(session, backend, args):
                          args.col("KERNEL"))
     texts = args.get("ARG") or []
     if len(texts) != len(kernel.params):
-        raise usage(f"{name} takes {len(kernel.params)} arguments, got {len(texts)}", args.col("ARG"),
-                    f"launch {kernel.signature()}")
+        spec = lookup("launch")
+        typo = next(((i, t) for i, w in enumerate(texts) if (t := keyword_typo(w, spec.opts, spec.flags))), None)
+        n = len(kernel.params)
+        raise usage(f"{name} takes {n} argument{'s' * (n != 1)}, got {len(texts)}",
+                    args.many_cols["ARG"][typo[0]] if typo else args.col("ARG"),
+                    f"did you mean `{typo[1]}` for '{texts[typo[0]]}'?" if typo else f"launch {kernel.signature()}")
     cols = args.many_cols.get("ARG", [])
     checked = "unchecked" not in args.flags
     ctx = session.contexts[session.stream(args.get("S"), args.col("S")).context]  # a kernel runs in its stream's
