@@ -40,3 +40,10 @@ def test_a_value_that_is_not_an_int32_says_so_with_its_article():
     shown = text_run(["kernel define k2 <<< __global__ void k2(float *a, int n) { } >>>", "alloc device 1KB as d",
                       "launch k2 d 2.5", "launch k2 d x"])
     assert "2.5 is not an int32" in shown and "a number for an int32 parameter" in shown
+
+
+def test_a_race_warning_of_the_previous_launch_comes_before_the_next_commands_error():
+    text = text_run(["kernel define racy <<< __global__ void racy(float *a, int n) { __shared__ float s[64]; "
+                     "s[threadIdx.x % 2] = threadIdx.x; a[threadIdx.x] = s[0]; } >>>", "alloc device 1KB as a",
+                     "launch racy a 64 grid 1 block 64", "show nosuch"])
+    assert -1 < text.index("warning: racecheck") < text.index("NO_SUCH_BUFFER")

@@ -232,6 +232,8 @@ class Shell:
             self.session.record(recorded, error is None, error.code if error else None)
         if result is not None and result.api_call is not None:
             self.session.api.append(result.api_call)
+        if error is not None:  # what earlier work said when it finished (a race, a printf) comes before the error
+            self._report_callbacks()
         self.report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
                      explained)
         self._report_callbacks()
