@@ -146,6 +146,7 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
     if not backend.capabilities.models_time:  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit
     before = None  # what the command before a check met first, when it failed
+    dead = None  # a failure nothing after can recover from (a dead context): its check is told, then the section stops
     try:
         for i, (item, lineno) in enumerate(sec.items):
             mark = len(errors)
@@ -159,9 +160,14 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
                 e = shell.last_error
                 why = None if ok else e.message + (f" — hint: {e.hint}" if e.hint else "")
                 conn.send(("check", i, ok, None if ok else e.code, why if ok or not before else f"{why} ({before})"))
-            elif not ok and (first[0] in STICKY or i + 1 == len(sec.items) or not is_check(sec.items[i + 1][0])):
+                if dead is not None:  # one rule: the check after a failure fails, a fault's as a typo's
+                    conn.send(("stop", *dead))
+                    break
+            elif not ok and (i + 1 == len(sec.items) or not is_check(sec.items[i + 1][0])):
                 conn.send(("stop", i, *first))  # nothing after it can be trusted (a dead context: nothing can run)
                 break
+            elif not ok and first[0] in STICKY:
+                dead = (i, *first)
             before = None if ok or i in sec.checks else first[1]
         conn.send(("done",))
     finally:
