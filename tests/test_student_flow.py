@@ -47,3 +47,12 @@ def test_a_race_warning_of_the_previous_launch_comes_before_the_next_commands_er
                      "s[threadIdx.x % 2] = threadIdx.x; a[threadIdx.x] = s[0]; } >>>", "alloc device 1KB as a",
                      "launch racy a 64 grid 1 block 64", "show nosuch"])
     assert -1 < text.index("warning: racecheck") < text.index("NO_SUCH_BUFFER")
+
+
+def test_one_of_a_thing_is_singular():
+    text = text_run(["kernel define one <<< __global__ void one(float *a, int n) { if (threadIdx.x == 0) a[0] = 1; } "
+                     ">>>", "alloc device 4B as a", "launch one a 1 grid 1 block 32", "alloc pinned 1B as p",
+                     "fill p 1", "hold", "launch increment a n 1", "release"])
+    assert "1 request, 1 sector =" in text and "1 requests" not in text
+    assert "p: 1 uint8 element ← 1" in text
+    assert "1 operation was waiting" in text

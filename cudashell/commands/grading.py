@@ -8,7 +8,7 @@ from typing import TypedDict
 
 from ..language.grammar import Arg
 from ..language.registry import command
-from ..output.render import fit
+from ..output.render import fit, plural
 from ..output.results import Result
 from .checks import POINTS
 
@@ -35,7 +35,7 @@ class Section(Result, kind="section"):
 
     def text(self):
         d = self.data
-        return [f"── {d['title']}" + (f" ({d['points']} points)" if d["points"] is not None else "") + " ──"]
+        return [f"── {d['title']}" + (f" ({plural(d['points'], 'point')})" if d["points"] is not None else "") + " ──"]
 
 
 class GradeCheck(TypedDict):

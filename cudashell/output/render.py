@@ -293,31 +293,38 @@ MEMORY_NAMES = {"device": "device memory", "managed": "managed memory", "zero-co
                 "peer": "another GPU's memory (over the link)"}
 
 
+def plural(n, one: str, many: str | None = None) -> str:
+    """`1 request`, `2 requests` (`many` where adding an s is wrong: `address`, `addresses`)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def counts_lines(c) -> list[str]:
     """What a user kernel moved, as the simulator counted it: per warp request, 32-byte sectors."""
     if not c:
         return []
     out = []
     for kind, g in c["global"].items():
-        out.append(f"  {MEMORY_NAMES.get(kind, kind)}: {g['requests']} requests, {g['sectors']} sectors = "
+        out.append(f"  {MEMORY_NAMES.get(kind, kind)}: {plural(g['requests'], 'request')}, "
+                   f"{plural(g['sectors'], 'sector')} = "
                    f"{g['sectors_per_request']:.1f} sectors a request: {g['pattern']} "
                    f"({100 * g['efficiency']:.0f}% of {format_size(g['bytes'])} moved was used)")
     s = c["shared"]
     if s["requests"]:
         ways = s["conflict_ways"]
-        out.append(f"  shared memory: {s['requests']} requests, {s['wavefronts']} wavefronts"
+        out.append(f"  shared memory: {plural(s['requests'], 'request')}, {plural(s['wavefronts'], 'wavefront')}"
                    + (" (no bank conflicts)" if ways <= 1.0 else f" ({ways:.1f}-way bank conflicts on average)"))
     k = c.get("constant")
     if k and k["requests"]:
         per = k["addresses_per_request"]
-        out.append(f"  constant memory: {k['requests']} requests, {k['addresses']} distinct addresses"
+        out.append(f"  constant memory: {plural(k['requests'], 'request')}, "
+                   f"{plural(k['addresses'], 'distinct address', 'distinct addresses')}"
                    + (" (every request a broadcast)" if per <= 1.0 else
                       f" ({per:.1f} a request: the constant cache serves them one after another)"))
     if c.get("readonly_loads"):
         out.append(f"  read-only data path (__ldg, const __restrict__): {c['readonly_loads']} of the "
                    f"{c['loads']} warp loads")
     if c["atomics"]:
-        out.append(f"  atomics: {c['atomics']} warp requests")
+        out.append(f"  atomics: {plural(c['atomics'], 'warp request')}")
     out.append(f"  warp instructions: {c['warp_instructions']} (statements × active warps)")
     return out
 
