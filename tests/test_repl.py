@@ -218,8 +218,20 @@ def test_the_toolbar_fits_the_terminal_and_counts_right(shell):
     shell.execute("alloc pinned 1MB; stream create; hold")
     narrow, wide = toolbar(shell, 80), toolbar(shell, 200)
     assert len(narrow) <= 80 and "1 buffer ·" in narrow and "HELD" in narrow
-    assert "2 streams" in wide and "explain off" in wide and "default stream 0" not in wide
+    assert "1 stream ·" in wide and "explain off" in wide and "default stream 0" not in wide  # the one made
     assert toolbar(shell, 30) == " sim · H100 80GB HBM3 "[:30]
+
+
+def test_the_toolbar_names_no_stream_before_one_is_made_and_sums_sizes_as_ls_writes_them(shell):
+    """Issue 37: "1 stream" showed before any `stream create`; 64 MiB + 1 MiB + 64 B of pinned memory showed as
+    "65.00 MiB", which looks round and is not."""
+    from cudashell.frontends.repl import toolbar
+
+    assert "stream" not in toolbar(shell, 200)
+    shell.execute("alloc pinned 64MB; alloc pinned 1MB; alloc pinned 64")
+    assert "pinned 65 MiB + 64 B ·" in toolbar(shell, 200)
+    shell.execute("alloc pinned 1MB")
+    assert "pinned 66.00" not in toolbar(shell, 200) and "pinned 66 MiB + 64 B" in toolbar(shell, 200)
 
 
 def test_history_keeps_the_newest_entries(tmp_path):

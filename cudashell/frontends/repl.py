@@ -171,13 +171,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _total(n: int) -> str:
+    """A total of buffers' sizes in the words `ls` writes each one in: `65 MiB + 64 B`, never a `65.00 MiB` that
+    looks round and is not."""
+    text = format_size(n)
+    if ".00 " not in text:
+        return text
+    scale = next(s for s in (1 << 30, 1 << 20, 1 << 10) if n >= s)
+    return f"{format_size(n - n % scale)} + {format_size(n % scale)}"
+
+
 def toolbar(shell, width: int | None = None, env: Environment | None = None) -> str:
     """The session at a glance, in one line that fits the terminal: items are dropped from the least needed
     (the last of the list) until it fits."""
     s, b = shell.session, shell.backend
     items = [f"{b.name} · {b.info.name.split(' (')[0]}", "HELD" if s.held is not None else "",
-             _plural(len(s.buffers), "buffer"), f"pinned {format_size(s.pinned_bytes())}",
-             f"device {format_size(s.bytes_in_use('device'))}", _plural(len(s.streams) + 1, "stream"),
+             _plural(len(s.buffers), "buffer"), f"pinned {_total(s.pinned_bytes())}",
+             f"device {_total(s.bytes_in_use('device'))}", _plural(len(s.streams), "stream") if s.streams else "",
              f"time {s.settings['time']}", f"explain {s.settings['explain']}", "F1 help"]
     items = [i for i in items if i]
     width = width or (env or Environment()).terminal_size().columns
