@@ -56,3 +56,10 @@ def test_one_of_a_thing_is_singular():
     assert "1 request, 1 sector =" in text and "1 requests" not in text
     assert "p: 1 uint8 element ← 1" in text
     assert "1 operation was waiting" in text
+
+
+def test_a_sync_after_a_loop_of_copies_folds_the_identical_finished_lines():
+    text = text_run(["demo pinned-vs-pageable"])
+    finished = [line for line in text.splitlines() if "finished: memcpy" in line]
+    assert len(finished) <= 4 and any(line.endswith(" ×100") for line in finished), finished
+    assert len(text.splitlines()) < 60
