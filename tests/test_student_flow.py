@@ -63,3 +63,9 @@ def test_a_sync_after_a_loop_of_copies_folds_the_identical_finished_lines():
     finished = [line for line in text.splitlines() if "finished: memcpy" in line]
     assert len(finished) <= 4 and any(line.endswith(" ×100") for line in finished), finished
     assert len(text.splitlines()) < 60
+
+
+def test_help_of_a_word_that_is_not_a_command_says_which_commands_take_it():
+    shown = " ".join(text_run(["help lang"]).split())
+    assert "'lang' is not a command: it is a word of `demo`, `lesson`" in shown and "lang zh`" in shown
+    assert "did you mean `launch`" not in shown

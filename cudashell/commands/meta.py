@@ -70,6 +70,13 @@ def help_(session, backend, args):
     if spec is None and family:
         return Help({"groups": {name: family}})
     if spec is None:
+        owners = [s for s in specs() if name in [o.keyword for o in s.opts] + [f.word for f in s.flags]]
+        if owners:  # `help lang`: a word of other commands, not one itself
+            shown = next((s for s in owners if f" {name}" in s.example), owners[0])
+            raise ShellError("UNKNOWN_COMMAND", f"'{name}' is not a command: it is a word of "
+                             + ", ".join(f"`{s.name}`" for s in owners[:6]) + (", …" if len(owners) > 6 else ""),
+                             (f"as in `{shown.example}`; " if f" {name}" in shown.example else "")
+                             + f"`help {shown.name}` says where it goes", args.col("COMMAND"))
         close = difflib.get_close_matches(name, [s.name for s in specs()], n=1)
         raise ShellError("UNKNOWN_COMMAND", f"no command '{name}'",
                          f"did you mean `{close[0]}`?" if close else "`help` lists them", args.col("COMMAND"))
