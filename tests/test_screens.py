@@ -231,3 +231,10 @@ def test_the_banner_and_help_name_the_first_things_to_do_and_help_fits_one_scree
     term.run("help all")
     listed = " ".join(term.last_run()[1])
     assert "memcpy2d" in listed and "unregister" in listed and "first things" not in listed
+
+
+def test_the_error_under_the_prompt_keeps_its_did_you_mean_at_80_columns(term):
+    term.send("alloc pinnd 1MB\r").wait(lambda t: "USAGE" in t.display)
+    row = next(r for r in term.display.splitlines() if r.startswith("USAGE"))
+    assert row.endswith("— did you mean `pinned`?") and len(row) <= term.cols
+    assert term.prompt_line() == "alloc pinnd 1MB"  # kept to mend

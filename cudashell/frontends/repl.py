@@ -15,7 +15,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import run_in_terminal
+from prompt_toolkit.application import get_app_or_none, run_in_terminal
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
@@ -136,7 +136,19 @@ class ShellValidator(Validator):
         except ShellError as e:
             col = min(max((e.col or 1) - 1, 0), len(text)) if "\n" not in line else 0  # a block: its first line
             hint = f" — {e.hint}" if e.hint and e.hint.startswith("did you mean") else ""  # as scripts show it
-            raise ValidationError(cursor_position=col, message=f"{e.code}: {e.message}{hint}") from None
+            raise ValidationError(cursor_position=col, message=fitted_error(f"{e.code}: {e.message}", hint)) from None
+
+
+def fitted_error(said: str, hint: str, width: int | None = None) -> str:
+    """The error under the prompt in one row of the terminal (the row does not wrap): the message shortened with
+    `…` where it must be, so the `— did you mean …` at its end is never the part cut off."""
+    if width is None:
+        app = get_app_or_none()
+        width = app.output.get_size().columns if app is not None else 80
+    room = width - 1 - len(hint)
+    if len(said) > room:
+        said = said[:max(room - 1, 12)].rstrip() + "…"
+    return said + hint
 
 
 def names_exist(line: str, session) -> bool:
