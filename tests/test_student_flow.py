@@ -69,3 +69,19 @@ def test_help_of_a_word_that_is_not_a_command_says_which_commands_take_it():
     shown = " ".join(text_run(["help lang"]).split())
     assert "'lang' is not a command: it is a word of `demo`, `lesson`" in shown and "lang zh`" in shown
     assert "did you mean `launch`" not in shown
+
+
+def test_a_script_that_needs_a_profile_says_which_instead_of_failing_an_expect():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "examples" / "streams-one-copy-engine.cush"
+    r = subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", str(script)], capture_output=True,
+                       text=True, timeout=120)
+    said = r.stdout + r.stderr
+    assert r.returncode == 1 and "NEEDS_PROFILE" in said and "EXPECT_FAILED" not in said
+    assert "--sim-profile one-copy-engine" in said
+    ok = subprocess.run([sys.executable, "-m", "cudashell", "--backend", "sim", "--sim-profile", "one-copy-engine",
+                         str(script)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr

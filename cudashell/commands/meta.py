@@ -6,6 +6,7 @@ import difflib
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
+from ..backends.profile import BUILTIN, Profile
 from ..errors import ShellError, usage
 from ..export.cemit import comment, cstr, inside
 from ..language.grammar import Arg, Flag, Opt, split_commands
@@ -179,6 +180,25 @@ def output(session, backend, args):
     where = None if path == "off" else str(session.script_dir / path) if not path.startswith("/") else path
     return Message({"text": f"results go to {path}" if path != "off" else "results go to the screen",
                               "path": where, "col": args.col("FILE")}, action=Output(where, args.col("FILE")))
+
+
+@command("require profile", "scripts", "stop a script, saying so, unless the simulator runs this profile",
+         "require profile one-copy-engine", "(none: a guard for a script whose claim holds on one machine)",
+         args=(Arg("NAME", choices=("h100", *BUILTIN)),), exported=False, saved=False,
+         details="A script whose expectations hold only on a machine a built-in simulator profile models (one copy "
+                 "engine, no UVA, two GPUs) says so on its first line: run elsewhere, it stops there with "
+                 "NEEDS_PROFILE and the command line that runs it, instead of failing an `expect` later. Any "
+                 "profile with the figures that NAME sets holds (a calibrated file of a one-engine GPU too).")
+def require_profile(session, backend, args):
+    name = args.get("NAME")
+    running = backend.capabilities.profile
+    wanted = Profile.load(name)
+    keys = [k for k in BUILTIN.get(name, {}) if k != "name"]
+    if running is not None and all(getattr(running, k) == getattr(wanted, k) for k in keys):
+        return Message({"text": f"profile {name}: {running.name}"})
+    raise ShellError("NEEDS_PROFILE", f"this script needs the simulator's {name} profile ({wanted.name}); "
+                     + (f"this is {running.name}" if running is not None else "this is a GPU"),
+                     f"run it as `cudashell --backend sim --sim-profile {name} FILE.cush`", args.col("NAME"))
 
 
 @command("run", "scripts", "run a .cush script (paths relative to the calling script)", "run demo.cush",
