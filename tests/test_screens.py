@@ -238,3 +238,13 @@ def test_the_error_under_the_prompt_keeps_its_did_you_mean_at_80_columns(term):
     row = next(r for r in term.display.splitlines() if r.startswith("USAGE"))
     assert row.endswith("— did you mean `pinned`?") and len(row) <= term.cols
     assert term.prompt_line() == "alloc pinnd 1MB"  # kept to mend
+
+
+def test_a_bracketed_paste_of_whole_lines_runs_at_once_and_its_errors_name_the_line(term):
+    """Issue 37: the guide says each pasted line runs as typed; a paste waited for Enter, and its error said only
+    `col 7`. A last line without its newline waits at the prompt, to finish."""
+    term.send(paste("units 8KB\nshow nosuch\nunits 2KB\nunits 1K")).wait(
+        lambda t: "2KB = 2,048 bytes" in t.text and t.prompt_line() == "units 1K")
+    text = term.text
+    assert "8KB = 8,192 bytes" in text and "paste:2:6: NO_SUCH_BUFFER" in " ".join(text.split())
+    term.send("B\r").wait(lambda t: "1KB = 1,024 bytes" in t.text and t.prompt_line() == "")

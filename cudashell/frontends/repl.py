@@ -317,9 +317,21 @@ def key_bindings(shell) -> KeyBindings:
 
     @kb.add(Keys.BracketedPaste)
     def _(event):
-        """A paste goes in as it is, less the prompts of a transcript (and the output lines between them)."""
+        """A paste, less the prompts of a transcript (and the output lines between them): its whole lines run at
+        once, each on its own as Enter on each would (a transcript's lines are all whole); a last line without its
+        newline waits at the next prompt, to finish. A `<<<` left open by the paste goes in as text, to go on."""
         data = event.data.replace("\r\n", "\n").replace("\r", "\n")
-        event.current_buffer.insert_text(strip_prompts(data))
+        stripped = strip_prompts(data)
+        done, newline, rest = (stripped, "\n", "") if stripped != data else data.rpartition("\n")
+        buf = event.current_buffer
+        whole = buf.document.text_before_cursor + done
+        if not newline or not whole.strip() or open_block(whole):
+            buf.insert_text(stripped)
+            return
+        shell.next_input = rest + buf.document.text_after_cursor
+        buf.text = whole
+        buf.append_to_history()
+        event.app.exit(result=whole)
 
     return kb
 
@@ -428,10 +440,11 @@ def run_typed(shell, line: str) -> None:
     """What was typed at the prompt: each line of a paste runs or fails on its own. Shell.execute reports its own
     failures; the guard here is for the loop itself."""
     try:
-        for _, text in joined_source_lines(line.split("\n")):
+        lines = list(joined_source_lines(line.split("\n")))
+        for lineno, text in lines:
             text = recalled(shell, text)
-            if text is not None:
-                shell.execute(text)
+            if text is not None:  # a line of a paste: its error names it (`paste:2:7`)
+                shell.execute(text, "paste" if len(lines) > 1 else None, lineno)
             if shell.quitting or shell.last_error is not None and shell.last_error.code == "INTERRUPTED":
                 break
     except KeyboardInterrupt:

@@ -447,13 +447,14 @@ class Shell:
             return False
         return True
 
-    def execute(self, line: str) -> bool:
-        """Run one line as typed: `;`-separated commands, `#` comments; a blank line does nothing."""
+    def execute(self, line: str, name: str | None = None, lineno: int = 1) -> bool:
+        """Run one line as typed: `;`-separated commands, `#` comments; a blank line does nothing. `name`: what
+        its errors say it is line `lineno` of (a paste at the prompt: `paste:2:7`)."""
         try:
             segments = split_commands(line)
         except ShellError as e:
-            return self.run_items([(BadLine(e, line.strip()), 1)])
-        return self.run_items([(s, 1) for s in segments])
+            return self.run_items([(BadLine(e, line.strip()), lineno)], name)
+        return self.run_items([(s, lineno) for s in segments], name)
 
     @staticmethod
     def script_items(text: str) -> list[tuple[Segment | BadLine, int]]:
