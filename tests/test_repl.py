@@ -182,7 +182,7 @@ def test_the_installed_command_in_a_pseudo_terminal(tmp_path):
                TERM="xterm", NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
     child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",
                           timeout=20, dimensions=(40, 120))
-    child.expect("type `help`")
+    child.expect("`help` for more")
     child.expect("cush>")
     child.send("alloc pi")
     child.expect("pinned")  # the completion menu offers it (no error mark while typing: the check waits for Enter)
@@ -279,7 +279,7 @@ def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell, mon
     paste = "alloc pinned 4KB as a\nls\nfree a"
     out = drive(shell, monkeypatch, ("repeat 2 <<<\r", typed("repeat 2 <<<\n")),
                 ("echo looped\r", typed("repeat 2 <<<\necho looped\n")), (">>>\r", prompt(2)),
-                (f"\x1b[200~{paste}\x1b[201~", typed(paste)), ("\r", prompt(3)))
+                (f"\x1b[200~{paste}\x1b[201~", typed("free a")), ("\r", prompt(4)))  # whole lines ran at once
     assert "repeated 2×" in out
     assert [e.text for e in shell.session.history][-3:] == ["alloc pinned 4KB as a", "ls", "free a"]
     assert "a: pinned 4 KiB" in out and "USAGE" not in shell.err.getvalue()
