@@ -328,7 +328,7 @@ def key_bindings(shell) -> KeyBindings:
         if not newline or not whole.strip() or open_block(whole):
             buf.insert_text(stripped)
             return
-        shell.next_input = rest + buf.document.text_after_cursor
+        shell.leave_next_input(rest + buf.document.text_after_cursor)
         buf.text = whole
         buf.append_to_history()
         event.app.exit(result=whole)

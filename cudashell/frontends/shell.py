@@ -151,6 +151,10 @@ class Shell:
         with self._nested(options=replace(self.options, **options)):
             yield
 
+    def leave_next_input(self, text: str) -> None:
+        """What the next prompt starts with: a paste's last line, pasted without its newline, to finish."""
+        self.next_input = text
+
     def take_next_input(self) -> str:
         """What `edit` brought back, for the next prompt; it is given once."""
         waiting, self.next_input = self.next_input, ""
