@@ -76,6 +76,7 @@ SHELL_CODES = {
     "NO_SUCH_CONTEXT": "no context by that name (`contexts` lists them)",
     "CONTEXT_IN_USE": "a context still holds buffers, streams or events: they go first",
     "BAD_PROFILE": "a simulator profile file that cannot be used",
+    "NEEDS_PROFILE": "a script's `require profile NAME`: it runs only where the simulator models that machine",
     "NO_REFERENCE": "`compare ref` names no shipped calibrated profile and no profile file",
     "NOTHING_MEASURED": "`compare ref` before the session measured anything (a bench, a demo, calibrate, a copy)",
     "BAD_CONFIG": "a line of the config file that cannot be used (a warning: its key keeps the default)",

@@ -86,3 +86,14 @@ def test_a_gpu_worker_that_cannot_start_falls_back_to_the_simulator_under_auto(m
         open_backend("cuda")
     assert refused.value.code == "NO_GPU" and "could not start" in refused.value.message
     backend.close()
+
+
+@pytest.mark.parametrize("command", [[], ["grade"]])
+def test_every_commands_help_exits_0(command):
+    """`cudashell --help` tells teachers to run `cudashell grade --help`: a `%` in its help text once crashed it."""
+    r = subprocess.run([sys.executable, "-m", "cudashell", *command, "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout.startswith(f"usage: {' '.join(['cudashell', *command])}")
+    if command == ["grade"]:
+        assert "(default 60%)" in r.stdout

@@ -225,3 +225,31 @@ def test_the_guide_says_which_benches_take_each_output_flag():
     assert "`--json`" in line and "`--csv FILE`" in line and "`--plot FILE.png`" in line
     without_plot = set(re.findall(r"`(bench \w+)`", line.partition("all but")[2]))  # "…, and all but `bench x` …"
     assert without_plot == {k for k, v in benches.items() if "--plot" not in v}
+
+
+def test_the_guide_opens_with_the_first_ten_minutes_each_step_a_generated_example():
+    """Issue 37 item 8: the tour, a lesson, a demo and a kernel of one's own, before anything else; the examples
+    are real runs (test_every_example_in_the_readme_and_the_guide_is_a_real_run holds them current)."""
+    from cudashell.docs import EXAMPLE, GUIDE
+
+    text = GUIDE.read_text()
+    chapters = [line for line in text.splitlines() if line.startswith("## ")]
+    assert chapters[0] == "## Your first ten minutes"
+    first = text.split("\n## ")[1]
+    assert "examples/tour.cush" in first and "lesson list" in first
+    runs = [m.group("body") for m in EXAMPLE.finditer(first)]
+    assert any("cush> lesson pinned" in r and "not yet:" in r for r in runs)
+    assert any("cush> demo register" in r for r in runs)
+    assert any("cush> kernel define twice" in r and "0.0 2.0 4.0" in r for r in runs)
+
+
+def test_help_alone_is_one_screen_and_help_all_or_a_group_lists_the_rest(sim):
+    brief = sim.run("help")[0]["result"]
+    assert brief["brief"] is True and sum(map(len, brief["groups"].values())) == len(specs())
+    assert sim.ok("help all")["brief"] is False
+    assert [g for g, cmds in sim.ok("help memory")["groups"].items() if cmds] == ["memory"]
+
+
+def test_help_of_a_name_both_a_group_and_a_command_is_the_commands(sim):
+    assert sim.ok("help streams")["name"] == "streams"
+    assert [g for g, cmds in sim.ok("help data")["groups"].items() if cmds] == ["data"]

@@ -52,6 +52,7 @@ TRIGGERS = {
     "NO_SUCH_LESSON": (None, ["lesson nosuch"]),
     "BAD_LESSON": (None, ["echo not toml", "save bad.toml", "lesson bad.toml"]),  # a .cush script is not a lesson
     "NO_LESSON": (None, ["lesson hint"]),
+    "NEEDS_PROFILE": (None, ["require profile one-copy-engine"]),
     "NOTHING_MEASURED": (None, ["compare ref h100"]),
     "NO_REFERENCE": (None, ["bench latency rounds 10", "compare ref nosuch"]),
     "NO_SUCH_FILE": (None, ["run missing.cush"]),

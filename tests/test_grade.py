@@ -356,3 +356,33 @@ def test_the_guides_merge_of_shard_junit_files_holds_every_submission_once(tmp_p
     subprocess.run([sys.executable, str(EXAMPLE / "merge_junit.py"), str(merged), *shards], check=True)
     suites = ElementTree.parse(merged).getroot().findall("testsuite")
     assert sorted(s.get("name") for s in suites) == sorted(SUBMISSIONS)
+
+
+def _fault_and_typo(tmp_path: Path) -> Path:
+    """A checks file whose first command faults a kernel (or, in `typo/`, names no buffer), then four checks."""
+    (tmp_path / "checks.cush").write_text("section one\nrun main.cush\nexpect ok points 1\nls\nexpect ok points 1\n"
+                                          "ls\nexpect ok points 1\nls\nexpect ok points 1\n")
+    for who, script in (("fault", "kernel define oob <<< __global__ void oob(float *a, int n) { int i = blockIdx.x * "
+                                  "blockDim.x + threadIdx.x; a[i] = i; } >>>\nalloc device 256B as a\n"
+                                  "launch oob a 100 grid 1 block 128\nsync\n"),
+                        ("typo", "show nosuchbuffer\n")):
+        (tmp_path / who).mkdir()
+        (tmp_path / who / "main.cush").write_text(script)
+    return tmp_path / "checks.cush"
+
+
+def test_a_fault_and_a_typo_before_expect_ok_fail_that_check_alike_and_the_error_shows_once(tmp_path):
+    """Issue 37: a kernel fault followed by `expect ok` was "not reached" where `show nosuch` followed by
+    `expect ok` failed the check — one rule now; the checks a fault leaves unreached say so in one short line."""
+    checks = _fault_and_typo(tmp_path)
+    _, (fault, typo) = grades(str(checks), str(tmp_path / "fault"), str(tmp_path / "typo"), "--backend", "sim",
+                              tmp_path=tmp_path)
+    assert [c["code"] for c in fault["sections"][0]["checks"]][:1] == ["EXPECT_FAILED"]
+    assert [c["code"] for c in typo["sections"][0]["checks"]][:1] == ["EXPECT_FAILED"]
+    assert {c["code"] for c in fault["sections"][0]["checks"][1:]} == {"CUDA_ERROR_ILLEGAL_ADDRESS"}
+    out = io.StringIO()
+    env = Environment(stdin=None, stdout=out, stderr=io.StringIO(), stdin_isatty=False, stdout_isatty=True,
+                      terminal_size=(80, 24), config_dir=tmp_path / "config", state_dir=tmp_path / "state")
+    main(["grade", str(checks), str(tmp_path / "fault"), "--backend", "sim"], env)
+    text = out.getvalue()
+    assert text.count("the context is") == 1 and text.count("(above)") == 3, text

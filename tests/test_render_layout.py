@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from cudashell.backends.sim import SimBackend
 from cudashell.output import render
 
@@ -128,3 +130,39 @@ def test_set_expanded_shows_a_table_one_field_a_line_when_asked_or_when_it_does_
     assert "RECORD" not in auto_wide and "name    kind" in auto_wide
     assert "RECORD" not in text_run(made + ["ls"], 40)
     assert Cush(SimBackend()).fails("set expanded sideways")["code"] == "USAGE"
+
+
+def _zh_texts() -> list[str]:
+    """Every Chinese text the shipped lessons show: titles, introductions, goals, hints, whys, summaries."""
+    from cudashell.teaching.lessons import load, say, shipped
+
+    out = []
+    for path in shipped().values():
+        lesson = load(path)
+        out += [say(t, "zh") for t in (lesson.title, lesson.intro, lesson.summary)]
+        for step in lesson.steps:
+            out += [say(step.goal, "zh"), say(step.why, "zh"), *step.hints.get("zh", [])]
+    return [line for t in out for line in t.split("\n") if line]
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_chinese_wraps_by_display_width_keeps_closing_punctuation_and_commands_whole(width):
+    """Item 6 (issue 37): a Chinese character takes two columns; no line starts with `，` `。` `）`; a command in
+    backticks is never split across lines (a student would mistype it)."""
+    from wcwidth import wcswidth
+
+    texts = _zh_texts()
+    assert len(texts) > 50
+    for text in texts:
+        lines = render.wrap([text], width)
+        assert all(wcswidth(line) <= width for line in lines), lines
+        assert not any(line.strip()[0] in "，。、；：！？）」』》" for line in lines[1:]), lines
+        if all(len(span) <= width for span in re.findall(r"`[^`]+`", text)):  # a longer one breaks at its spaces
+            assert all(line.count("`") % 2 == 0 for line in lines), lines
+        assert "".join(x.strip() for x in lines).replace(" ", "") == text.replace(" ", "")  # nothing lost
+
+
+def test_a_command_in_backticks_moves_whole_to_the_next_line():
+    lines = render.wrap(["一" * 35 + "`lesson answer` 答案。"], 80)
+    assert lines == ["一" * 35, "    `lesson answer` 答案。"]
+    assert render.wrap(["一" * 40 + "，二"], 80) == ["一" * 39, "    一，二"]  # the comma stays with its character

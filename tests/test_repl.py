@@ -182,7 +182,7 @@ def test_the_installed_command_in_a_pseudo_terminal(tmp_path):
                TERM="xterm", NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
     child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim"], env=env, encoding="utf-8",
                           timeout=20, dimensions=(40, 120))
-    child.expect("type `help`")
+    child.expect("`help` for more")
     child.expect("cush>")
     child.send("alloc pi")
     child.expect("pinned")  # the completion menu offers it (no error mark while typing: the check waits for Enter)
@@ -218,8 +218,20 @@ def test_the_toolbar_fits_the_terminal_and_counts_right(shell):
     shell.execute("alloc pinned 1MB; stream create; hold")
     narrow, wide = toolbar(shell, 80), toolbar(shell, 200)
     assert len(narrow) <= 80 and "1 buffer ·" in narrow and "HELD" in narrow
-    assert "2 streams" in wide and "explain off" in wide and "default stream 0" not in wide
+    assert "1 stream ·" in wide and "explain off" in wide and "default stream 0" not in wide  # the one made
     assert toolbar(shell, 30) == " sim · H100 80GB HBM3 "[:30]
+
+
+def test_the_toolbar_names_no_stream_before_one_is_made_and_sums_sizes_as_ls_writes_them(shell):
+    """Issue 37: "1 stream" showed before any `stream create`; 64 MiB + 1 MiB + 64 B of pinned memory showed as
+    "65.00 MiB", which looks round and is not."""
+    from cudashell.frontends.repl import toolbar
+
+    assert "stream" not in toolbar(shell, 200)
+    shell.execute("alloc pinned 64MB; alloc pinned 1MB; alloc pinned 64")
+    assert "pinned 65 MiB + 64 B ·" in toolbar(shell, 200)
+    shell.execute("alloc pinned 1MB")
+    assert "pinned 66.00" not in toolbar(shell, 200) and "pinned 66 MiB + 64 B" in toolbar(shell, 200)
 
 
 def test_history_keeps_the_newest_entries(tmp_path):
@@ -267,7 +279,7 @@ def test_an_open_block_continues_and_a_pasted_block_runs_line_by_line(shell, mon
     paste = "alloc pinned 4KB as a\nls\nfree a"
     out = drive(shell, monkeypatch, ("repeat 2 <<<\r", typed("repeat 2 <<<\n")),
                 ("echo looped\r", typed("repeat 2 <<<\necho looped\n")), (">>>\r", prompt(2)),
-                (f"\x1b[200~{paste}\x1b[201~", typed(paste)), ("\r", prompt(3)))
+                (f"\x1b[200~{paste}\x1b[201~", typed("free a")), ("\r", prompt(4)))  # whole lines ran at once
     assert "repeated 2×" in out
     assert [e.text for e in shell.session.history][-3:] == ["alloc pinned 4KB as a", "ls", "free a"]
     assert "a: pinned 4 KiB" in out and "USAGE" not in shell.err.getvalue()
@@ -296,7 +308,7 @@ def test_output_taller_than_the_screen_goes_through_the_pager(tmp_path):
 
 @pytest.mark.parametrize("rows,cols", [(24, 80), (40, 120)])
 def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_path, rows, cols):
-    """pexpect in a pty of the given size: `ls` fits the width with every pointer whole; `help` (taller than
+    """pexpect in a pty of the given size: `ls` fits the width with every pointer whole; `help all` (taller than
     24 rows) goes through the pager, which `q` leaves; a demo between two commands leaves them untouched."""
     import re
 
@@ -307,7 +319,7 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
                           timeout=30, dimensions=(rows, cols))
     child.expect("cush>")
     welcome = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before).replace("\r", "").splitlines()
-    assert max(map(len, welcome)) <= cols and re.search(r"Tab to\s+complete", " ".join(welcome))  # between words
+    assert max(map(len, welcome)) <= cols and re.search(r"Tab\s+completes", " ".join(welcome))  # between words
     child.send("alloc pinned 1MB as a; alloc device 64MB as dev; alloc pageable 4MB as mine; register mine mapped\r")
     child.expect("cudaHostRegister")
     child.expect("cush>")
@@ -317,7 +329,7 @@ def test_a_real_terminal_at_its_size_lists_whole_pointers_and_pages_help(tmp_pat
     table = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
     assert re.search(r"0x[0-9a-f]{12}", table) and not re.search(r"0x[0-9a-f]{1,11}\s*$", table, re.M)
     if rows == 24 and shutil.which("less"):
-        child.send("help\r")
+        child.send("help all\r")
         child.expect(r"\(END\)|:")  # less waits: the help is taller than the screen
         child.send("q")
         child.expect("cush>")

@@ -125,7 +125,7 @@ def test_set_pager_off_writes_tall_output_as_it_is(tmp_path):
         pytest.skip("no less here")
     term = Terminal(tmp_path, 24, 80)
     term.run("set pager off")
-    term.run("help")  # taller than the screen: no pager waits for q
+    term.run("help all")  # taller than the screen: no pager waits for q
     assert "(END)" not in term.display and "units" in term.text
     assert term.close() == 0
 
@@ -189,3 +189,62 @@ def test_the_progress_line_shows_in_a_colour_terminal(tmp_path):
     term.run("bench memcpy h2d pinned sizes 64MB,128MB,256MB,512MB reps 2", timeout=120)
     assert "bench memcpy [" in term.raw and "4/4" in term.raw
     assert term.close() == 0
+
+
+def test_a_chinese_lesson_fits_the_terminal_and_keeps_each_command_on_one_line(term):
+    """Issue 37 item 6: wrapped by display columns (a Chinese character takes two), no line starts with `，`, and a
+    command a student is told to type is never split across two lines."""
+    from wcwidth import wcswidth
+
+    start = len(term.raw)
+    for line in ("lesson streams lang zh", "lesson hint", "lesson hint", "lesson answer"):
+        term.run(line)
+    rows = [r for r in term.lines if any(ord(c) > 0x2E80 for c in r)]
+    assert len(rows) > 6 and any("流与异步拷贝" in r for r in rows)
+    assert not [r for r in rows if r.strip()[0] in "，。、；：！？）"]
+    assert all(r.count("`") % 2 == 0 for r in rows), rows
+    written = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]", "", term.raw[start:])
+    assert all(wcswidth(x) <= term.cols for x in re.split(r"\r?\n|\r", written)
+               if any(ord(c) > 0x2E80 for c in x))  # the terminal never had to wrap a line itself
+
+
+def test_the_f1_screen_wraps_between_words_under_its_column(term):
+    term.send(F1).wait(lambda t: "paste" in t.text and "transcript" in t.text and t.prompt_line() == "")
+    rows = term.lines[term.lines.index("keys at the prompt:"):]
+    assert not any(r.startswith(("s", "!`", "of a")) for r in rows[1:12])  # continued rows start under the column
+    assert "complete: commands, buffers, flags, sizes of parts, files" in " ".join(r.strip() for r in rows)
+
+
+def test_the_banner_and_help_name_the_first_things_to_do_and_help_fits_one_screen(term):
+    """Issue 37 item 8: a newcomer is pointed at a lesson, a demo, their own kernel and the tour; `help` alone
+    fits 80×24 without a pager (`help all` has the rest); the banner names the device once."""
+    banner = term.text.split("cush>")[0]
+    assert all(w in " ".join(banner.split()) for w in ("`lesson list`", "`demo streams`", "`kernel load K.cu`",
+                                                         "examples/tour.cush", "`help`"))
+    assert banner.count("H100 80GB HBM3") == 1
+    term.run("help")
+    shown = term.display
+    assert "cush> help" in shown and "first things to do:" in shown and "(or `COMMAND ?`)" in shown
+    assert "(END)" not in shown and ":" != term.cursor_row()[:1]  # no pager waited
+    assert len(term.last_run()[1]) <= 20
+    term.run("set pager off")
+    term.run("help all")
+    listed = " ".join(term.last_run()[1])
+    assert "memcpy2d" in listed and "unregister" in listed and "first things" not in listed
+
+
+def test_the_error_under_the_prompt_keeps_its_did_you_mean_at_80_columns(term):
+    term.send("alloc pinnd 1MB\r").wait(lambda t: "USAGE" in t.display)
+    row = next(r for r in term.display.splitlines() if r.startswith("USAGE"))
+    assert row.endswith("— did you mean `pinned`?") and len(row) <= term.cols
+    assert term.prompt_line() == "alloc pinnd 1MB"  # kept to mend
+
+
+def test_a_bracketed_paste_of_whole_lines_runs_at_once_and_its_errors_name_the_line(term):
+    """Issue 37: the guide says each pasted line runs as typed; a paste waited for Enter, and its error said only
+    `col 7`. A last line without its newline waits at the prompt, to finish."""
+    term.send(paste("units 8KB\nshow nosuch\nunits 2KB\nunits 1K")).wait(
+        lambda t: "2KB = 2,048 bytes" in t.text and t.prompt_line() == "units 1K")
+    text = term.text
+    assert "8KB = 8,192 bytes" in text and "paste:2:6: NO_SUCH_BUFFER" in " ".join(text.split())
+    term.send("B\r").wait(lambda t: "1KB = 1,024 bytes" in t.text and t.prompt_line() == "")

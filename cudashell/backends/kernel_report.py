@@ -48,6 +48,9 @@ class Access:
     write: bool
 
 
+SHOWN_ELEMENTS = 64  # show-access lists this many elements of a buffer, then says how many more
+
+
 @dataclass(frozen=True)
 class KernelReport:
     memory: dict[str, MemoryTraffic]  # by memory kind (device, managed, zero-copy, peer), as first touched
@@ -61,6 +64,7 @@ class KernelReport:
     constant_requests: int = 0  # warp loads of __constant__ memory
     constant_addresses: int = 0  # the distinct addresses they touched: one a request is a broadcast
     readonly_loads: int = 0  # warp loads by the read-only data path (`__ldg`, `const T* __restrict__`)
+    fault: str = ""  # a kernel that faults: what the checks saw (its counts are not kept, its accesses are)
 
     @property
     def moved(self) -> int:
@@ -81,7 +85,8 @@ class KernelReport:
                 "readonly_loads": self.readonly_loads}
 
     def access_map(self) -> dict:
-        """Per buffer and element, which threads read and wrote it (the first 64 elements touched of each)."""
+        """Per buffer and element, which threads read and wrote it (the first SHOWN_ELEMENTS elements touched of
+        each; `more`: how many others it touched)."""
         out: dict = {}
         for a in self.accesses:
             buf = out.setdefault(a.buffer, {"element_size": a.element_size, "elements": {}})
@@ -90,6 +95,7 @@ class KernelReport:
             if a.thread not in side:
                 side.append(a.thread)
         for buf in out.values():
-            keys = sorted(buf["elements"], key=int)[:64]
-            buf["elements"] = {k: buf["elements"][k] for k in keys}
+            keys = sorted(buf["elements"], key=int)
+            buf["elements"] = {k: buf["elements"][k] for k in keys[:SHOWN_ELEMENTS]}
+            buf["more"] = max(0, len(keys) - SHOWN_ELEMENTS)
         return out

@@ -13,7 +13,7 @@ from ..errors import ShellError, usage
 from ..export.cemit import CTYPES, ident
 from ..language.grammar import Arg, Opt
 from ..language.registry import c_writer, command
-from ..output.render import fmt_seconds, pending_notes
+from ..output.render import fmt_seconds, pending_notes, plural
 from ..output.results import Expectation, Result
 from ..sizes import format_size_exact
 from .checks import (
@@ -272,7 +272,8 @@ class Filled(Result, kind="fill"):
 
     def text(self):
         d = self.data
-        return [f"{d['name']}: {d['elements']} {d['dtype']} elements ← {d['value']}{host_time(d)}"] + pending_notes(d)
+        return [f"{d['name']}: {plural(d['elements'], d['dtype'] + ' element')} ← {d['value']}{host_time(d)}"] + \
+            pending_notes(d)
 
 
 class ShowData(TypedDict):

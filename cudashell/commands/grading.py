@@ -8,7 +8,7 @@ from typing import TypedDict
 
 from ..language.grammar import Arg
 from ..language.registry import command
-from ..output.render import fit
+from ..output.render import fit, plural
 from ..output.results import Result
 from .checks import POINTS
 
@@ -35,7 +35,7 @@ class Section(Result, kind="section"):
 
     def text(self):
         d = self.data
-        return [f"── {d['title']}" + (f" ({d['points']} points)" if d["points"] is not None else "") + " ──"]
+        return [f"── {d['title']}" + (f" ({plural(d['points'], 'point')})" if d["points"] is not None else "") + " ──"]
 
 
 class GradeCheck(TypedDict):
@@ -81,10 +81,15 @@ class Grade(Result, kind="grade"):
 
     def lines(self, tablefmt="simple", width=0):
         d = self.data
-        rows = []
+        rows, said = [], []
         for s in d["sections"]:
             for c in s["checks"]:
-                mark = "✓" if c["status"] == "passed" else f"✗ {c['code']}: {c['message'] or ''}".strip()
+                message = c["message"] or ""
+                reason, _, detail = message.partition(" — ")
+                if reason.startswith("not reached") and detail and any(detail in m for m in said):
+                    message = reason + " (above)"  # the checks a failure left unreached: its error shown once
+                said.append(c["message"] or "")
+                mark = "✓" if c["status"] == "passed" else f"✗ {c['code']}: {message}".strip()
                 rows.append([s["title"], str(c["line"]), c["command"], f"{_points(c['score'])}/{_points(c['points'])}",
                              mark])
         where = f" on {d['backend']} ({d['timing']})" if d["backend"] else ""

@@ -8,7 +8,7 @@ from typing import TypedDict
 from ..errors import ShellError
 from ..export.cemit import RELEASE
 from ..language.registry import c_writer, command
-from ..output.render import fmt_seconds
+from ..output.render import fmt_seconds, plural
 from ..output.results import Result
 
 
@@ -100,6 +100,6 @@ class Released(Result, kind="release"):
 
     def text(self):
         d = self.data
-        return ([f"released after {fmt_seconds(d['held_seconds'])}: {d['queued']} operations were "
-                f"waiting and now run back to back ({d['timing']})"]
+        return ([f"released after {fmt_seconds(d['held_seconds'])}: {plural(d['queued'], 'operation')} "
+                f"{'was' if d['queued'] == 1 else 'were'} waiting and now run back to back ({d['timing']})"]
                 + ([f"  note: {d['early']}"] if d.get("early") else []))

@@ -11,8 +11,8 @@ from ..backends.base import LaunchOptions
 from ..errors import ShellError, usage
 from ..export.cemit import CTYPES, ident, refuse
 from ..language.argkinds import parse_part
-from ..language.grammar import Arg, Flag, Opt
-from ..language.registry import c_writer, command
+from ..language.grammar import Arg, Flag, Opt, keyword_typo
+from ..language.registry import c_writer, command, lookup
 from ..model.inputs import read_capped
 from ..model.kernels import BUILTINS, Kernel, scalar, with_includes
 from ..model.launchdims import c_dims, computed, default_grid, dim3, is_1d, shape_text
@@ -93,8 +93,12 @@ def launch(session, backend, args):
                          args.col("KERNEL"))
     texts = args.get("ARG") or []
     if len(texts) != len(kernel.params):
-        raise usage(f"{name} takes {len(kernel.params)} arguments, got {len(texts)}", args.col("ARG"),
-                    f"launch {kernel.signature()}")
+        spec = lookup("launch")
+        typo = next(((i, t) for i, w in enumerate(texts) if (t := keyword_typo(w, spec.opts, spec.flags))), None)
+        n = len(kernel.params)
+        raise usage(f"{name} takes {n} argument{'s' * (n != 1)}, got {len(texts)}",
+                    args.many_cols["ARG"][typo[0]] if typo else args.col("ARG"),
+                    f"did you mean `{typo[1]}` for '{texts[typo[0]]}'?" if typo else f"launch {kernel.signature()}")
     cols = args.many_cols.get("ARG", [])
     checked = "unchecked" not in args.flags
     ctx = session.contexts[session.stream(args.get("S"), args.col("S")).context]  # a kernel runs in its stream's
@@ -120,7 +124,7 @@ def launch(session, backend, args):
         _check_traceable(backend, kernel, grid, block, args.col("show-access"))
     t = backend.launch(kernel, values, count, grid, block, args.get("BYTES", 0), stream.handle, options=options)
     report = t.report  # a KernelReport where the backend counted the kernel (the simulator, a kernel of yours)
-    counts = report.counts() if report is not None else None
+    counts = report.counts() if report is not None and not report.fault else None
     read = written = None  # a built-in's elements, each read and/or written once; a kernel of yours: not split
     if kernel.builtin:
         read = sum(count * 4 for p in kernel.params if p.kind in ("in", "inout"))
@@ -140,7 +144,8 @@ def launch(session, backend, args):
                              "counted": kernel.builtin or counts is not None,
                              "call": "cudaLaunchKernel", **timing_data(t),
                              "counts": counts,
-                             "access": report.access_map() if report is not None and options.show_access else None})
+                             "access": report.access_map() if report is not None and options.show_access else None,
+                             **({"fault": report.fault} if report is not None and report.fault else {})})
 
 
 @c_writer("launch")
@@ -401,7 +406,8 @@ class LaunchAccessElement(TypedDict):
 
 class LaunchAccess(TypedDict):
     element_size: int
-    elements: dict[str, LaunchAccessElement]
+    elements: dict[str, LaunchAccessElement]  # the first 64 elements touched
+    more: int  # elements touched besides those
 
 
 class LaunchDataCountsGlobalKind(TypedDict):
@@ -468,11 +474,14 @@ class LaunchData(TimingData):
     call: str
     counts: LaunchDataCounts | None
     access: dict[str, LaunchAccess] | None
+    fault: NotRequired[str]  # the simulator saw the kernel fault: the error `sync` will report
 
 
 def moved_text(d) -> str:
     """What a launch's byte count counts: a built-in reads and writes each element once (`increment` both: twice
     its buffer), `spin` touches nothing; a kernel of yours moved what the simulator counted, in 32-byte sectors."""
+    if d.get("fault"):
+        return "bytes moved not counted: the kernel faults (the next `sync` says where)"
     if not d["counted"]:
         return "bytes moved not counted (only the simulator counts a kernel of yours)"
     if d["bytes_read"] is None:

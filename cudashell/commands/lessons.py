@@ -44,11 +44,15 @@ class Running:
     replaying: bool = False  # while `lesson NAME` runs earlier steps' answers again: not the student's tries
     skipping: int | None = None  # the step whose answer `lesson skip` is typing
     saved: dict | None = None  # its progress entry as this shell last read or wrote it: another's change differs
+    said: set = field(default_factory=set)  # the near misses said in this step (each is said once)
+    shapes: dict = field(default_factory=dict)  # the buffers as the command before the last one left them
 
     def begin(self, session) -> None:
         self.tries = self.hints_shown = 0
         self.answer_shown = False
         self.results = []
+        self.said = set()
+        self.shapes = checks.buffer_shapes(session)
         self.traced_from = self.traced_seen = session.traced()
 
     @property
@@ -220,8 +224,10 @@ def _names(session, words, index):
                  f"streams, results, the timeline — never the text you typed) and says ✓ and the next goal. After "
                  f"{HINT_EVERY} commands that miss it (one more than its answer has commands, if that is more), a "
                  f"hint; every {HINT_EVERY} more, the next hint, then the answer (`help`, `set` and the other session "
-                 "commands, and `expect`, are not counted). `lesson hint`, `lesson answer`, "
-                 "`lesson skip` (the shell types the answer), `lesson quit`. Progress is kept in the state "
+                 "commands, and `expect`, are not counted); a command that comes close (a buffer too small) hears "
+                 "at once what differs. `lesson hint`, `lesson answer`, `lesson skip` (the shell types the answer, "
+                 "fitted to your session: a name you took for something else is freed first), `lesson quit`. "
+                 "Progress is kept in the state "
                  "directory ($XDG_STATE_HOME/cudashell/lessons.json): `lesson` alone resumes the lesson you were "
                  "in — as you left it, when that was in this session; in a new shell by running the earlier steps' "
                  "answers again to rebuild the session (refused where a name they make is taken). `restart` starts "
@@ -346,28 +352,68 @@ def _running(session, col=None) -> Running:
 @command("lesson hint", "scripts", "a hint for the step you are on (the next one, each time)", "lesson hint",
          "(none: exercises on the session)", exported=False, saved=False)
 def lesson_hint(session, backend, args):
-    return _next_hint(_running(session))
+    return _next_hint(_running(session), session)
 
 
-def _next_hint(run: Running) -> "LessonStep":
+def _next_hint(run: Running, session) -> "LessonStep":
     """The step's next hint (in the lesson's language, else English); past the last one, the answer."""
     hints = run.current.hints.get(run.lang) or run.current.hints["en"]
     if run.hints_shown >= len(hints):
-        return _answer(run)
+        return _answer(run, session)
     run.hints_shown += 1
     return LessonStep({**run.base("hint"), "hint": hints[run.hints_shown - 1], "hint_number": run.hints_shown,
                        "hints": len(hints), "tries": run.tries})
 
 
-def _answer(run: Running) -> "LessonStep":
+def _answer(run: Running, session) -> "LessonStep":
     run.answer_shown = True
-    return LessonStep({**run.base("answer"), "answer": list(run.current.answer), "tries": run.tries})
+    lines, fitted = _fitted(session, run.current.answer)
+    return LessonStep({**run.base("answer"), "answer": lines, "fitted": fitted, "tries": run.tries})
+
+
+def _fitted(session, answer) -> tuple[list[str], list[dict]]:
+    """The step's answer as it runs from the session the student made: a command that makes a name already taken
+    is left out where what holds the name is already what it would make (a buffer of its kind and flags, at least
+    as big; a stream of its kind), else preceded by freeing it (`free h`, `stream destroy s1`: the later steps use
+    the name) — so `lesson skip` never stops at NAME_TAKEN. Also what was done to each name, for the student."""
+    from ..language.registry import parse_segment
+
+    lines, fitted, made = [], [], set()
+    for line in answer:
+        kept = []
+        for seg in split_commands(line):
+            cmd = parse_segment(seg)
+            name = cmd.args.values.get("NAME") if cmd.spec.name in ("alloc", "stream create") else None
+            buf = session.buffers.get(name) if cmd.spec.name == "alloc" else None
+            stream = session.streams.get(name) if cmd.spec.name == "stream create" else None
+            if name in made or (buf is None and stream is None):
+                kept.append(seg.text)
+            elif buf is not None and isinstance(cmd.args.values["SIZE"], int) and checks.buffer_matches(
+                    {"kind": cmd.args.values["KIND"], "min_size": cmd.args.values["SIZE"],
+                     "flags": sorted(cmd.args.flags - {"async"})}, buf) or \
+                    stream is not None and stream.nonblocking == ("nonblocking" in cmd.args.flags):
+                fitted.append({"name": name, "action": "kept", "was": _described(buf)})
+            else:
+                kept += [f"free {name}" if buf is not None else f"stream destroy {name}", seg.text]
+                fitted.append({"name": name, "action": "freed" if buf is not None else "destroyed",
+                               "was": _described(buf)})
+            made.add(name)
+        if kept:
+            lines.append("; ".join(kept))
+    return lines, fitted
+
+
+def _described(buf) -> str:
+    """A buffer as the answer's note names it (`pageable 64 B`); a stream: ""."""
+    from ..sizes import format_size
+
+    return f"{buf.kind} {format_size(buf.size)}" if buf is not None else ""
 
 
 @command("lesson answer", "scripts", "the commands that meet this step's goal", "lesson answer",
          "(none: exercises on the session)", exported=False, saved=False)
 def lesson_answer(session, backend, args):
-    return _answer(_running(session))
+    return _answer(_running(session), session)
 
 
 @command("lesson skip", "scripts", "the shell types this step's answer for you, and the lesson goes on",
@@ -375,8 +421,9 @@ def lesson_answer(session, backend, args):
 def lesson_skip(session, backend, args):
     run = _running(session)
     run.skipping = run.step
-    return LessonStep({**run.base("skip"), "answer": list(run.current.answer)},
-                      action=Block("; ".join(run.current.answer), None, confined=True))
+    lines, fitted = _fitted(session, run.current.answer)
+    return LessonStep({**run.base("skip"), "answer": lines, "fitted": fitted},
+                      action=Block("; ".join(lines), None, confined=True) if lines else None)
 
 
 @command("lesson quit", "scripts", "stop the lesson; `lesson` resumes it where you were", "lesson quit",
@@ -406,15 +453,31 @@ def check_step(session, backend, cmd, result, error) -> list[Result]:
         run.results.append((result.kind, result.data, queued))
     seen = checks.Seen(session, (result.kind, result.data) if ok else None, error.code if error else None,
                        run.results, run.traced_from)
+    shapes, before = checks.buffer_shapes(session), run.shapes
+    run.shapes = shapes
+    fresh = {name for name, shape in shapes.items() if before.get(name) != shape}
     if checks.holds(run.current.check, seen):
         return [_advance(session, run)]
     if cmd is not None and (cmd.spec.group == "session" or cmd.spec.name.startswith("expect")):
         return []  # looking around (help, set, history) is not a try, nor is checking what just happened
     run.tries += 1
+    near = _near(run, seen, fresh)
     first = first_hint(run.current)
     if run.tries < first or (run.tries - first) % HINT_EVERY:
+        return near
+    return near if run.answer_shown else [*near, _next_hint(run, session)]
+
+
+def _near(run: Running, seen: checks.Seen, fresh: set[str]) -> list[Result]:
+    """What differs from the goal where the student came close (`h is 64 B; the goal wants at least 64 MiB`), once
+    each in a step: a near miss is said as soon as it is made, not three tries later with a hint."""
+    misses = [m for m in checks.near_misses(run.current.check, seen, fresh) if m not in run.said]
+    run.said.update(misses)
+    if not misses:
         return []
-    return [] if run.answer_shown else [_next_hint(run)]
+    return [LessonStep({**run.base("near"), "tries": run.tries,
+                        "near": [{"what": m.what, "key": m.key, "have": m.have, "want": m.want, "bound": m.bound,
+                                  "buffer": m.buffer} for m in misses]})]
 
 
 def _after_own(session, run: Running, name: str, error) -> list[Result]:
@@ -466,7 +529,16 @@ UI = {
            "answer": "answer to step {step}/{steps}: {commands} — type it, or `lesson skip` to have it typed",
            "quit": "lesson {lesson} stopped at step {step}/{steps}; `lesson` resumes it",
            "where": "you are at step {step}/{steps} of lesson {lesson}: {goal}",
-           "unsaved": "(progress not saved: {unsaved})"},
+           "unsaved": "(progress not saved: {unsaved})",
+           "near": "not yet: {misses}", "miss_buffer": "{what}'s {key} is {have} where the goal wants {bound}{want}",
+           "miss_result": "this {what}'s {key} is {have} where the goal wants {bound}{want}", "misses": "; ",
+           "at_least": "at least ", "at_most": "at most ", "size": "size", "kind": "kind", "flags": "flags",
+           "kept": "{name} already is what this step makes ({was}): kept",
+           "freed": "{name} is taken ({was}): the answer frees it first",
+           "destroyed": "stream {name} is of another kind: the answer destroys it first",
+           "kept_done": "{name} already was what this step makes ({was}): kept",
+           "freed_done": "{name} was taken ({was}): the answer freed it first",
+           "destroyed_done": "stream {name} was of another kind: the answer destroyed it first"},
     "zh": {"start": "课程 {lesson}：{title} —— 共 {steps} 步，约 {minutes} 分钟{article}",
            "article": "（{article}）",
            "usage": "每条命令之后 shell 都会检查目标是否达成。`lesson hint` 提示，`lesson answer` 答案，`lesson skip` "
@@ -481,15 +553,39 @@ UI = {
            "answer": "第 {step}/{steps} 步的答案：{commands} —— 自己输入，或用 `lesson skip` 让 shell 代为输入",
            "quit": "课程 {lesson} 停在第 {step}/{steps} 步；`lesson` 可以继续",
            "where": "你在课程 {lesson} 的第 {step}/{steps} 步：{goal}",
-           "unsaved": "（进度未保存：{unsaved}）"},
+           "unsaved": "（进度未保存：{unsaved}）",
+           "near": "还差一点：{misses}", "miss_buffer": "{what} 的{key}是 {have}，目标要求{bound} {want}",
+           "miss_result": "这次 {what} 的 {key} 是 {have}，目标要求{bound} {want}", "misses": "；",
+           "at_least": "至少", "at_most": "至多", "size": "大小", "kind": "种类", "flags": "标志",
+           "kept": "{name} 已经符合这一步的要求（{was}）：保留",
+           "freed": "名字 {name} 已被占用（{was}）：答案先释放它",
+           "destroyed": "流 {name} 的种类不同：答案先销毁它",
+           "kept_done": "{name} 已经符合这一步的要求（{was}）：已保留",
+           "freed_done": "名字 {name} 已被占用（{was}）：答案先释放了它",
+           "destroyed_done": "流 {name} 的种类不同：答案先销毁了它"},
 }
+
+
+class NearMiss(TypedDict):
+    what: str  # a buffer's name, or (buffer false) the kind of the result just shown
+    key: str  # size, kind, flags, … or the result's field
+    have: str
+    want: str
+    bound: str  # at_least | at_most | "" (equal)
+    buffer: bool
+
+
+class AnswerFit(TypedDict):
+    name: str
+    action: str  # kept (already what the answer makes) | freed | destroyed (a stream), before the answer makes it
+    was: str  # the buffer that held the name (`pageable 64 B`); "" for a stream
 
 
 class LessonStepData(TypedDict):
     lesson: str
     title: str
     lang: str
-    event: str  # start | resume | where | passed | hint | answer | skip | quit
+    event: str  # start | resume | where | passed | hint | answer | skip | quit | near
     step: int  # the step it is about, from 1 (passed: the step just passed)
     steps: int
     goal: str  # that step's goal
@@ -507,7 +603,9 @@ class LessonStepData(TypedDict):
     hint: NotRequired[str]
     hint_number: NotRequired[int]
     hints: NotRequired[int]
-    answer: NotRequired[list[str]]  # answer, skip
+    answer: NotRequired[list[str]]  # answer, skip: the answer as it runs from this session (see fitted)
+    fitted: NotRequired[list[AnswerFit]]  # answer, skip: names the answer would make that the session holds
+    near: NotRequired[list[NearMiss]]  # near: what differs from the goal where the student came close
     unsaved: NotRequired[str]  # why progress could not be kept
     damaged: NotRequired[str]  # the progress file was damaged: what was wrong, where it was moved (said once)
 
@@ -547,8 +645,16 @@ class LessonStep(Result, kind="lesson_step"):
             out.append(ui["hint"].format(**d))
         elif event == "answer":
             out.append(ui["answer"].format(**d, commands="; ".join(d["answer"])))
+        elif event == "near":
+            out.append(ui["near"].format(misses=ui["misses"].join(
+                ui["miss_buffer" if m["buffer"] else "miss_result"].format(
+                    **{**m, "key": ui.get(m["key"], m["key"]) if m["buffer"] else m["key"],
+                       "bound": ui[m["bound"]] if m["bound"] else ""}) for m in d["near"])))
         elif event == "quit":
             out.append(ui["quit"].format(**d))
+        if event in ("answer", "skip"):
+            done = "_done" * (event == "skip")  # shown after the answer ran
+            out += [ui[f["action"] + done].format(**f) for f in d.get("fitted", [])]
         elif event == "where":
             out.append(ui["where"].format(**d))
         if d.get("unsaved"):

@@ -6,12 +6,13 @@ import difflib
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
+from ..backends.profile import BUILTIN, Profile
 from ..errors import ShellError, usage
 from ..export.cemit import comment, cstr, inside
 from ..language.grammar import Arg, Flag, Opt, split_commands
 from ..language.registry import GROUPS, c_writer, command, lookup, parse_segment, specs
 from ..model.settings import SETTABLE
-from ..output.render import fmt_seconds
+from ..output.render import fmt_seconds, wrap
 from ..output.results import (
     Block,
     Edit,
@@ -39,13 +40,28 @@ def spec_help(spec) -> dict:
             "cuda": spec.cuda, "details": spec.details, "aliases": list(spec.aliases)}
 
 
-@command("help", "session", "list the commands, or explain one", "help memcpy", "(none)",
-         args=(Arg("COMMAND", "command", optional=True, many=True),), exported=False, saved=False)
+FIRST_STEPS = (  # what `help` and the banner point a newcomer to first
+    ("lesson list", "exercises, checked as you go: `lesson pinned` first"),
+    ("demo streams", "watch an experiment, explained (`demo`: all)"),
+    ("kernel load K.cu", "your own kernel, then `launch K BUFFER`"),
+    ("run examples/tour.cush", "the five-minute tour (in the project's folder)"),
+)
+
+
+@command("help", "session", "what to do first and the commands by group; `help all`, `help GROUP` or "
+         "`help COMMAND` for more", "help memcpy", "(none)",
+         args=(Arg("COMMAND", "command", optional=True, many=True),), exported=False, saved=False,
+         details="`help` alone fits one screen: the first things to do, and each group's commands by name; "
+                 f"`help all` lists every command with what it does, `help GROUP` ({', '.join(GROUPS)}) one "
+                 "group's, `help COMMAND` (or `COMMAND ?`) one command's syntax, example and CUDA call.")
 def help_(session, backend, args):
     words = args.get("COMMAND")
-    if not words:
-        groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
-        return Help({"groups": groups})
+    groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
+    if not words or [w.lower() for w in words] == ["all"]:
+        return Help({"groups": groups, "brief": not words})
+    group = words[0].lower()
+    if len(words) == 1 and group in groups and lookup(group) is None:  # `streams`, `kernels`: the commands
+        return Help({"groups": {g: cmds if g == group else [] for g, cmds in groups.items()}})
     name = " ".join(words).lower()
     spec = lookup(name)
     several = [lookup(w) for w in words]
@@ -55,6 +71,13 @@ def help_(session, backend, args):
     if spec is None and family:
         return Help({"groups": {name: family}})
     if spec is None:
+        owners = [s for s in specs() if name in [o.keyword for o in s.opts] + [f.word for f in s.flags]]
+        if owners:  # `help lang`: a word of other commands, not one itself
+            shown = next((s for s in owners if f" {name}" in s.example), owners[0])
+            raise ShellError("UNKNOWN_COMMAND", f"'{name}' is not a command: it is a word of "
+                             + ", ".join(f"`{s.name}`" for s in owners[:6]) + (", …" if len(owners) > 6 else ""),
+                             (f"as in `{shown.example}`; " if f" {name}" in shown.example else "")
+                             + f"`help {shown.name}` says where it goes", args.col("COMMAND"))
         close = difflib.get_close_matches(name, [s.name for s in specs()], n=1)
         raise ShellError("UNKNOWN_COMMAND", f"no command '{name}'",
                          f"did you mean `{close[0]}`?" if close else "`help` lists them", args.col("COMMAND"))
@@ -157,6 +180,25 @@ def output(session, backend, args):
     where = None if path == "off" else str(session.script_dir / path) if not path.startswith("/") else path
     return Message({"text": f"results go to {path}" if path != "off" else "results go to the screen",
                               "path": where, "col": args.col("FILE")}, action=Output(where, args.col("FILE")))
+
+
+@command("require profile", "scripts", "stop a script, saying so, unless the simulator runs this profile",
+         "require profile one-copy-engine", "(none: a guard for a script whose claim holds on one machine)",
+         args=(Arg("NAME", choices=("h100", *BUILTIN)),), exported=False, saved=False,
+         details="A script whose expectations hold only on a machine a built-in simulator profile models (one copy "
+                 "engine, no UVA, two GPUs) says so on its first line: run elsewhere, it stops there with "
+                 "NEEDS_PROFILE and the command line that runs it, instead of failing an `expect` later. Any "
+                 "profile with the figures that NAME sets holds (a calibrated file of a one-engine GPU too).")
+def require_profile(session, backend, args):
+    name = args.get("NAME")
+    running = backend.capabilities.profile
+    wanted = Profile.load(name)
+    keys = [k for k in BUILTIN.get(name, {}) if k != "name"]
+    if running is not None and all(getattr(running, k) == getattr(wanted, k) for k in keys):
+        return Message({"text": f"profile {name}: {running.name}"})
+    raise ShellError("NEEDS_PROFILE", f"this script needs the simulator's {name} profile ({wanted.name}); "
+                     + (f"this is {running.name}" if running is not None else "this is a GPU"),
+                     f"run it as `cudashell --backend sim --sim-profile {name} FILE.cush`", args.col("NAME"))
 
 
 @command("run", "scripts", "run a .cush script (paths relative to the calling script)", "run demo.cush",
@@ -438,6 +480,7 @@ class HelpDataGroups(TypedDict):
 
 class HelpData(TypedDict):
     groups: HelpDataGroups
+    brief: NotRequired[bool]  # `help` alone: shown as the first things to do and the commands' names by group
 
 
 class Help(Result, kind="help"):
@@ -445,15 +488,41 @@ class Help(Result, kind="help"):
     prose = True
 
     def text(self):
-        d = self.data
+        return [line for line, _ in self._rows(0)]
+
+    def lines(self, tablefmt: str = "simple", width: int = 0) -> list[str]:
+        """Each row wrapped under its second column (a long summary continues below itself)."""
+        return [part for line, hang in self._rows(width) for part in wrap([line], width, indent=" " * hang)]
+
+    def _rows(self, width: int) -> list[tuple[str, int]]:
+        """Its lines, each with the indent a wrapped continuation takes."""
+        if self.data.get("brief"):
+            return self._brief(width)
         out = []
-        for group, cmds in d["groups"].items():
+        for group, cmds in self.data["groups"].items():
             if cmds:
-                out.append(f"{group}:")
-                width = max(len(c["name"]) for c in cmds)
-                out += [f"  {c['name']:<{width}}  {c['summary']}" for c in cmds]
-        out.append("`help COMMAND` shows its syntax, an example and the CUDA call behind it.")
-        return out
+                out.append((f"{group}:", 4))
+                name = max(len(c["name"]) for c in cmds)
+                out += [(f"  {c['name']:<{name}}  {c['summary']}", name + 4) for c in cmds]
+        return out + [("`help COMMAND` shows its syntax, an example and the CUDA call behind it.", 4)]
+
+    def _brief(self, width: int) -> list[tuple[str, int]]:
+        """One screen (14 lines at 80×24, where the prompt keeps 8 rows for its menu): the first things to do,
+        then each group's commands by their first word, on one line each (`…` where the terminal is narrower)."""
+        name = max(len(c) for c, _ in FIRST_STEPS)
+        out = [("first things to do:", 4), *((f"  {c:<{name}}  {what}", name + 4) for c, what in FIRST_STEPS),
+               ("commands by group (`help all`: what each does; `help GROUP`: one group):", 4)]
+        for group, cmds in self.data["groups"].items():
+            line = f"  {group:<8}  "
+            words = list(dict.fromkeys(c["name"].split()[0] for c in cmds))
+            for i, w in enumerate(words):
+                more = ", …" if i + 1 < len(words) else ""
+                if width and len(line) + len(w) + len(more) > width:
+                    line = line.rstrip(", ") + ", …"
+                    break
+                line += w + (", " if i + 1 < len(words) else "")
+            out.append((line, 12))
+        return out + [("`help COMMAND` (or `COMMAND ?`): its syntax, an example, the CUDA call", 4)]
 
 
 class HelpCommandData(TypedDict):

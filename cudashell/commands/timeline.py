@@ -11,7 +11,7 @@ from ..errors import usage
 from ..language.grammar import Arg, Flag, Opt
 from ..language.registry import command
 from ..model.operations import ENGINES, OPERATIONS, TraceEntry, of_text
-from ..output.render import Whole, fmt_seconds, nvprof_time
+from ..output.render import Whole, fmt_seconds, nvprof_time, plural
 from ..output.results import Message, Result, Settings
 from .checks import check_writable, write_file
 
@@ -135,7 +135,7 @@ def trace_export(session, backend, args):
     write_file(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
                                  "otherData": {"timing": backend.timing_label, "device": backend.info.name}}),
                args.col("FILE"))
-    return Message({"text": f"wrote {len(done)} operations to {path}"
+    return Message({"text": f"wrote {plural(len(done), 'operation')} to {path}"
                               + (f" ({pending} still running were left out)" if pending else ""),
                               "path": str(path), "ops": len(done), "pending": pending})
 
@@ -266,7 +266,8 @@ class Profile(Result, kind="profile"):
                     out.append(Whole(f"{r['kernel']:<20}{r['memory']:<12}{r['requests']:>10}{r['sectors']:>10}"
                                      f"{per:>9.2f}{100 * used:>6.0f}%"))
         if d["pending"]:
-            out.append(f"({d['pending']} operations still running are not counted: `sync` first)")
+            out.append(f"({plural(d['pending'], 'operation')} still running "
+                       f"{'is' if d['pending'] == 1 else 'are'} not counted: `sync` first)")
         return out
 
     def figure(self):
@@ -320,7 +321,8 @@ class Timeline(Result, kind="timeline"):
         if "asked_width" in d:
             out.append(f"(width {d['asked_width']} does not fit the terminal: drawn {d['width']} columns wide)")
         out += [Whole(f"  {r['name']:<{width}} |{r['cells']}|") for r in d["rows"]]
-        return out + self.legend() + ([f"  ({d['pending']} operations still running are not shown: `sync` first)"]
+        return out + self.legend() + ([f"  ({plural(d['pending'], 'operation')} still running "
+                                       f"{'is' if d['pending'] == 1 else 'are'} not shown: `sync` first)"]
                                       if d["pending"] else [])
 
     def legend(self) -> list[str]:

@@ -167,6 +167,7 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
     if not backend.capabilities.models_time:  # a hung GPU wait is given up by the shell itself (GPU_ABANDONED)
         shell.session.settings["gpu-timeout"] = backend.gpu_timeout = limit
     before = None  # what the command before a check met first, when it failed
+    dead = None  # a failure nothing after can recover from (a dead context): its check is told, then the section stops
     i = 0
     try:
         for i, (item, lineno) in enumerate(sec.items):
@@ -184,10 +185,15 @@ def _section_child(conn, sec: Section, root: Path, choice: str, profile: str | N
                 if not ok and e.code in LIMIT_CODES:
                     conn.send(("stop", i, e.code, e.message))
                     break
-            elif not ok and (first[0] in STICKY or first[0] in LIMIT_CODES or i + 1 == len(sec.items)
+                if dead is not None:  # one rule: the check after a failure fails, a fault's as a typo's
+                    conn.send(("stop", *dead))
+                    break
+            elif not ok and (first[0] in LIMIT_CODES or i + 1 == len(sec.items)
                              or not is_check(sec.items[i + 1][0])):
                 conn.send(("stop", i, *first))  # nothing after it can be trusted (a dead context: nothing can run)
                 break
+            elif not ok and first[0] in STICKY:
+                dead = (i, *first)
             before = None if ok or i in sec.checks else first[1]
         conn.send(("done",))
     except MemoryError:  # met outside a command (between them, or telling the grader)
@@ -451,8 +457,9 @@ def build_parser(env: Environment):
     p.add_argument("--backend", choices=("auto", "sim", "cuda"),
                    help="as cudashell's; sim gives the same grade on every machine (modeled timings)")
     p.add_argument("--sim-profile", metavar="FILE|NAME", help=f"h100 (the default), {', '.join(BUILTIN)} or a file")
-    p.add_argument("--pass", dest="pass_at", default=DEFAULT_PASS, metavar="N%|N",
-                   help=f"the score that passes: a share of the total or points (default {DEFAULT_PASS})")
+    p.add_argument("--pass", dest="pass_at", default=DEFAULT_PASS, metavar="N%|N",  # argparse %-formats help:
+                   help=f"the score that passes: a share of the total or points (default {DEFAULT_PASS})"
+                   .replace("%", "%%"))
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                    help=f"how long one check may take before it scores zero (default {DEFAULT_TIME_LIMIT:g})")
     p.add_argument("--memory-limit", default=format_size(DEFAULT_MEMORY).replace(" ", ""), metavar="SIZE",

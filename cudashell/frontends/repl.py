@@ -15,7 +15,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import run_in_terminal
+from prompt_toolkit.application import get_app_or_none, run_in_terminal
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
@@ -137,7 +137,19 @@ class ShellValidator(Validator):
         except ShellError as e:
             col = min(max((e.col or 1) - 1, 0), len(text)) if "\n" not in line else 0  # a block: its first line
             hint = f" — {e.hint}" if e.hint and e.hint.startswith("did you mean") else ""  # as scripts show it
-            raise ValidationError(cursor_position=col, message=f"{e.code}: {e.message}{hint}") from None
+            raise ValidationError(cursor_position=col, message=fitted_error(f"{e.code}: {e.message}", hint)) from None
+
+
+def fitted_error(said: str, hint: str, width: int | None = None) -> str:
+    """The error under the prompt in one row of the terminal (the row does not wrap): the message shortened with
+    `…` where it must be, so the `— did you mean …` at its end is never the part cut off."""
+    if width is None:
+        app = get_app_or_none()
+        width = app.output.get_size().columns if app is not None else 80
+    room = width - 1 - len(hint)
+    if len(said) > room:
+        said = said[:max(room - 1, 12)].rstrip() + "…"
+    return said + hint
 
 
 def names_exist(line: str, session) -> bool:
@@ -172,13 +184,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _total(n: int) -> str:
+    """A total of buffers' sizes in the words `ls` writes each one in: `65 MiB + 64 B`, never a `65.00 MiB` that
+    looks round and is not."""
+    text = format_size(n)
+    if ".00 " not in text:
+        return text
+    scale = next(s for s in (1 << 30, 1 << 20, 1 << 10) if n >= s)
+    return f"{format_size(n - n % scale)} + {format_size(n % scale)}"
+
+
 def toolbar(shell, width: int | None = None, env: Environment | None = None) -> str:
     """The session at a glance, in one line that fits the terminal: items are dropped from the least needed
     (the last of the list) until it fits."""
     s, b = shell.session, shell.backend
     items = [f"{b.name} · {b.info.name.split(' (')[0]}", "HELD" if s.held is not None else "",
-             _plural(len(s.buffers), "buffer"), f"pinned {format_size(s.pinned_bytes())}",
-             f"device {format_size(s.bytes_in_use('device'))}", _plural(len(s.streams) + 1, "stream"),
+             _plural(len(s.buffers), "buffer"), f"pinned {_total(s.pinned_bytes())}",
+             f"device {_total(s.bytes_in_use('device'))}", _plural(len(s.streams), "stream") if s.streams else "",
              f"time {s.settings['time']}", f"explain {s.settings['explain']}", "F1 help"]
     items = [i for i in items if i]
     width = width or (env or Environment()).terminal_size().columns
@@ -216,9 +238,12 @@ KEYS = (  # the F1 screen: what the prompt's keys do (prompt_toolkit's emacs key
 )
 
 
-def keys_text() -> str:
-    width = max(len(k) for k, _ in KEYS)
-    return "keys at the prompt:\n" + "\n".join(f"  {k:<{width}}  {what}" for k, what in KEYS)
+def keys_text(width: int = 0) -> str:
+    """The F1 screen, each key's text wrapped between words under its column to the terminal's `width`."""
+    keys = max(len(k) for k, _ in KEYS)
+    rows = [line for k, what in KEYS
+            for line in render.wrap([f"  {k:<{keys}}  {what}"], width, indent=" " * (keys + 4))]
+    return "\n".join(["keys at the prompt:", *rows])
 
 
 def edit_in_editor(text: str, suffix: str = ".cush") -> str:
@@ -280,7 +305,7 @@ def key_bindings(shell) -> KeyBindings:
         topic = " ".join(words[:2]) if words and lookup(" ".join(words[:2])) else (words[0] if words else "")
 
         def show():
-            shell.write(keys_text() + "\n")
+            shell.write(keys_text(int(shell.session.settings["width"])) + "\n")
             if lookup(topic):
                 shell.execute(f"help {topic}")
             else:
@@ -293,9 +318,21 @@ def key_bindings(shell) -> KeyBindings:
 
     @kb.add(Keys.BracketedPaste)
     def _(event):
-        """A paste goes in as it is, less the prompts of a transcript (and the output lines between them)."""
+        """A paste, less the prompts of a transcript (and the output lines between them): its whole lines run at
+        once, each on its own as Enter on each would (a transcript's lines are all whole); a last line without its
+        newline waits at the next prompt, to finish. A `<<<` left open by the paste goes in as text, to go on."""
         data = event.data.replace("\r\n", "\n").replace("\r", "\n")
-        event.current_buffer.insert_text(strip_prompts(data))
+        stripped = strip_prompts(data)
+        done, newline, rest = (stripped, "\n", "") if stripped != data else data.rpartition("\n")
+        buf = event.current_buffer
+        whole = buf.document.text_before_cursor + done
+        if not newline or not whole.strip() or open_block(whole):
+            buf.insert_text(stripped)
+            return
+        shell.leave_next_input(rest + buf.document.text_after_cursor)
+        buf.text = whole
+        buf.append_to_history()
+        event.app.exit(result=whole)
 
     return kb
 
@@ -435,10 +472,11 @@ def run_typed(shell, line: str) -> None:
     """What was typed at the prompt: each line of a paste runs or fails on its own. Shell.execute reports its own
     failures; the guard here is for the loop itself."""
     try:
-        for _, text in joined_source_lines(line.split("\n")):
+        lines = list(joined_source_lines(line.split("\n")))
+        for lineno, text in lines:
             text = recalled(shell, text)
-            if text is not None:
-                shell.execute(text)
+            if text is not None:  # a line of a paste: its error names it (`paste:2:7`)
+                shell.execute(text, "paste" if len(lines) > 1 else None, lineno)
             if shell.quitting or shell.last_error is not None and shell.last_error.code == "INTERRUPTED":
                 break
     except KeyboardInterrupt:
@@ -475,6 +513,10 @@ def prompt_options(options: ShellOptions, settings: dict, env: Environment) -> t
     return options, ColorErrors(err) if use_color(with_defaults(settings)["color"], env) else err
 
 
+WELCOME = ("new here? `lesson list` (exercises, checked as you go), `demo streams` (watch one), `kernel load K.cu` "
+           "(your own kernel), `run examples/tour.cush` (the tour) — `help` for more, Tab completes, Ctrl-D leaves")
+
+
 def repl(shell, banner: str, settings: dict | None = None, input=None, output=None,
          env: Environment | None = None) -> ExitStatus:
     """The prompt, over a shell built for it (`prompt_options`), until `quit` or Ctrl-D."""
@@ -486,9 +528,7 @@ def repl(shell, banner: str, settings: dict | None = None, input=None, output=No
             "NOT_INSTALLED", f"the pager, {settings['pager']}, is not on your PATH: long output is not paged",
             f"install it, or name another pager (or off) as `pager =` in {env.config_file}")), err=True)
     session = make_session(shell, settings, input, output, env)
-    info = shell.backend.info
-    welcome = [banner, f"{info.name} (compute {info.compute_capability}) — type `help` for the commands, "
-               "Tab to complete, `quit` or Ctrl-D to leave"]
+    welcome = [banner, WELCOME]
     shell.out.write("\n".join(render.wrap(welcome, env.terminal_size().columns)) + "\n")
     if input is None:
         shell.backend.ask_abandon = ask_abandon

@@ -159,6 +159,10 @@ class Shell:
         with self._nested(options=replace(self.options, **options)):
             yield
 
+    def leave_next_input(self, text: str) -> None:
+        """What the next prompt starts with: a paste's last line, pasted without its newline, to finish."""
+        self.next_input = text
+
     def take_next_input(self) -> str:
         """What `edit` brought back, for the next prompt; it is given once."""
         waiting, self.next_input = self.next_input, ""
@@ -247,6 +251,8 @@ class Shell:
             self.session.record(recorded, error is None, error.code if error else None)
         if result is not None and result.api_call is not None:
             self.session.api.append(result.api_call)
+        if error is not None:  # what earlier work said when it finished (a race, a printf) comes before the error
+            self._report_callbacks()
         self.report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
                      explained)
         self._report_callbacks()
@@ -469,13 +475,14 @@ class Shell:
             return False
         return True
 
-    def execute(self, line: str) -> bool:
-        """Run one line as typed: `;`-separated commands, `#` comments; a blank line does nothing."""
+    def execute(self, line: str, name: str | None = None, lineno: int = 1) -> bool:
+        """Run one line as typed: `;`-separated commands, `#` comments; a blank line does nothing. `name`: what
+        its errors say it is line `lineno` of (a paste at the prompt: `paste:2:7`)."""
         try:
             segments = split_commands(line)
         except ShellError as e:
-            return self.run_items([(BadLine(e, line.strip()), 1)])
-        return self.run_items([(s, 1) for s in segments])
+            return self.run_items([(BadLine(e, line.strip()), lineno)], name)
+        return self.run_items([(s, lineno) for s in segments], name)
 
     @staticmethod
     def script_items(text: str) -> list[tuple[Segment | BadLine, int]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from ..errors import usage
+from ..errors import ShellError, usage
 from .argkinds import WORD, ArgKind, kind_named
 
 # ---------------------------------------------------------------- tokens
@@ -208,6 +208,30 @@ def convert(arg: Arg, tok: Token):
     return arg.kind.convert(text, col)
 
 
+def keyword_typo(word: str, opts: tuple[Opt, ...], flags: tuple[Flag, ...]) -> str | None:
+    """The flag or option keyword of a command that `word` is a likely typo of (`asynk` → async, `strem` → stream,
+    `mappd` → mapped), else None. A word that is one of them is not a typo."""
+    words = [f.word for f in flags] + [a for f in flags for a in f.aliases] + [o.keyword for o in opts]
+    low = word.lower()
+    if low in words or len(low) < 3:
+        return None
+    close = difflib.get_close_matches(low, words, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _converted(arg: Arg, tok: Token, opts, flags):
+    """`convert`, but a word that fits no value of the argument and is a keyword's typo says so (`memcpy p d
+    asynk` meant `async`, not a size)."""
+    try:
+        return convert(arg, tok)
+    except ShellError as e:
+        typo = keyword_typo(tok.text, opts, flags)
+        if typo is None:
+            raise
+        raise usage(f"unexpected '{tok.text}': not a {arg.name} nor a word the command takes", tok.col,
+                    f"did you mean `{typo}`?") from e
+
+
 @dataclass(frozen=True)
 class Step:
     """One word of a command as the parser reads it: `what` is "opt" (a keyword: its value is the next word),
@@ -282,13 +306,14 @@ def parse_args(tokens: tuple[Token, ...], line: str, end: int, args: tuple[Arg, 
             p.flags.add(step.item)
             p.cols.setdefault(step.item, tok.col)
         elif step.what == "extra":
-            raise usage(f"unexpected '{tok.text}'", tok.col)
+            typo = keyword_typo(tok.text, opts, flags)
+            raise usage(f"unexpected '{tok.text}'", tok.col, f"did you mean `{typo}`?" if typo else None)
         elif step.what == "rest":
             single_quoted = tok.quoted and step.index == len(tokens) - 1
             p.values[step.item.name] = tok.text if single_quoted else line[tok.col - 1: end].strip()
             p.cols[step.item.name] = tok.col
         else:
-            arg, value = step.item, convert(step.item, tok)
+            arg, value = step.item, _converted(step.item, tok, opts, flags)
             if arg.many:
                 p.values.setdefault(arg.name, []).append(value)
                 p.cols.setdefault(arg.name, tok.col)

@@ -197,6 +197,11 @@ _NUMBER = re.compile(r"([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:e[-+]?\d+)?)(ul|f|d|i|u|
 _INTEGER = re.compile(r"[-+]?(0x[0-9a-f]+|[1-9][0-9]*|0)", re.I)
 
 
+def _a(dtype: str) -> str:
+    """The type with its article: `an int32`, `a uint8` (you-int), `a float32`."""
+    return ("an " if dtype[0] in "aeio" else "a ") + dtype
+
+
 def scalar(text: str, dtype: str, col: int | None = None):
     """A scalar argument: `2.5`, `3`, `0xff`, or with a suffix that names its type (`2.5f`, `7i`, `9ul`). Integers
     are read exactly (a 64-bit value past 2^53 keeps every bit)."""
@@ -207,21 +212,21 @@ def scalar(text: str, dtype: str, col: int | None = None):
         value = int(text, 0)
         info = np.iinfo(dt)
         if not info.min <= value <= info.max:
-            raise ShellError("USAGE", f"{text} is not a {dtype} ({info.min}..{info.max})", None, col)
+            raise ShellError("USAGE", f"{text} is not {_a(dtype)} ({info.min}..{info.max})", None, col)
         return dt.type(value)
     m = _NUMBER.fullmatch(text)
     if not m:
-        raise ShellError("USAGE", f"expected a number for a {dtype} parameter, got '{text}'", None, col)
+        raise ShellError("USAGE", f"expected a number for {_a(dtype)} parameter, got '{text}'", None, col)
     number, suffix = m.group(1), (m.group(2) or "").lower()
     if suffix and _SUFFIX[suffix] != dtype:
         raise ShellError("USAGE", f"'{text}' is {_SUFFIX[suffix]} but the parameter is {dtype}", None, col)
     try:
         value = float(number)
     except ValueError:  # `1__0`: the pattern lets runs of _ through, Python does not
-        raise ShellError("USAGE", f"expected a number for a {dtype} parameter, got '{text}'", None, col) from None
+        raise ShellError("USAGE", f"expected a number for {_a(dtype)} parameter, got '{text}'", None, col) from None
     if dt.kind in "iu":
         info = np.iinfo(dt)
         if not value.is_integer() or not info.min <= value <= info.max:
-            raise ShellError("USAGE", f"{text} is not a {dtype} ({info.min}..{info.max})", None, col)
+            raise ShellError("USAGE", f"{text} is not {_a(dtype)} ({info.min}..{info.max})", None, col)
         return dt.type(int(value))
     return dt.type(value)

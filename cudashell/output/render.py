@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import textwrap
 from contextvars import ContextVar
 from html import escape
 from typing import TYPE_CHECKING
@@ -107,7 +106,7 @@ def _cell(c, limit: int | None):
     """A cell of at most `limit` characters a line, wrapped as text is (`fill`), and broken also after a comma or
     an opening bracket inside a word (`mapped,portable`, `registered(mapped)`)."""
     s = str(c)
-    if limit is None or len(s) <= limit:
+    if limit is None or display_width(s) <= limit:
         return c
     return "\n".join(fill(s, limit, inside_words=True))
 
@@ -131,7 +130,7 @@ def fit(rows, headers, tablefmt: str, width: int, shorter=None, colalign=None) -
         return tabulate(rows, headers, tablefmt, **kw)
 
     def fits(text) -> bool:
-        return not width or max(map(len, text.splitlines()), default=0) <= width
+        return not width or max(map(display_width, text.splitlines()), default=0) <= width
 
     mode = EXPANDED.get()
     if mode == "on" and rows:
@@ -208,7 +207,7 @@ def wrap(lines: list[str], width: int, indent: str | None = None) -> list[str]:
             out.append(line)
             continue
         for part in line.split("\n"):
-            if len(part) <= width:
+            if display_width(part) <= width:
                 out.append(part)
                 continue
             out += fill(part, width, " " * (len(part) - len(part.lstrip()) + 4) if indent is None else indent)
@@ -216,32 +215,81 @@ def wrap(lines: list[str], width: int, indent: str | None = None) -> list[str]:
 
 
 def fill(text: str, width: int, indent: str = "", inside_words: bool = False) -> list[str]:
-    """One line's words filled into lines of `width` by the shell's rules: never inside a word, a number or a
-    pointer (a word longer than the line stays whole), a number kept with its unit (`64 MiB`) and an opening bracket
-    with the word after it; `inside_words`: a break may also come after a comma or a bracket inside a word (a table's
-    narrow cells). Continued lines start with `indent`."""
-    filler = _Filler(width, indent, inside_words)
-    return [x.replace(GLUE, " ") for x in filler.wrap(UNIT_SPACE.sub(GLUE, text))] or [text]
+    """One line's words filled into lines of `width` display columns (a Chinese character takes two) by the shell's
+    rules: never inside a word, a number or a pointer (a word longer than the line stays whole), a number kept with
+    its unit (`64 MiB`), a command in backticks kept whole (a student types what they see) and an opening bracket
+    with the word after it. Text without spaces (Chinese) breaks between its wide characters, but never before
+    closing punctuation (`，` `。` `）`) nor after opening (`（`): no line starts with a comma. `inside_words`: a break
+    may also come after a comma or a bracket inside a word (a table's narrow cells). Continued lines start with
+    `indent`."""
+    room = width - display_width(indent)
+    glued = CODE_SPAN.sub(lambda m: m[0].replace(" ", GLUE) if display_width(m[0]) <= room else m[0],
+                          UNIT_SPACE.sub(GLUE, text.expandtabs()))
+    lines: list[str] = []
+    line, used = "", 0  # the line being filled, its indent included, and its display width
+    for chunk in _chunks(glued, inside_words):
+        space, w = chunk.isspace(), display_width(chunk)
+        if space and lines and not line.strip():
+            continue  # a continued line starts at its indent
+        if used + w > width and line.strip():
+            lines.append(line.rstrip())
+            line, used = (indent, display_width(indent)) if space else (indent + chunk, display_width(indent) + w)
+            continue
+        line, used = line + chunk, used + w
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return [x.replace(GLUE, " ") for x in lines if x] or [text]
 
 
-class _Filler(textwrap.TextWrapper):
-    """textwrap's filling over the shell's words: split at spaces, and where asked after a comma or a bracket
-    inside a word."""
+def display_width(text: str) -> int:
+    """Columns `text` takes on a terminal (wcwidth: a Chinese character two); characters it cannot size count one."""
+    if text.isascii():
+        return len(text)
+    from wcwidth import wcswidth
 
-    def __init__(self, width: int, indent: str, inside_words: bool):
-        super().__init__(width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
-        self.inside_words = inside_words
-
-    def _split(self, text: str) -> list[str]:
-        chunks = super()._split(text)
-        return [p for c in chunks for p in INSIDE_WORD.split(c) if p] if self.inside_words else chunks
+    w = wcswidth(text.replace(GLUE, " "))
+    return w if w >= 0 else len(text)
 
 
-# a number and its unit (`64 MiB`, `1.2 ms`, `7.58 GB/s`) are one word: held together by a space textwrap keeps
+def _chunks(text: str, inside_words: bool) -> list[str]:
+    """The pieces a line may break between: runs of spaces, and words cut where a line may break without a space
+    (between wide characters, by `_may_break`; after a comma or a bracket inside a word where asked) — never
+    inside a command in backticks."""
+    out = []
+    for piece in SPACES.split(text):
+        if not piece or piece.isspace():
+            out += [piece] if piece else []
+            continue
+        for part in INSIDE_WORD.split(piece) if inside_words else [piece]:
+            start, quoted = 0, False
+            for i, ch in enumerate(part):
+                if i and not quoted and _may_break(part[i - 1], ch):
+                    out.append(part[start:i])
+                    start = i
+                quoted ^= ch == "`"
+            out.append(part[start:])
+    return [c for c in out if c]
+
+
+def _may_break(before: str, after: str) -> bool:
+    """Whether a line may break between two characters with no space between them: beside a wide (CJK) character,
+    where the kinsoku rule allows it (not before closing punctuation, not after opening)."""
+    if before.isascii() and after.isascii() or after in NO_LINE_START or before in NO_LINE_END:
+        return False
+    from wcwidth import wcwidth
+
+    return wcwidth(before) == 2 or wcwidth(after) == 2
+
+
+# a number and its unit (`64 MiB`, `1.2 ms`, `7.58 GB/s`) are one word: held together by a space the filler keeps
 UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:[KMGT]i?B|B|[µmn]?s|GB/s|bytes|elements)(?![\w/]))")
 GLUE = "\ue000"  # a private-use character: never in what the shell prints
+CODE_SPAN = re.compile(r"`[^`\n]+`")  # a command as the text shows it: one word, where it fits a line
+SPACES = re.compile(r"(\s+)")
 # where a word may break in a narrow cell: after a comma (not one between digits) or a bracket that follows a letter
 INSIDE_WORD = re.compile(r"(?<=,)(?=[^\d\s])|(?<=\w\()(?=[^\s)])")
+NO_LINE_START = set("，。、；：！？）」』》〉】〕”’…—·%,.;:!?)]}")  # closing punctuation stays with what it closes
+NO_LINE_END = set("（「『《〈【〔“‘([{")
 
 
 def access_lines(a) -> list[str]:
@@ -255,11 +303,18 @@ def access_lines(a) -> list[str]:
                 for k, c in buf["elements"].items()]
         out += ["", f"  {name} ({buf['element_size']}-byte elements):",
                 fit(rows, ["element", "read by", "written by"], "simple", 0)]
+        if buf.get("more"):
+            out.append(f"  … {buf['more']} more element{'s' * (buf['more'] != 1)} of {name} touched")
     return out
 
 
 MEMORY_NAMES = {"device": "device memory", "managed": "managed memory", "zero-copy": "mapped host memory (over the bus)",
                 "peer": "another GPU's memory (over the link)"}
+
+
+def plural(n, one: str, many: str | None = None) -> str:
+    """`1 request`, `2 requests` (`many` where adding an s is wrong: `address`, `addresses`)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def counts_lines(c) -> list[str]:
@@ -268,25 +323,27 @@ def counts_lines(c) -> list[str]:
         return []
     out = []
     for kind, g in c["global"].items():
-        out.append(f"  {MEMORY_NAMES.get(kind, kind)}: {g['requests']} requests, {g['sectors']} sectors = "
+        out.append(f"  {MEMORY_NAMES.get(kind, kind)}: {plural(g['requests'], 'request')}, "
+                   f"{plural(g['sectors'], 'sector')} = "
                    f"{g['sectors_per_request']:.1f} sectors a request: {g['pattern']} "
                    f"({100 * g['efficiency']:.0f}% of {format_size(g['bytes'])} moved was used)")
     s = c["shared"]
     if s["requests"]:
         ways = s["conflict_ways"]
-        out.append(f"  shared memory: {s['requests']} requests, {s['wavefronts']} wavefronts"
+        out.append(f"  shared memory: {plural(s['requests'], 'request')}, {plural(s['wavefronts'], 'wavefront')}"
                    + (" (no bank conflicts)" if ways <= 1.0 else f" ({ways:.1f}-way bank conflicts on average)"))
     k = c.get("constant")
     if k and k["requests"]:
         per = k["addresses_per_request"]
-        out.append(f"  constant memory: {k['requests']} requests, {k['addresses']} distinct addresses"
+        out.append(f"  constant memory: {plural(k['requests'], 'request')}, "
+                   f"{plural(k['addresses'], 'distinct address', 'distinct addresses')}"
                    + (" (every request a broadcast)" if per <= 1.0 else
                       f" ({per:.1f} a request: the constant cache serves them one after another)"))
     if c.get("readonly_loads"):
         out.append(f"  read-only data path (__ldg, const __restrict__): {c['readonly_loads']} of the "
                    f"{c['loads']} warp loads")
     if c["atomics"]:
-        out.append(f"  atomics: {c['atomics']} warp requests")
+        out.append(f"  atomics: {plural(c['atomics'], 'warp request')}")
     out.append(f"  warp instructions: {c['warp_instructions']} (statements × active warps)")
     return out
 

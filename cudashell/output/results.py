@@ -349,13 +349,15 @@ class Synced(Result, kind="sync"):
     def text(self):
         d = self.data
         out = [f"sync {d['what']}: host waited {fmt_seconds(d['host_seconds'])} {timing_note(d)}"]
+        finished: dict[str, int] = {}  # a repeat's 200 copies are one line each alike: each line once, counted
         for e in d["completed"]:
             operation, _ = of_text(e["op"])
             rate = f" = {e['bytes'] / e['seconds'] / 1e9:.2f} GB/s" if e["seconds"] and operation.moves_bytes else ""
             kernel = operation.runs_kernel  # what it moved (read and written); spin: nothing, so no figure
             size = f", {format_size(e['bytes'])}{' moved' if kernel else ''}" if e["bytes"] or not kernel else ""
-            out.append(f"  finished: {e['op']} on stream {e['stream']}{size} in {fmt_seconds(e['seconds'])}{rate}")
-        return out
+            line = f"  finished: {e['op']} on stream {e['stream']}{size} in {fmt_seconds(e['seconds'])}{rate}"
+            finished[line] = finished.get(line, 0) + 1
+        return out + [line + (f" ×{n}" if n > 1 else "") for line, n in finished.items()]
 
 
 def schema_json() -> str:

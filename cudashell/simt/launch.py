@@ -107,9 +107,12 @@ def _children(node):
 
 
 def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic: int, regions: list[Region],
-        racecheck: bool = True, trace: bool = False, max_blocks: int | None = None) -> Report:
-    """`max_blocks`: the most blocks a chunk may run at once (their local memory is what the budget holds)."""
-    report = Report()
+        racecheck: bool = True, trace: bool = False, max_blocks: int | None = None,
+        report: Report | None = None) -> Report:
+    """Run a launch over `regions`; `report` (else a new one) gathers its counts and, with `trace`, its accesses —
+    kept in it up to a fault, which is raised. `max_blocks`: the most blocks a chunk may run at once (their local
+    memory is what the budget holds)."""
+    report = report if report is not None else Report()
     layout, _, shared_total = shared_layout(program, fn, dynamic)
     threads = block[0] * block[1] * block[2]
     tpb = -(-threads // WARP) * WARP
@@ -137,11 +140,13 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
         if trace:
             mem.trace = []
         mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report, shapes)
-        with np.errstate(all="ignore"):
-            mach.run(fn, values)
-        if trace:
-            report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
-                              for name, elem, size, lane, write in mem.trace]
+        try:
+            with np.errstate(all="ignore"):
+                mach.run(fn, values)
+        finally:  # a fault too: show-access draws what the threads touched up to it, where it helps most
+            if trace:
+                report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
+                                  for name, elem, size, lane, write in mem.trace]
         report.traffic.instructions += mach.statements
     return report
 

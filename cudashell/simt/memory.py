@@ -285,6 +285,11 @@ class Memory:
             ends = np.array([r.end for r in self.regions] + [0], np.int64)
             inside = (idx >= 0) & (addr + size <= ends[idx])
             if not inside.all():
+                if self.trace is not None and count:  # show-access of a kernel that faults: its lanes in bounds
+                    for j in np.unique(idx[inside]):
+                        sel, r = inside & (idx == j), self.regions[j]
+                        self.trace.extend((r.name, int(e), size, int(n), write)
+                                          for e, n in zip((addr[sel] - r.start) >> shift, lanes[sel]))
                 i = int(np.flatnonzero(~inside)[0])
                 self._fail("CUDA_ERROR_ILLEGAL_ADDRESS", int(lanes[i]), int(addr[i]), size, loc, write, "global",
                            "out of bounds")

@@ -278,17 +278,19 @@ class Work:
 
     def _run_user(self, kernel, values, grid, block, shared, ctx, named, trace=False):
         """Run a user kernel over the memory as it is now: (report, written regions) or the fault."""
-        from ...simt.launch import run
+        from ...simt.launch import Report, run
         from ...simt.localmem import blocks_at_once
         from ...simt.memory import Fault
 
         program, fn = kernel.handle
         regions = self._regions(ctx, named)
         room = self.budget.limit - self.budget.used  # the lanes' local memory: what the budget has room for
+        traced = Report() if trace else None  # show-access of a kernel that faults: the accesses before the fault
         try:
-            report = run(program, fn, values, grid, block, shared, regions, trace=trace,
+            report = run(program, fn, values, grid, block, shared, regions, trace=trace, report=traced,
                          max_blocks=blocks_at_once(program, fn, block, room))
         except Fault as f:
+            f.access = traced.access if traced is not None else []
             return f, []
         return report, [r for r in regions if r.dirty]
 
@@ -341,8 +343,9 @@ class Work:
                 return None
             return land
 
-        if isinstance(first, Exception):
-            report, duration = None, p.launch_latency
+        if isinstance(first, Exception):  # its fault comes when the launch completes, as a GPU's does
+            report = KernelReport({}, 0, 0, 0, 0, 0, 0, tuple(Access(*a) for a in first.access), fault=first.message)
+            duration = p.launch_latency
         else:
             report, duration = _kernel_report(first), self.kernel_seconds(first.traffic)
         return replace(self._submit(stream, duration, "compute", R.QUEUED, effect), report=report)

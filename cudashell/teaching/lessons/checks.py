@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ...errors import ShellError
 from ...model.operations import TraceEntry
 from ...model.session import KIND_LETTER, Session
-from ...sizes import parse_size
+from ...sizes import format_size, parse_size
 
 
 @dataclass
@@ -286,6 +286,26 @@ def _validate_overlap(spec, where: str) -> list[str]:
     return []
 
 
+def _validate_waited(spec, where: str) -> list[str]:
+    if not isinstance(spec, dict) or set(spec) != {"stream"} or not isinstance(spec["stream"], str) \
+            or not spec["stream"].strip():
+        return [f"{where}: a table stream = \"NAME\" (a stream's name or number)"]
+    return []
+
+
+def _waited(spec: dict, seen: Seen) -> bool:
+    """Whether the host has waited for every operation queued on the stream: the effect of `sync stream S`,
+    reached just as well by a device-wide `sync` or by `event sync` of an event recorded on S after its work
+    (the session's stream order knows what the host waited for, model/streamorder.py). A stream with no work
+    traced holds; one the session does not have, does not."""
+    s = seen.session
+    name = spec["stream"]
+    if name not in s.streams:
+        return False
+    last = next((s.trace_dropped + i for i in range(len(s.trace) - 1, -1, -1) if s.trace[i].stream == name), None)
+    return last is None or last <= max(s.order.host_all, s.order.host.get(name, -1))
+
+
 def _trace_since(seen: Seen) -> list[TraceEntry]:
     s = seen.session
     return s.trace[max(0, seen.traced_from - s.trace_dropped):]
@@ -335,12 +355,99 @@ CHECKS: dict[str, Check] = {
         "the work each queued as the trace knows it (on a GPU: after a `sync`)",
         _validate_faster,
         _faster),
+    "waited": Check(
+        "the host has waited for all the work queued on `stream` (by `sync stream`, a device-wide `sync`, or "
+        "`event sync` of an event recorded on it after that work): the effect, however it was reached",
+        _validate_waited,
+        _waited),
     "overlap": Check(
         "the work traced since the step began has `streams` streams running at one moment (times as the trace "
         "knows them: after a `sync` on a GPU)",
         _validate_overlap,
         lambda spec, seen: _overlapping_streams(_trace_since(seen)) >= spec["streams"]),
 }
+
+
+# ------------------------------------------------------------------ near misses: what differs, said to the student
+@dataclass(frozen=True)
+class Miss:
+    """Where the student came close: `what` (a buffer's name, or the kind of the result just shown) has `have` for
+    `key` where the goal wants `want` (`bound`: at_least or at_most where the goal is a bound, else "")."""
+
+    what: str
+    key: str
+    have: str
+    want: str
+    bound: str = ""
+    buffer: bool = True
+
+
+def buffer_shapes(session: Session) -> dict[str, tuple]:
+    """Each buffer's kind, size and flags: what tells the buffers a command made or remade (`near_misses`' fresh)."""
+    return {b.name: (b.kind, b.size, b.flags) for b in session.buffers.values()}
+
+
+def _buffer_misses(spec: dict, buf) -> list[Miss]:
+    """What a buffer of the table's kind lacks that was fixed when it was made (its size, its flags); what a later
+    command gives it (registering it, finishing its work) is not a miss but a step still to take."""
+    out = []
+    if "min_size" in spec and not buffer_matches({"min_size": spec["min_size"]}, buf):
+        out.append(Miss(buf.name, "size", format_size(buf.size), format_size(_size(spec["min_size"])), "at_least"))
+    if "flags" in spec and not buffer_matches({"flags": spec["flags"]}, buf):
+        out.append(Miss(buf.name, "flags", ",".join(sorted(buf.flags)) or "-", ",".join(spec["flags"])))
+    return out
+
+
+def _closeness(spec: dict, buf) -> int:
+    """How much of a buffer table a buffer meets; 0 for a buffer of another kind than the table's (a pageable
+    buffer too small is a near miss of "64 MB pageable"; a device buffer of 64 MB is another buffer)."""
+    if "kind" in spec and buf.kind != spec["kind"]:
+        return 0
+    return sum(1 for key, want in spec.items() if buffer_matches({key: want}, buf))
+
+
+def _shown(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else "-" if value is None else str(value)
+
+
+def _result_misses(spec: dict, got: tuple[str, dict], session: Session) -> list[Miss]:
+    out = []
+    for key, want in spec.items():
+        have = got[1].get(key)
+        if key == "kind" or value_matches(want, have, session):
+            continue
+        if isinstance(want, dict) and set(want) <= {"at_least", "at_most"} and isinstance(have, (int, float)):
+            bound = next(iter(want))
+            out.append(Miss(got[0], key, _shown(have), str(want[bound]), bound, buffer=False))
+        elif not isinstance(want, (dict, list)):
+            out.append(Miss(got[0], key, _shown(have), _shown(want), buffer=False))
+    return out
+
+
+def near_misses(check: dict, seen: Seen, fresh: set[str]) -> list[Miss]:
+    """What differs where a step's goal is missed narrowly, for the lesson to say (`h is 64 B where the goal wants at
+    least 64 MiB`): for each table of a `buffer` check no buffer meets, the buffer of its kind that meets most of it
+    (not one that meets another of its tables), where the command just run made or changed it (`fresh`: a buffer
+    left from an earlier step is not the student's miss); for a result check, the command just run where its
+    result is of the kind asked."""
+    out = []
+    if "buffer" in check:
+        specs = check["buffer"] if isinstance(check["buffer"], list) else [check["buffer"]]
+        bufs = list(seen.session.buffers.values())
+        taken = {b.name for b in bufs for spec in specs if buffer_matches(spec, b)}
+        for spec in specs:
+            if any(buffer_matches(spec, b) for b in bufs):
+                continue
+            close = [(_closeness(spec, b), i, b) for i, b in enumerate(bufs) if b.name not in taken]
+            best = max((c for c in close if c[0] > 0), key=lambda c: c[:2], default=None)
+            if best is not None and best[2].name in fresh:
+                out += _buffer_misses(spec, best[2])
+    for name in ("last_result", "any_result"):
+        spec = check.get(name)
+        if spec and seen.last is not None and seen.last[0] == spec["kind"] and \
+                not CHECKS[name].holds(spec, seen):
+            out += _result_misses(spec, seen.last, seen.session)
+    return out
 
 
 def validate(check, where: str) -> list[str]:
