@@ -89,3 +89,18 @@ def test_a_cell_takes_a_block_over_several_lines(ip, capsys):
     assert captured.err == "" and "repeated 3×" in captured.out and "repeated 2×" in captured.out
     assert ip.user_ns["cush"].session.array("p0")[0] == 5
     assert "memcpy" not in captured.out and "← 5" not in captured.out  # the rounds' own results are held back
+
+
+def test_without_matplotlib_a_pictures_absence_is_said_once_and_the_table_stays(ip, capsys, monkeypatch):
+    """A result with a picture (a bench) in a notebook without matplotlib: the table, and one line naming what
+    draws the picture — not a silent gap."""
+    import sys
+
+    ip.run_line_magic("cush", "--backend sim ls")
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    for _ in range(2):
+        ip.run_cell_magic("cush", "", "bench memcpy sizes 4KB,64KB reps 2")
+    out = capsys.readouterr().out
+    assert out.count("left out: matplotlib draws it") == 1 and "cudashell[notebook]" in out

@@ -71,6 +71,7 @@ class Cush:
         self.options: tuple = ()
         self.shown: list[Shown] = []
         self.quiet = False  # while a line magic runs: its results are its value, shown by the notebook
+        self.told_no_pictures = False  # without matplotlib a result's picture is left out: said once a session
 
     @property
     def session(self) -> SessionView:
@@ -104,7 +105,12 @@ class Cush:
         picture = None
         try:
             picture = result.figure()
-        except ImportError:  # no matplotlib: the table is there
+        except ImportError:  # no matplotlib: the table is there, and the notebook says once what draws the rest
+            if not self.told_no_pictures:
+                self.told_no_pictures = True
+                print("cudashell: this result has a picture, left out: matplotlib draws it — install the notebook "
+                      "extra (`pip install \"cudashell[notebook] @ git+…\"`, as the README shows) or `pip install "
+                      "matplotlib`; tables show meanwhile", file=self.env.stdout)
             return
         if picture is not None:
             png = io.BytesIO()
