@@ -94,7 +94,7 @@ def test_without_less_the_default_pager_falls_back_to_none_and_says_so_once(tmp_
     assert load(tmp_path, config.TEMPLATE) == (DEFAULTS, [])  # the template, pager commented out: no warning
     shell = Shell(SimBackend(), out=io.StringIO(), err=io.StringIO())
     with create_pipe_input() as inp:
-        inp.send_text("help\rhelp\r\x04")
+        inp.send_text("help all\rhelp all\r\x04")
         repl(shell, "banner", {"color": "never"}, input=inp, output=DummyOutput(),
              env=Environment(stdin=None, stdout=io.StringIO(), stderr=io.StringIO(), config_dir=tmp_path))
     said = shell.err.getvalue().splitlines()

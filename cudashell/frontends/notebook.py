@@ -108,9 +108,9 @@ class Cush:
         except ImportError:  # no matplotlib: the table is there, and the notebook says once what draws the rest
             if not self.told_no_pictures:
                 self.told_no_pictures = True
-                print("cudashell: this result has a picture, left out: matplotlib draws it — install the notebook "
-                      "extra (`pip install \"cudashell[notebook] @ git+…\"`, as the README shows) or `pip install "
-                      "matplotlib`; tables show meanwhile", file=self.env.stdout)
+                print("cudashell: this result has a picture, left out: matplotlib draws it — install cudashell with "
+                      "its notebook extra, as the README shows, or `pip install matplotlib`; tables show meanwhile",
+                      file=self.env.stdout)
             return
         if picture is not None:
             png = io.BytesIO()
