@@ -2,7 +2,7 @@
 each vectorised, with no temporary the size of the buffer. The same code runs where the bytes are — in the
 simulator's process, and in the GPU worker, whose host buffers live there — so neither ships a buffer down a pipe to
 look at it. A side gives the pieces (`_host_window`, `_host_targets`) and says how long the work took
-(`_host_timing`): the GPU side measures it, the simulator models it from its profile's host rates."""
+(`_host_work_timing`): the GPU side measures it, the simulator models it from its profile's host rates."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def uniform_byte(value, dtype: np.dtype) -> int | None:
 class HostData:
     """The contract's host-data calls, for both sides (a mixin). A side gives `_host_begin` (its checks before the
     host touches a range), `_host_window` (a piece's bytes to read: a view where it can, None for zeros),
-    `_host_targets` (pieces to write into), `_host_memset`, `_host_piece` (its piece size) and `_host_timing`
+    `_host_targets` (pieces to write into), `_host_memset`, `_host_piece` (its piece size) and `_host_work_timing`
     (the Timing of the work, from the seconds measured here and what was read and written)."""
 
     _host_piece = PIECE
@@ -177,7 +177,7 @@ class HostData:
         self._host_begin(buf, 0, buf.size)
         t0 = time.perf_counter()
         value = checksum(self._pieces(buf, 0, buf.size))
-        return value, self._host_timing(time.perf_counter() - t0, "checksum", [(buf, buf.size)])
+        return value, self._host_work_timing(time.perf_counter() - t0, "checksum", [(buf, buf.size)])
 
     def host_compare(self, a, a_offset: int, b, b_offset: int, nbytes: int):
         self._host_begin(a, a_offset, nbytes)
@@ -186,7 +186,7 @@ class HostData:
         pairs = ((pos - a_offset, self._host_window(a, pos, n), self._host_window(b, pos - a_offset + b_offset, n))
                  for pos, n in piece_spans(a_offset, nbytes, self._host_piece))
         at = first_difference(pairs)
-        return at, self._host_timing(time.perf_counter() - t0, "compare", [(a, nbytes), (b, nbytes)])
+        return at, self._host_work_timing(time.perf_counter() - t0, "compare", [(a, nbytes), (b, nbytes)])
 
     def host_fill(self, buf, value, dtype: str, seed: int):
         kind = np.dtype(dtype)
@@ -200,7 +200,7 @@ class HostData:
             for offset, target in self._host_targets(buf, nbytes):
                 fill_into(target.view(kind), value, offset // kind.itemsize, seed)
         op = "fill random" if value == "random" else "fill"
-        return self._host_timing(time.perf_counter() - t0, op, [(buf, nbytes)], nbytes // kind.itemsize)
+        return self._host_work_timing(time.perf_counter() - t0, op, [(buf, nbytes)], nbytes // kind.itemsize)
 
     def host_read(self, buf, offset: int, nbytes: int):
         self._host_begin(buf, offset, nbytes)
@@ -209,7 +209,7 @@ class HostData:
         for pos, piece in self._pieces(buf, offset, nbytes):
             if piece is not None:
                 out[pos - offset: pos - offset + piece.size] = piece
-        return out, self._host_timing(time.perf_counter() - t0, "read", [(buf, nbytes)])
+        return out, self._host_work_timing(time.perf_counter() - t0, "read", [(buf, nbytes)])
 
 
 def piece_spans(offset: int, nbytes: int, piece: int = PIECE):

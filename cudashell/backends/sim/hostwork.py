@@ -55,6 +55,6 @@ class HostWork(HostData):
     def _host_memset(self, buf, byte, nbytes):
         buf.handle.data.fill(0, byte, nbytes)
 
-    def _host_timing(self, measured, op, parts, elements=0):
+    def _host_work_timing(self, measured, op, parts, elements=0):
         seconds = self.profile.host_seconds(op, [(host_memory(b.handle), n) for b, n in parts], elements)
         return self._host_call(seconds)
