@@ -15,7 +15,7 @@ from ..language.grammar import Arg, Opt
 from ..language.registry import command
 from ..model.kernels import BUILTINS
 from ..model.launchdims import dim3
-from ..model.scratch import Progress, Scratch
+from ..model.scratch import Progress, Scratch, refuse_held
 from ..output.render import fmt_seconds
 from ..output.results import Result
 
@@ -172,23 +172,19 @@ def alloc_figures(backend, ctx, size: int = SIZE) -> dict:
     driver); cudaFree (a fixed cost), cudaFreeHost, cudaHostRegister and cudaHostUnregister (per MiB), which report
     no time of their own, as `bench alloc` times them: the host's clock around the call (on a GPU the worker's
     pipe, some 20 µs, is in it)."""
-    s = Scratch(backend, ctx)
-
     def timed(call) -> float:
         t0 = backend.clock()
         call()
         return backend.clock() - t0
 
-    try:
+    with Scratch(backend, ctx) as s:
         dev, device_alloc = s.alloc("device", size)
         pinned, _ = s.alloc("pinned", size)
         pageable, _ = s.alloc("pageable", size)
-        register = timed(lambda: backend.register(pageable, frozenset()))
-        unregister = timed(lambda: backend.unregister(pageable))
+        register = timed(lambda: s.register(pageable))
+        unregister = timed(lambda: s.unregister(pageable))
         device_free = timed(lambda: s.free(dev))
         pinned_free = timed(lambda: s.free(pinned))
-    finally:
-        s.free_all()
     mib = size / MIB
     return {"device_alloc": device_alloc, "device_free": device_free, "pinned_free_per_mib": pinned_free / mib,
             "register_per_mib": register / mib, "unregister_per_mib": unregister / mib}
@@ -214,12 +210,20 @@ def peer_figures(backend) -> dict:
             "peer_rate": rate if access else PEER_BIG / staged, "peer_staged_rate": PEER_BIG / staged}
 
 
+def zero_copy_reachable(backend) -> bool:
+    """Whether a kernel can read pinned memory allocated without `mapped`: only under unified addressing (without
+    it the memory has no device address, and a kernel given one would fault and take the context with it)."""
+    return bool(backend.info.unified_addressing)
+
+
+SKIPPED_ZERO_COPY = ("kernel_zero_copy_read", "not measured: without unified addressing pinned memory is not "
+                     "mapped for kernels; a profile made from this keeps the default figure")
+
 STEPS = 14  # the progress line's steps in `measure`: one per figure or curve measured
 
 
 def measure(backend, ctx, progress: Progress) -> dict:
-    s = Scratch(backend, ctx)
-    try:
+    with Scratch(backend, ctx) as s:
         pinned, t_pin = s.alloc("pinned", SIZE)
         big = 256 << 20
         pin_big, _ = s.alloc("pinned", big)
@@ -260,12 +264,11 @@ def measure(backend, ctx, progress: Progress) -> dict:
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
         }
         progress.step()
-        figures.update(kernel_device_read=(device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
-                       kernel_zero_copy_read=kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
-                       kernel_floor=kernel_floor(backend, dev, dev2, latency, device_read), copy_curves=curves)
+        figures["kernel_device_read"] = device_read = kernel_read_rate(backend, dev, dev2, dev, n, latency)
+        if zero_copy_reachable(backend):
+            figures["kernel_zero_copy_read"] = kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read)
+        figures.update(kernel_floor=kernel_floor(backend, dev, dev2, latency, device_read), copy_curves=curves)
         progress.step()
-    finally:
-        s.free_all()
     figures.update(alloc_figures(backend, ctx))
     progress.step()
     figures.update(peer_figures(backend))
@@ -286,6 +289,7 @@ def measure(backend, ctx, progress: Progress) -> dict:
                  "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):
+    refuse_held(session, "calibrate, which frees what it made and waits for its work,")
     info = backend.info
     progress = Progress(session, STEPS, "calibrate")
     try:
@@ -309,7 +313,8 @@ def calibrate(session, backend, args):
             Path(path).write_text(json.dumps(profile, indent=2) + "\n")
         except OSError as e:
             raise ShellError("IO_ERROR", f"cannot write {path}: {e.strerror}", None, args.col("FILE")) from None
-    return Calibration({"profile": profile, "path": path, "timing": backend.timing_label})
+    skipped = dict([SKIPPED_ZERO_COPY]) if "kernel_zero_copy_read" not in figures else {}
+    return Calibration({"profile": profile, "path": path, "timing": backend.timing_label, "skipped": skipped})
 
 
 # ------------------------------------------------------------------ the results of these commands
@@ -345,7 +350,7 @@ class CalibrateDataProfile(TypedDict):
     register_per_mib: float
     unregister_per_mib: float
     kernel_device_read: float
-    kernel_zero_copy_read: float
+    kernel_zero_copy_read: NotRequired[float]  # left out where it was not measured (CalibrateData.skipped)
     kernel_floor: float
     copy_curves: dict[str, list[list[float]]]
     gpus: int
@@ -362,6 +367,7 @@ class CalibrateData(TypedDict):
     profile: CalibrateDataProfile
     path: str | None  # the file written (`out FILE`), or None
     timing: str
+    skipped: dict[str, str]  # a figure not measured on this device → why (the profile leaves it out)
 
 
 class Calibration(Result, kind="calibrate"):
@@ -378,6 +384,7 @@ class Calibration(Result, kind="calibrate"):
                 out.append(f"  {key:<24} {value * 1e9:10.2f} ns")
             elif key.endswith(("latency", "per_mib", "_alloc", "_free")):
                 out.append(f"  {key:<24} {fmt_seconds(value):>13}")
+        out += [f"  {key:<24} {why}" for key, why in d.get("skipped", {}).items()]
         if d["path"]:
             out.append(f"use it with: cudashell --sim-profile {d['path']}")
         return out
