@@ -285,7 +285,9 @@ def measure(backend, ctx, progress: Progress) -> dict:
                  "synchronize costs beyond the work (an empty kernel's launch + sync, less the call and the kernel); "
                  "the host cost of an async call and the shell's own time per command; what cudaMalloc, cudaFree, "
                  "pinning, registering and their undoing cost (per MiB where it grows with size); "
-                 "and what a kernel reads per second from device and from zero-copy memory; with two or more GPUs, "
+                 "and what a kernel reads per second from device and from zero-copy memory (without unified "
+                 "addressing pinned memory is not mapped for kernels: that figure is left out, and said); with two "
+                 "or more GPUs, "
                  "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):

@@ -81,7 +81,7 @@ SPIN_LIMIT_US = 3_600_000_000  # `spin US`: an hour at most (a float clock of se
                  "grid and block take 1 to 3 dimensions as C's dim3 does (`grid 64,64 block 16,16`); a shape the "
                  "device refuses (over 1024 threads a block or 1024×1024×64, a grid over (2^31-1)×65535×65535) is "
                  "the driver's CUDA_ERROR_INVALID_VALUE. "
-                 "`spin US` busy-waits. Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
+                 "`spin US` busy-waits (an hour at most). Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
                  "the GPU cannot reach: the kernel gets the host pointer, as C would pass it, and the GPU faults. "
                  "On the simulator a kernel of yours reports what it moved (32-byte sectors a warp request, shared-"
                  "memory bank wavefronts, atomics); `show-access` (a launch of up to 1024 threads) draws which "
