@@ -194,3 +194,23 @@ def test_a_failing_expect_equal_leaves_the_pending_marks_alone(sim):
 def test_sizes_take_ascii_digits_only(sim, size):
     assert sim.fails(f"alloc pinned {size}")["code"] == "USAGE"
     assert sim.fails(f"launch spin {size}")["code"] == "USAGE"
+
+
+def test_ctrl_c_is_held_through_clean_up_and_a_second_one_is_not():
+    import os
+    import signal
+
+    from cudashell.model.scratch import interrupts_held
+
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("after the first")  # the clean-up went on
+    assert done == ["after the first"]
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("after the second")
+    assert done == ["after the first"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -18,12 +18,21 @@ PIECE = 64 << 20
 @contextmanager
 def interrupts_held():
     """Ctrl-C held while the body runs and raised once it is through: clean-up (or a rebuild) that stops half way
-    leaves handles to memory that is gone. In the main thread only (signals are delivered there)."""
+    leaves handles to memory that is gone. A second Ctrl-C is not held (a GPU that hangs in the clean-up must not
+    hold the session). In the main thread only (signals are delivered there)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = signal.getsignal(signal.SIGINT)
+
+    def hold(signum, frame):
+        if caught:
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
+        caught.append(signum)
+
+    signal.signal(signal.SIGINT, hold)
     try:
         yield
     finally:
