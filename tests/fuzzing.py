@@ -38,11 +38,11 @@ INTS = ["0", "1", "-1", "7", "255", "256", "2^64", "18446744073709551616", "9" *
 VALUES = ["0", "1", "7", "iota", "random", "-1", "2.5", "nan", "inf", "1e999", "9" * 400, "0x41", "abc"]
 WORDS = ["all", "", "x", "ü", "名前", "a" * 5000, "\t", "'quoted'", "\"", "<<<", ">>>", "#", "on", "off", "?"]
 # what a mutation puts in place of an argument (or inserts): the wrong kind, huge, unicode, control characters,
-# empty, very long
+# empty, very long; a path stays inside the run's temporary folder (`../x` is the seed folder's parent)
 MUTANTS = ["9" * 30 + "GB", "2^63", "2^64-1", "18446744073709551615", "-9223372036854775808", "1e308", "٤٠٩٦",
            "４KB", "4\u200bKB", "\u202e4KB", "e\u0301", "名前", "🙂", "\x00", "\x07", "\r", "\x1b[2J",
            "\x1b]0;x\x07", '""', "''", "x" * 3000, "1" * 3000, "[" * 50, "<<<", ">>>", ";", "#", "\\", "%s%n",
-           "../../x", "~", "/dev/null", "nan", "-0", "0x", "0x" + "f" * 40, "1,2,3,4,5", "all", "?"]
+           "../x", "~", "/dev/null", "nan", "-0", "0x", "0x" + "f" * 40, "1,2,3,4,5", "all", "?"]
 # slow commands, capped so a line stays well under a second; drawn now and then
 CAPPED = ["bench memcpy h2d pinned sizes 4KB reps 2", "bench memcpy bidir registered sizes 64KB reps 2",
           "bench memcpy h2d mapped managed sizes 4KB reps 2", "bench latency rounds 10",
