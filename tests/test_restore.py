@@ -214,3 +214,14 @@ def test_ctrl_c_is_held_through_clean_up_and_a_second_one_is_not():
             os.kill(os.getpid(), signal.SIGINT)
             done.append("after the second")
     assert done == ["after the first"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_what_the_fuzzer_found_is_refused_with_a_code(sim):
+    """What benchmarks/fuzz.py found (4 seeds × 50,000 lines): a reference name too long for the OS to look at was an
+    INTERNAL_ERROR; `trace export FOLDER force` settled the session's pending work before failing to write."""
+    assert sim.fails("compare ref " + "x" * 300)["code"] == "NO_REFERENCE"
+    sim.ok("alloc pinned 4KB as p; alloc device 4KB as d; memcpy p d 4KB async; units 4KB")
+    before = fuzzing.snapshot(sim.shell.session)
+    e = sim.fails("trace export / force")
+    assert e["code"] == "IO_ERROR" and "it is a folder" in e["message"]
+    assert fuzzing.snapshot(sim.shell.session) == before
