@@ -15,8 +15,10 @@ _UNITS = {
     "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
     "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
 }
-_SIZE = re.compile(r"^(0x[0-9a-f]+|\d[\d_]*)([a-z]*)$", re.I)
-_POW = re.compile(r"^(\d+)\^(\d+)$")
+# ASCII digits only (re.ASCII): `\d` and int() take Arabic-Indic and fullwidth digits too, which no C compiler,
+# no other tool and no reader of a script takes for a size
+_SIZE = re.compile(r"^(0x[0-9a-f]+|\d[\d_]*)([a-z]*)$", re.I | re.ASCII)
+_POW = re.compile(r"^(\d+)\^(\d+)$", re.ASCII)
 SIZE_HINT = "sizes look like 4096, 4KiB, 64MB, 1GiB or 2^20 (KB/MB/GB are powers of 1024)"
 
 

@@ -1,17 +1,27 @@
 """Generated command lines for the fuzz test and benchmarks/fuzz.py: commands from the registry with
-arguments drawn from pools of good, edge and hostile values, chained with `;`, mixed with noise. The
-checker runs them on a simulator shell, one command at a time, and counts what breaks an invariant."""
+arguments drawn from pools of good, edge and hostile values, chained with `;`, mixed with noise — and, for the
+fuzzer proper (`mutate`), mutated: an argument of the wrong kind, a huge size, unicode, control characters, an
+empty word, a very long one, a line cut short. The checker runs them on a simulator shell, one command at a time,
+groups crashes (an INTERNAL_ERROR or an exception escaping the shell) by exception type and the place in cudashell
+that raised it, and checks invariants after each command: the simulator's accounting equals what is alive, every
+named buffer is alive on the backend and nothing alive is unnamed, virtual time never goes backwards, and a failed
+command leaves the session as it was."""
 
 from __future__ import annotations
 
 import io
 import os
 import random
+import time
+import traceback
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cudashell.backends.profile import Profile
 from cudashell.backends.sim import SimBackend
+from cudashell.backends.sparse import CHUNK
+from cudashell.backends.sim.vmm import SimReservation
 from cudashell.frontends.shell import Shell
 from cudashell.language.argkinds import DTYPES
 from cudashell.language.grammar import split_commands
@@ -27,6 +37,17 @@ DIM3S = ["16", "16,16", "8,8,4", "0", "4,0", "1025", "32,32,2", "1,1,65", "1,655
 INTS = ["0", "1", "-1", "7", "255", "256", "2^64", "18446744073709551616", "9" * 400, "0x10", "1__0"]
 VALUES = ["0", "1", "7", "iota", "random", "-1", "2.5", "nan", "inf", "1e999", "9" * 400, "0x41", "abc"]
 WORDS = ["all", "", "x", "ü", "名前", "a" * 5000, "\t", "'quoted'", "\"", "<<<", ">>>", "#", "on", "off", "?"]
+# what a mutation puts in place of an argument (or inserts): the wrong kind, huge, unicode, control characters,
+# empty, very long; a path stays inside the run's temporary folder (`../x` is the seed folder's parent)
+MUTANTS = ["9" * 30 + "GB", "2^63", "2^64-1", "18446744073709551615", "-9223372036854775808", "1e308", "٤٠٩٦",
+           "４KB", "4\u200bKB", "\u202e4KB", "e\u0301", "名前", "🙂", "\x00", "\x07", "\r", "\x1b[2J",
+           "\x1b]0;x\x07", '""', "''", "x" * 3000, "1" * 3000, "[" * 50, "<<<", ">>>", ";", "#", "\\", "%s%n",
+           "../x", "~", "/dev/null", "nan", "-0", "0x", "0x" + "f" * 40, "1,2,3,4,5", "all", "?"]
+# slow commands, capped so a line stays well under a second; drawn now and then
+CAPPED = ["bench memcpy h2d pinned sizes 4KB reps 2", "bench memcpy bidir registered sizes 64KB reps 2",
+          "bench memcpy h2d mapped managed sizes 4KB reps 2", "bench latency rounds 10",
+          "bench alloc device pinned async sizes 4KB", "bench zerocopy 2^10..2^11", "bench overlap streams 1,2",
+          "demo register", "demo uva", "demo managed", "demo portable", "bench memcpy d2d sizes 4KB reps 2"]
 NOISE = ["", ";;;", "<<< unterminated", "alloc", "alloc pinned", "\x1b[2J", "🙂🙂", "a" * 5000,
          "memcpy ; memcpy", "free all; free all", "expect error", "expect ok", "run", "'unterminated",
          "launch sum a b c d e f g", "set gpu-timeout 0.001", "set gpu-timeout off", "reset", "sync",
@@ -37,19 +58,38 @@ NOISE = ["", ";;;", "<<< unterminated", "alloc", "alloc pinned", "\x1b[2J", "�
 class Tally:
     lines: int = 0
     commands: int = 0
-    crashes: list = field(default_factory=list)  # (line, message) of every INTERNAL_ERROR or exception
+    seconds: float = 0.0
+    crashes: list = field(default_factory=list)  # (line, class) of every INTERNAL_ERROR or exception
     changed: list = field(default_factory=list)  # failed commands that changed the session
     leaks: list = field(default_factory=list)  # what `free all` left behind
+    broken: list = field(default_factory=list)  # (line, invariant, detail): an invariant after a command
+    slowest: list = field(default_factory=list)  # (seconds, line): the slowest lines
 
     @property
     def violations(self) -> int:
-        return len(self.crashes) + len(self.changed) + len(self.leaks)
+        return len(self.crashes) + len(self.changed) + len(self.leaks) + len(self.broken)
+
+    def add(self, other: Tally) -> None:
+        self.lines += other.lines
+        self.commands += other.commands
+        self.seconds = max(self.seconds, other.seconds)
+        for kind in ("crashes", "changed", "leaks", "broken"):
+            getattr(self, kind).extend(getattr(other, kind))
+        self.slowest = sorted(self.slowest + other.slowest, reverse=True)[:5]
+
+    def crash_classes(self) -> Counter:
+        """How many crashes of each class: exception type and where in cudashell it was raised."""
+        return Counter(cls for _, cls in self.crashes)
+
+    def invariant_classes(self) -> Counter:
+        return Counter(inv for _, inv, _ in self.broken)
 
 
 class Fuzzer:
-    def __init__(self, seed: int, workdir: Path):
+    def __init__(self, seed: int, workdir: Path, mutate: bool = False):
         self.rng = random.Random(seed)
         self.workdir = workdir
+        self.mutate = mutate
         (workdir / "self.cush").write_text("alloc pinned 4KB\nrun self.cush\n")
         (workdir / "ok.cush").write_text("alloc pinned 4KB as s_p\nfill s_p 3\nfree s_p\n")
         (workdir / "bin.cush").write_bytes(b"\xff\xfe\x00alloc")
@@ -135,14 +175,37 @@ class Fuzzer:
 
     def line(self, shell) -> str:
         r = self.rng
+        if self.mutate and r.random() < 0.004:
+            return r.choice(CAPPED)
         if r.random() < 0.08:
             return r.choice(NOISE)
-        return " ; ".join(self.command(shell) for _ in range(r.choice([1, 1, 1, 2, 3])))
+        line = " ; ".join(self.command(shell) for _ in range(r.choice([1, 1, 1, 2, 3])))
+        return self.mutated(line) if self.mutate and r.random() < 0.3 else line
+
+    def mutated(self, line: str) -> str:
+        """The line with one word swapped for a mutant (or one inserted), or cut short, or a character of it
+        doubled or dropped."""
+        r = self.rng
+        words = line.split(" ")
+        how = r.random()
+        if how < 0.5 and len(words) > 1:
+            words[r.randrange(1, len(words))] = r.choice(MUTANTS)
+        elif how < 0.7:
+            words.insert(r.randrange(1, len(words) + 1), r.choice(MUTANTS))
+        elif how < 0.8:
+            return line[:r.randrange(len(line) + 1)]
+        elif how < 0.9 and line:
+            i = r.randrange(len(line))
+            return line[:i] + line[i] * 2 + line[i + 1:]
+        elif line:
+            i = r.randrange(len(line))
+            return line[:i] + line[i + 1:]
+        return " ".join(words)
 
 
 def snapshot(session) -> tuple:
-    return (tuple((b.name, b.kind, b.size, b.host_ptr, b.device_ptr, b.registered, b.handle is not None)
-                  for b in session.buffers.values()),
+    return (tuple((b.name, b.kind, b.size, b.host_ptr, b.device_ptr, b.registered, b.handle is not None,
+                   tuple(b.pending_streams())) for b in session.buffers.values()),
             tuple((name, id(s)) for name, s in session.streams.items()),
             tuple(session.events), tuple(session.kernels), tuple(sorted(session.settings.items())))
 
@@ -152,26 +215,39 @@ SESSION_LINES = 2000  # lines per shell: `history`, `save` and `export c` read a
 
 
 def run(seed: int, lines: int, workdir: Path, tally: Tally | None = None) -> Tally:
-    """Run `lines` generated lines on fresh simulator shells, checking the invariants after each command."""
+    """Run `lines` generated (and mutated) lines on fresh simulator shells, checking the invariants after each
+    command."""
     tally = tally or Tally()
-    fuzz = Fuzzer(seed, workdir)
+    fuzz = Fuzzer(seed, workdir, mutate=True)
     home = os.getcwd()
     os.chdir(workdir)  # commands that write a relative path (`trace export on`, `--plot .png`) write here
+    t0 = time.perf_counter()
     try:
         for start in range(0, lines, SESSION_LINES):
             run_session(fuzz, min(SESSION_LINES, lines - start), workdir, tally)
     finally:
         os.chdir(home)
+    tally.seconds = time.perf_counter() - t0
     return tally
+
+
+def crash_class(e: BaseException) -> str:
+    """An exception's type and the innermost place in cudashell it passed through: one class of crash."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if "cudashell" in f.filename]
+    where = f"{frames[-1].filename.split('cudashell/', 1)[-1]}:{frames[-1].lineno}" if frames else "?"
+    return f"{type(e).__name__} at {where}"
 
 
 def run_session(fuzz: Fuzzer, lines: int, workdir: Path, tally: Tally) -> None:
     backend = SimBackend(replace(Profile.load(None), storage_budget=STORAGE))
-    # a fuzzed `quit` does not end the shell: the fuzzing goes on
-    shell = Shell(backend, "fuzz", out=io.StringIO(), err=io.StringIO(), workdir=workdir, quit_ends_shell=False)
+    # a fuzzed `quit` does not end the shell: the fuzzing goes on; --debug: a bug raises, with where it was
+    shell = Shell(backend, "fuzz", out=io.StringIO(), err=io.StringIO(), workdir=workdir, quit_ends_shell=False,
+                  debug=True)
+    clock = backend.now
     for n in range(lines):
         line = fuzz.line(shell)
         tally.lines += 1
+        t0 = time.perf_counter()
         try:
             segments = split_commands(line)
         except Exception:
@@ -182,20 +258,57 @@ def run_session(fuzz: Fuzzer, lines: int, workdir: Path, tally: Tally) -> None:
             before = snapshot(shell.session)
             try:
                 ok = shell.execute(line) if seg is None else shell.run_segment(seg)
-            except BaseException as e:  # nothing may escape the shell
-                tally.crashes.append((line, f"{type(e).__name__}: {e}"))
+            except BaseException as e:  # nothing may escape the shell (--debug: a bug's own exception does)
+                tally.crashes.append((line, crash_class(e)))
                 continue
+            text = seg.text if seg else line
             error = shell.last_error
             if error is not None and error.code == "INTERNAL_ERROR":
-                tally.crashes.append((seg.text if seg else line, error.message))
+                tally.crashes.append((text, f"INTERNAL_ERROR {error.message[:60]}"))
             first = seg.tokens[0].text.lower() if seg is not None else ""
             if not ok and seg is not None and first not in COMPOSITE and snapshot(shell.session) != before:
                 tally.changed.append((seg.text, error.code if error else "?"))
+            for invariant, detail in broken_invariants(shell, backend, clock):
+                tally.broken.append((text, invariant, detail))
+            clock = backend.now
             if not ok and seg is None:
                 break
+        tally.slowest = sorted(tally.slowest + [(time.perf_counter() - t0, line[:120])], reverse=True)[:5]
         if n % 500 == 499 or n == lines - 1:
             check_free_all(shell, backend, tally)
+            clock = backend.now
     shell.close()
+
+
+def broken_invariants(shell, backend, clock: float) -> list[tuple[str, str]]:
+    """What does not hold after a command: (invariant, detail) for each."""
+    out = []
+    if backend.now < clock:
+        out.append(("virtual time went backwards", f"{clock} → {backend.now}"))
+    counted = [a for a in backend.live if not isinstance(a, SimReservation)]  # a reservation is addresses
+    device = sum(a.size for a in counted if a.kind == "managed" or a.kind == "device" and not a.device) + \
+        sum(h.size for h in backend.vmm_handles.values() if not h.device)
+    host = sum(a.size for a in counted if a.kind not in ("device", "managed"))
+    if (backend.device_used, backend.host_used) != (device, host):
+        out.append(("memory in use ≠ what is alive",
+                    f"device {backend.device_used} vs {device}, host {backend.host_used} vs {host}"))
+    if not backend.ops:  # queued work holds copies of what it read: counted only when nothing is queued
+        held = {id(c) for a in [*counted, *backend.stale.values(), *backend.vmm_handles.values()]
+                for c in a.data.chunks.values()}
+        if backend.budget.used != CHUNK * len(held):
+            out.append(("storage ≠ the chunks alive", f"{backend.budget.used} vs {CHUNK * len(held)}"))
+    buffers = shell.session.buffers.values()
+    stale = [b.name for b in buffers if b.handle not in backend.live and not backend.dead]
+    if stale:
+        out.append(("a named buffer is not alive on the backend", ", ".join(stale)))
+    named = {id(b.handle) for b in buffers}
+    # (freed in stream order and not seen done yet; a module's variable; a dead context's, which nothing can free:
+    # it goes with the context at `reset`)
+    unnamed = [f"{a.kind} {a.size}" for a in backend.live
+               if id(a) not in named and a.freed_by is None and not a.space and not backend.dead]
+    if unnamed:
+        out.append(("memory alive that no buffer names", ", ".join(unnamed)))
+    return out
 
 
 def json_output(seed: int, lines: int, workdir: Path) -> str:

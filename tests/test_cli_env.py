@@ -68,7 +68,7 @@ def test_commands_are_checked_whole_before_any_runs(make_env, how):
     name = "-c" if how == "-c" else "<stdin>"
     assert env.stdout.getvalue() == ""
     assert env.stderr.getvalue() == f"{name}:1:19: UNKNOWN_COMMAND: unknown command 'alocc' — hint: did you mean " \
-                                    f"`alloc`?\n{name}: 1 syntax error; nothing was run\n"
+                                    f"`alloc`?\n{name}: UNKNOWN_COMMAND: 1 syntax error; nothing was run\n"
 
 
 def test_keep_going_runs_on_and_still_fails_at_the_end(make_env):

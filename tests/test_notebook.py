@@ -41,7 +41,7 @@ def test_a_cell_is_checked_whole_and_an_error_is_one_line_with_the_cells_line(ip
     ip.run_cell_magic("cush", "", "fill p0 7\nmemcpy p0 nosuch\nfill p0 9 dtype float33")
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["cell:3:17: USAGE: unknown dtype 'float33' — hint: dtypes: uint8, int8, uint16, int16, uint32, "
-                   "int32, uint64, int64, float16, float32, float64", "cell: 1 syntax error; nothing was run"]
+                   "int32, uint64, int64, float16, float32, float64", "cell: USAGE: 1 syntax error; nothing was run"]
     assert ip.user_ns["cush"].session.array("p0")[0] == 0  # nothing ran: not even line 1
     ip.run_cell_magic("cush", "", "fill p0 7\nmemcpy p0 nosuch")
     assert capsys.readouterr().err.strip() == "cell:2:11: NO_SUCH_BUFFER: no buffer named 'nosuch' — hint: " \

@@ -7,6 +7,7 @@ buffers rotated so caches do not flatter."""
 from __future__ import annotations
 
 import statistics
+from contextlib import closing
 from typing import NotRequired, TypedDict
 
 from ..backends.base import UNLIMITED
@@ -16,8 +17,7 @@ from ..language.registry import command
 from ..model.kernels import BUILTINS
 from ..model.launchdims import dim3
 from ..model.machine import pcie_peak
-from ..model.scratch import Progress, Scratch
-from ..model.session import Buffer
+from ..model.scratch import Progress, Scratch, refuse_held
 from ..output.figures import bench_figure, close, save
 from ..output.files import replace_file
 from ..output.render import csv_records, fit, fmt_seconds, host_table
@@ -68,8 +68,7 @@ def _copy_calls(backend, s: Scratch, kind: str, direction: str, size: int, strea
     for _ in range(2):
         if kind == "registered":
             buf = s.alloc("pageable", size)[0]
-            buf.device_ptr = backend.register(buf, frozenset())
-            buf.registered = frozenset()
+            s.register(buf)
         elif kind in ("pinned", "writecombined", "mapped"):
             buf = s.alloc("pinned", size, {"writecombined"} if kind == "writecombined" else {"mapped"} if kind == "mapped" else set())[0]
         else:
@@ -143,6 +142,7 @@ def _stopped(error: ShellError, rows: list, bench: str, at: str) -> dict:
                  "`ungated` lets each copy start as it is issued (pageable and managed copies always do: a held "
                  "stream would keep their staging waiting forever). Ctrl-C keeps the points measured so far.", exported=False)
 def bench_memcpy(session, backend, args):
+    refuse_held(session, "bench memcpy, which frees what it made and waits for its work,")
     direction = args.get("DIR") or "h2d"
     kinds = args.get("KIND") or (["device"] if direction == "d2d" else ["pageable", "pinned"])
     if direction == "d2d":
@@ -171,14 +171,11 @@ def bench_memcpy(session, backend, args):
 
 
 def _memcpy_point(backend, ctx, kind, direction, size, reps, gate, peak) -> dict:
-    s = Scratch(backend, ctx)
     streams = {"h2d": None, "d2h": None}
-    made = []
-    try:
+    with Scratch(backend, ctx) as s:
         if direction == "bidir":
             for d in ("h2d", "d2h"):
-                streams[d] = backend.stream_create(False, 0)[0]  # blocking: the timing events see them
-                made.append(streams[d])
+                streams[d] = s.stream()  # blocking: the timing events see them
         calls = _copy_calls(backend, s, kind, direction, size, streams)
         rounds = copies_per_batch(size) // 2
         n = 2 * rounds
@@ -186,13 +183,6 @@ def _memcpy_point(backend, ctx, kind, direction, size, reps, gate, peak) -> dict
         timed_batch(backend, calls, gate, rounds)  # warm-up
         times = [timed_batch(backend, calls, gate, rounds) for _ in range(reps)]
         rates = [moved / t for t in times]
-    finally:
-        for h in made:
-            backend.stream_destroy(h)
-        for buf in s.bufs:
-            if buf.registered is not None:
-                backend.unregister(buf)
-        s.free_all()
     med = statistics.median(rates)
     cv = statistics.pstdev(rates) / statistics.mean(rates)
     return {"kind": kind, "size": size, "gbps": med / 1e9, "cv": cv, "percent_of_peak": 100 * med / peak if peak else None,
@@ -217,15 +207,14 @@ LATENCY_ROUNDS = 2000
                  "loop of cudaMemcpyAsync and as one cudaMemcpyBatchAsync (CUDA 12.8+; left out where the driver "
                  "has none).", exported=False)
 def bench_latency(session, backend, args):
+    refuse_held(session, "bench latency, which frees what it made and waits for its work,")
     rounds = args.get("ROUNDS", LATENCY_ROUNDS)
     if not 10 <= rounds <= 1_000_000:
         raise usage("rounds 10..1000000", args.col("ROUNDS"))
-    s = Scratch(backend, session.context.handle)
-    ev = progress = stream = None
     rows = []
-    try:
+    with Scratch(backend, session.context.handle) as s:
         pageable, pinned, dev = (s.alloc(k, 4096)[0] for k in ("pageable", "pinned", "device"))
-        ev = backend.event_create()
+        ev = s.event()
         spin0 = (BUILTINS["spin"], [_us(0)], 1, dim3(1), dim3(1), 0, None)
         points = [("memcpy h2d pageable 4 B", [["memcpy", (pageable, 0, dev, 0, 4, None, False)]]),
                   ("memcpy d2h pageable 4 B", [["memcpy", (dev, 0, pageable, 0, 4, None, False)]]),
@@ -235,30 +224,25 @@ def bench_latency(session, backend, args):
                   ("kernel launch + sync", [["launch", spin0], ["stream_sync", (None,)]]),
                   ("event record", [["event_record", (ev, None)]]),
                   ("host callback + sync", [["host_noop", (None,)], ["stream_sync", (None,)]])]
-        stream = backend.stream_create(False, 0)[0]  # cudaMemcpyBatchAsync refuses the legacy default stream
+        stream = s.stream()  # cudaMemcpyBatchAsync refuses the legacy default stream
         points = [(name, calls, rounds) for name, calls in points] + \
             [(name, calls, max(10, rounds // 10)) for name, calls in _batch_points(s, stream)]  # 64 copies a round
         progress = Progress(session, len(points), "bench latency")
-        for name, calls, n in points:
-            try:
-                backend.run_plan(calls, max(10, n // 20), trace=False)  # warm-up
-            except ShellError as e:
-                if e.code != "CUDA_ERROR_NOT_SUPPORTED":
-                    raise
-                progress.step()  # a driver older than CUDA 12.8 has no batch: the loop's row stands alone
-                continue
-            r = backend.run_plan(calls, n, trace=False)["per_round"]
-            rows.append({"what": name, "median_us": r["median"] * 1e6, "p10_us": r["p10"] * 1e6,
-                         "p90_us": r["p90"] * 1e6, "rounds": n})
-            progress.step()
-    finally:
-        if progress:
+        try:
+            for name, calls, n in points:
+                try:
+                    backend.run_plan(calls, max(10, n // 20), trace=False)  # warm-up
+                except ShellError as e:
+                    if e.code != "CUDA_ERROR_NOT_SUPPORTED":
+                        raise
+                    progress.step()  # a driver older than CUDA 12.8 has no batch: the loop's row stands alone
+                    continue
+                r = backend.run_plan(calls, n, trace=False)["per_round"]
+                rows.append({"what": name, "median_us": r["median"] * 1e6, "p10_us": r["p10"] * 1e6,
+                             "p90_us": r["p90"] * 1e6, "rounds": n})
+                progress.step()
+        finally:
             progress.close()
-        if ev is not None:
-            backend.event_destroy(ev)
-        if stream is not None:
-            backend.stream_destroy(stream)
-        s.free_all()
     return _outputs(Bench({"bench": "latency", "rows": rows, "timing": backend.timing_label}), args)
 
 
@@ -290,6 +274,7 @@ def _batch_points(s, stream) -> list:
                  "kept it (64 MiB on the H100: 11.3 ms cold, 3.3 µs warm). Both use a pool of the bench's own, "
                  "freed with cudaFreeAsync and a synchronize, so the session's pools stay as they were.")
 def bench_alloc(session, backend, args):
+    refuse_held(session, "bench alloc, which frees what it made and waits for its work,")
     kinds = args.get("KIND") or list(ALLOC_KINDS)
     sizes = parse_sizes(args.get("SIZES"), args.col("SIZES"), [64 << 20, 256 << 20])
     rows, interrupted, stopped = [], False, {"stopped": None}
@@ -312,25 +297,23 @@ def bench_alloc(session, backend, args):
 
 
 def _alloc_point(backend, ctx, kind: str, size: int) -> dict:
-    s = Scratch(backend, ctx)
     flags = {"portable": {"portable"}, "mapped": {"mapped"}, "writecombined": {"writecombined"}}.get(kind, set())
     base = "pinned" if kind in ("pinned", "portable", "mapped", "writecombined") else \
         "pageable" if kind == "registered" else kind
-    t0 = backend.clock()
-    buf, _ = s.alloc(base, size, flags)
-    alloc_s = backend.clock() - t0
-    call = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc", "managed": "cudaMallocManaged"}[base]
-    if kind == "registered":
+    with Scratch(backend, ctx) as s:
         t0 = backend.clock()
-        backend.register(buf, frozenset())
-        buf.registered = frozenset()
+        buf, _ = s.alloc(base, size, flags)
         alloc_s = backend.clock() - t0
-        call = "cudaHostRegister"
-    t0 = backend.clock()
-    if kind == "registered":
-        backend.unregister(buf)
-    s.free_all()
-    free_s = backend.clock() - t0
+        call = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMalloc",
+                "managed": "cudaMallocManaged"}[base]
+        if kind == "registered":
+            t0 = backend.clock()
+            s.register(buf)
+            alloc_s = backend.clock() - t0
+            call = "cudaHostRegister"
+        t0 = backend.clock()
+        s.free(buf)  # cudaHostUnregister first, for `registered`
+        free_s = backend.clock() - t0
     gib = size / (1 << 30)
     return {"kind": kind, "size": size, "call": call, "alloc_s_per_gib": alloc_s / gib, "free_s_per_gib": free_s / gib}
 
@@ -340,19 +323,17 @@ def _async_point(backend, device: int, kind: str, size: int) -> dict:
     mapping, threshold 0) or warm (threshold max, the memory of an allocation freed and synchronized before). The
     host times are the calls' own (on a GPU, taken in the worker: the pipe would be most of a warm 3.3 µs); the
     free's is cudaFreeAsync and the synchronize that gives the memory back, or keeps it."""
-    pool = backend.pool_create(device)
-    try:
+    with Scratch(backend, None) as s:
+        pool = s.pool(device)
+
         def once() -> tuple[float, float]:
-            a, t = backend.alloc_async(size, None, pool)
-            buf = Buffer("bench", "device", size, frozenset(), None, a.device_ptr, a.handle, device=device)
-            return t.host_seconds, backend.free_async(buf, None).host_seconds + backend.device_sync().host_seconds
+            buf, alloc_s = s.alloc_async(size, pool, device)
+            return alloc_s, s.free_async(buf).host_seconds + backend.device_sync().host_seconds
 
         if kind == "async-warm":
             backend.pool_set(pool, "threshold", UNLIMITED)
             once()
         alloc_s, free_s = once()
-    finally:
-        backend.pool_destroy(pool)
     gib = size / (1 << 30)
     return {"kind": kind, "size": size, "call": "cudaMallocFromPoolAsync", "alloc_s_per_gib": alloc_s / gib,
             "free_s_per_gib": free_s / gib}
@@ -366,6 +347,7 @@ def _async_point(backend, device: int, kind: str, size: int) -> dict:
                  "(mapped pinned) memory vs from device memory; and the whole step — device: copy A and B in from "
                  "pageable memory, sum, copy C out; zero-copy: sum, copy C out. Says where zero-copy stops paying.", exported=False)
 def bench_zerocopy(session, backend, args):
+    refuse_held(session, "bench zerocopy, which frees what it made and waits for its work,")
     rng = args.get("RANGE") or "2^10..2^20"
     counts = parse_sizes(rng, args.col("RANGE"), [])
     rows, interrupted, stopped = [], False, {"stopped": None}
@@ -400,9 +382,8 @@ def _wins_from(rows: list[dict], zero_copy: bool) -> int | None:
 
 
 def _zerocopy_point(backend, ctx, n: int) -> dict:
-    s = Scratch(backend, ctx)
     size = n * 4
-    try:
+    with Scratch(backend, ctx) as s:
         backend.room(8 * size)  # the four inputs written, the kernel's output, and what the copies land in
         za, zb = (s.alloc("pinned", size, {"mapped"})[0] for _ in range(2))
         ha, hb, hc = (s.alloc("pageable", size)[0] for _ in range(3))
@@ -426,8 +407,6 @@ def _zerocopy_point(backend, ctx, n: int) -> dict:
         return {"n": n, "zc_kernel_us": best([kernel(za, zb)]), "dev_kernel_us": best([kernel(da, db)]),
                 "zc_step_us": best([kernel(za, zb), copy(dc, hc)], False),
                 "dev_step_us": best([copy(ha, da), copy(hb, db), kernel(da, db), copy(dc, hc)], False)}
-    finally:
-        s.free_all()
 
 
 @command("bench overlap", "streams", "copy/compute overlap: the same work on 1, 2, 4, 8 streams",
@@ -438,18 +417,17 @@ def _zerocopy_point(backend, ctx, n: int) -> dict:
          details="8 chunks of 16 MiB on pinned memory: each copied in, worked on by a kernel spinning 300 µs on "
                  "every SM, copied out; chunk c on stream c mod S. Prints the speedup over one stream.", exported=False)
 def bench_overlap(session, backend, args):
+    refuse_held(session, "bench overlap, which frees what it made and waits for its work,")
     counts = [int(x) for x in (args.get("LIST") or "1,2,4,8").split(",") if x.strip().isdigit()]
     if not counts or min(counts) < 1 or max(counts) > 32:
         raise usage("streams takes a list such as 1,2,4,8 (1..32)", args.col("LIST"))
     chunks, size = 8, 16 << 20
-    s = Scratch(backend, session.context.handle)
-    handles = []
     rows = []
     progress = Progress(session, len(counts), "bench overlap")
-    try:
+    with Scratch(backend, session.context.handle) as s, closing(progress):
         host = [s.alloc("pinned", size)[0] for _ in range(chunks)]
         dev = [s.alloc("device", size)[0] for _ in range(chunks)]
-        handles = [backend.stream_create(False, 0)[0] for _ in range(max(counts))]
+        handles = [s.stream() for _ in range(max(counts))]
         grid = dim3(264)  # two blocks per SM on an H100/H200: the kernel holds the whole GPU
         for k in counts:
             calls = []
@@ -462,11 +440,6 @@ def bench_overlap(session, backend, args):
             ms = statistics.median(timed_batch(backend, calls) for _ in range(3)) * 1e3
             rows.append({"streams": k, "ms": ms})
             progress.step()
-    finally:
-        progress.close()
-        for h in handles:
-            backend.stream_destroy(h)
-        s.free_all()
     for r in rows:
         r["speedup"] = rows[0]["ms"] / r["ms"]
     return _outputs(Bench({"bench": "overlap", "rows": rows, "timing": backend.timing_label}), args)
@@ -486,6 +459,7 @@ def bench_overlap(session, backend, args):
                  "On the simulator: `--sim-profile two-h200`.",
          exported=False)
 def bench_peer(session, backend, args):
+    refuse_held(session, "bench peer, which frees what it made and waits for its work,")
     nbytes, reps = args.get("SIZE", 256 << 20), max(1, args.get("REPS", 10))
     if nbytes <= 0:
         raise usage("the size must be at least one byte", args.col("SIZE"))

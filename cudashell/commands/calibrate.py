@@ -14,8 +14,7 @@ from ..language.grammar import Arg, Opt
 from ..language.registry import command
 from ..model.kernels import BUILTINS
 from ..model.launchdims import dim3
-from ..model.scratch import Progress, Scratch
-from ..model.session import Buffer
+from ..model.scratch import Progress, Scratch, refuse_held
 from ..output.files import replace_file
 from ..output.render import fmt_seconds
 from ..output.results import Result
@@ -173,23 +172,19 @@ def alloc_figures(backend, ctx, size: int = SIZE) -> dict:
     driver); cudaFree (a fixed cost), cudaFreeHost, cudaHostRegister and cudaHostUnregister (per MiB), which report
     no time of their own, as `bench alloc` times them: the host's clock around the call (on a GPU the worker's
     pipe, some 20 µs, is in it)."""
-    s = Scratch(backend, ctx)
-
     def timed(call) -> float:
         t0 = backend.clock()
         call()
         return backend.clock() - t0
 
-    try:
+    with Scratch(backend, ctx) as s:
         dev, device_alloc = s.alloc("device", size)
         pinned, _ = s.alloc("pinned", size)
         pageable, _ = s.alloc("pageable", size)
-        register = timed(lambda: backend.register(pageable, frozenset()))
-        unregister = timed(lambda: backend.unregister(pageable))
+        register = timed(lambda: s.register(pageable))
+        unregister = timed(lambda: s.unregister(pageable))
         device_free = timed(lambda: s.free(dev))
         pinned_free = timed(lambda: s.free(pinned))
-    finally:
-        s.free_all()
     mib = size / MIB
     return {"device_alloc": device_alloc, "device_free": device_free, "pinned_free_per_mib": pinned_free / mib,
             "register_per_mib": register / mib, "unregister_per_mib": unregister / mib}
@@ -203,39 +198,35 @@ def pool_figures(backend, device: int) -> dict:
     its first mapping of 64 MiB; mapping 64 and 256 MiB again after a synchronize gave them back (medians of three:
     the fixed part and the part per MiB); a 4 KiB block freed on the stream and taken again (reuse); 64 MiB a pool
     kept idle at threshold max (warm). Each is the whole call's host time, as `alloc … async` reports it."""
-    pool = backend.pool_create(device)
+    with Scratch(backend, None) as s:
+        pool = s.pool(device)
 
-    def alloc(size: int):
-        a, t = backend.alloc_async(size, None, pool)
-        return Buffer("calibrate", "device", size, frozenset(), None, a.device_ptr, a.handle, device=device), \
-            t.host_seconds
+        def alloc(size: int):
+            return s.alloc_async(size, pool, device)
 
-    def given_back(buf) -> None:
-        backend.free_async(buf, None)
-        backend.device_sync()
+        def given_back(buf) -> None:
+            s.free_async(buf)
+            backend.device_sync()
 
-    def mapped_again(size: int) -> float:
-        times = []
-        for _ in range(3):
-            buf, t = alloc(size)
-            given_back(buf)
-            times.append(t)
-        return statistics.median(times)
+        def mapped_again(size: int) -> float:
+            times = []
+            for _ in range(3):
+                buf, t = alloc(size)
+                given_back(buf)
+                times.append(t)
+            return statistics.median(times)
 
-    try:
         buf, first = alloc(POOL_SMALL)
         given_back(buf)
         small, big = mapped_again(POOL_SMALL), mapped_again(POOL_BIG)
         buf, _ = alloc(POOL_BLOCK)
-        backend.free_async(buf, None)
+        s.free_async(buf)
         buf, reuse = alloc(POOL_BLOCK)
         given_back(buf)
         backend.pool_set(pool, "threshold", UNLIMITED)
         given_back(alloc(POOL_SMALL)[0])
         buf, warm = alloc(POOL_SMALL)
         given_back(buf)
-    finally:
-        backend.pool_destroy(pool)
     per_mib = max(0.0, (big - small) / ((POOL_BIG - POOL_SMALL) / MIB))
     mapping = per_mib * POOL_SMALL / MIB + reuse
     return {"pool_reuse": reuse, "pool_warm": warm, "pool_first_map": max(0.0, first - mapping),
@@ -291,12 +282,20 @@ def peer_figures(backend) -> dict:
             "peer_rate": rate if access else PEER_BIG / staged, "peer_staged_rate": PEER_BIG / staged}
 
 
+def zero_copy_reachable(backend) -> bool:
+    """Whether a kernel can read pinned memory allocated without `mapped`: only under unified addressing (without
+    it the memory has no device address, and a kernel given one would fault and take the context with it)."""
+    return bool(backend.info.unified_addressing)
+
+
+SKIPPED_ZERO_COPY = ("kernel_zero_copy_read", "not measured: without unified addressing pinned memory is not "
+                     "mapped for kernels; a profile made from this keeps the default figure")
+
 STEPS = 15  # the progress line's steps in `measure`: one per figure or curve measured
 
 
 def measure(backend, ctx, device: int, progress: Progress) -> dict:
-    s = Scratch(backend, ctx)
-    try:
+    with Scratch(backend, ctx) as s:
         pinned, t_pin = s.alloc("pinned", SIZE)
         big = 256 << 20
         pin_big, _ = s.alloc("pinned", big)
@@ -337,14 +336,13 @@ def measure(backend, ctx, device: int, progress: Progress) -> dict:
             "pinned_alloc_per_mib": t_pin / (SIZE / MIB),
         }
         progress.step()
-        figures.update(kernel_device_read=(device_read := kernel_read_rate(backend, dev, dev2, dev, n, latency)),
-                       kernel_zero_copy_read=kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read),
-                       kernel_floor=kernel_floor(backend, dev, dev2, latency, device_read), copy_curves=curves)
+        figures["kernel_device_read"] = device_read = kernel_read_rate(backend, dev, dev2, dev, n, latency)
+        if zero_copy_reachable(backend):
+            figures["kernel_zero_copy_read"] = kernel_read_rate(backend, pinned, wc, dev2, n, latency, device_read)
+        figures.update(kernel_floor=kernel_floor(backend, dev, dev2, latency, device_read), copy_curves=curves)
         progress.step()
         figures.update(host_figures(backend, pageable, pageable2, pin_big, wc))
         progress.step()
-    finally:
-        s.free_all()
     figures.update(alloc_figures(backend, ctx))
     figures.update(pool_figures(backend, device))
     progress.step()
@@ -364,12 +362,14 @@ def measure(backend, ctx, device: int, progress: Progress) -> dict:
                  "pinning, registering and their undoing cost (per MiB where it grows with size); "
                  "what the stream-ordered allocator's calls cost (a block reused on its stream, a warm pool, a pool "
                  "mapping memory the first time and again, per MiB); "
-                 "what a kernel reads per second from device and from zero-copy memory; how fast the host's own "
-                 "`fill`, `compare`, `checksum` and `fill random` go on pageable, pinned and write-combined memory; "
-                 "with two or more GPUs, "
+                 "what a kernel reads per second from device and from zero-copy memory (without unified "
+                 "addressing pinned memory is not mapped for kernels: that figure is left out, and said); how fast "
+                 "the host's own `fill`, `compare`, `checksum` and `fill random` go on pageable, pinned and "
+                 "write-combined memory; with two or more GPUs, "
                  "cudaMemcpyPeer's rates with peer access on and off between the first pair. `cudashell "
                  "--sim-profile FILE` then models timings with them.", exported=False)
 def calibrate(session, backend, args):
+    refuse_held(session, "calibrate, which frees what it made and waits for its work,")
     info = backend.info
     progress = Progress(session, STEPS, "calibrate")
     try:
@@ -390,7 +390,8 @@ def calibrate(session, backend, args):
     path = args.get("FILE")
     if path:
         replace_file(path, json.dumps(profile, indent=2) + "\n", args.col("FILE"))  # whole, or as it was
-    return Calibration({"profile": profile, "path": path, "timing": backend.timing_label})
+    skipped = dict([SKIPPED_ZERO_COPY]) if "kernel_zero_copy_read" not in figures else {}
+    return Calibration({"profile": profile, "path": path, "timing": backend.timing_label, "skipped": skipped})
 
 
 # ------------------------------------------------------------------ the results of these commands
@@ -431,7 +432,7 @@ class CalibrateDataProfile(TypedDict):
     pool_map_again: float
     pool_map_per_mib: float
     kernel_device_read: float
-    kernel_zero_copy_read: float
+    kernel_zero_copy_read: NotRequired[float]  # left out where it was not measured (CalibrateData.skipped)
     kernel_floor: float
     host_read_pageable: float
     host_read_pinned: float
@@ -456,6 +457,7 @@ class CalibrateData(TypedDict):
     profile: CalibrateDataProfile
     path: str | None  # the file written (`out FILE`), or None
     timing: str
+    skipped: dict[str, str]  # a figure not measured on this device → why (the profile leaves it out)
 
 
 class Calibration(Result, kind="calibrate"):
@@ -472,6 +474,7 @@ class Calibration(Result, kind="calibrate"):
                 out.append(f"  {key:<24} {value * 1e9:10.2f} ns")
             elif key.endswith(("latency", "per_mib", "_alloc", "_free")) or key.startswith("pool_"):
                 out.append(f"  {key:<24} {fmt_seconds(value):>13}")
+        out += [f"  {key:<24} {why}" for key, why in d.get("skipped", {}).items()]
         if d["path"]:
             out.append(f"use it with: cudashell --sim-profile {d['path']}")
         return out

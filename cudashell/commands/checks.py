@@ -105,6 +105,8 @@ def check_writable(path, force: bool, col: int | None) -> None:
     except OSError as e:  # a name too long, a path the OS refuses to look at
         raise ShellError("IO_ERROR", f"cannot write {str(path)[:60]}…: {e.strerror}" if len(str(path)) > 60 else
                          f"cannot write {path}: {e.strerror}", None, col) from None
+    if there and path.is_dir():  # not even `force` writes a folder: refused before anything settles
+        raise ShellError("IO_ERROR", f"cannot write {path}: it is a folder", "give a file's name", col)
     if there and not force:
         raise ShellError("FILE_EXISTS", f"{path} exists", "add `force` to replace it, or give another name", col)
 

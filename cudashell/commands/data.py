@@ -30,6 +30,11 @@ from .checks import (
 def pending(session, backend, *bufs) -> dict:
     """{buffer: [streams]} for buffers the GPU still has work on, as the host touches them."""
     session.settle(backend)
+    return marked(*bufs)
+
+
+def marked(*bufs) -> dict:
+    """{buffer: [streams]} as the session last knew it (no look at the backend)."""
     return {b.name: b.pending_streams() for b in bufs if b.pending}
 
 def host_readable(buf, words) -> bool:
@@ -149,7 +154,9 @@ def c_show(w, a, i, text):
     pass  # the host reads the memory: nothing for the program to do
 
 
-def compare_buffers(session, backend, a_part, b_part, size, cols) -> dict:
+def compare_buffers(session, backend, a_part, b_part, size, cols, settle: bool = True) -> dict:
+    """The comparison's record; `settle` False: the pending marks as the session last knew them (a failing
+    `expect equal` must leave the session as it was)."""
     a = region(session, a_part, cols[0], "compare")
     b = region(session, b_part, cols[1], "compare")
     nbytes = min(a.nbytes, b.nbytes) if size is None and not (a.explicit or b.explicit) else \
@@ -161,7 +168,7 @@ def compare_buffers(session, backend, a_part, b_part, size, cols) -> dict:
     out = {"a": a.name, "b": b.name, "a_offset": a.offset, "b_offset": b.offset, "a_part": a.label(nbytes),
            "b_part": b.label(nbytes), "bytes": nbytes, "equal": at is None and same_length,
            "host_seconds": timing.host_seconds, "timing": timing.label,
-           "pending": pending(session, backend, a.buf, b.buf)}
+           "pending": pending(session, backend, a.buf, b.buf) if settle else marked(a.buf, b.buf)}
     if at is not None:
         out.update(offset=at, a_byte=int(backend.read(a.buf, a.offset + at, 1)[0]),
                    b_byte=int(backend.read(b.buf, b.offset + at, 1)[0]))
@@ -186,11 +193,13 @@ def compare(session, backend, args):
          details=GRADED, exported=False, saved=False)
 def expect_equal(session, backend, args):
     data = compare_buffers(session, backend, args.get("A"), args.get("B"), args.get("SIZE"),
-                           (args.col("A"), args.col("B"), args.col("SIZE") if "SIZE" in args.values else None))
+                           (args.col("A"), args.col("B"), args.col("SIZE") if "SIZE" in args.values else None),
+                           settle=False)
     if not data["equal"]:
         where = (f"first difference at byte {data['offset']}: {data['a_byte']} vs {data['b_byte']}"
                  if "offset" in data else f"sizes differ: {data['sizes'][0]} vs {data['sizes'][1]}")
         raise ShellError("EXPECT_FAILED", f"{data['a']} and {data['b']} differ — {where}", None, args.col("A"))
+    data["pending"] = pending(session, backend, *(session.buffers[n] for n in data["pending"]))
     return Expectation({"expected": "equal", "passed": True, **data})
 
 

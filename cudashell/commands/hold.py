@@ -28,7 +28,11 @@ def hold(session, backend, args):
     if session.held is not None:
         raise ShellError("ALREADY_HELD", "the streams are already held", "`release` lets them go")
     how = backend.hold([s.handle for s in held_streams(session)])
-    session.held = {"since": backend.clock(), "how": how, "traced": session.traced()}
+    try:
+        session.held = {"since": backend.clock(), "how": how, "traced": session.traced()}
+    except BaseException:  # Ctrl-C before the session knew: a hold it does not know of would never be released
+        backend.release()
+        raise
     return Held({"streams": [s.name for s in held_streams(session)], "how": how})
 
 

@@ -64,6 +64,9 @@ def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
             if b.device_accessible]
 
 
+SPIN_LIMIT_US = 3_600_000_000  # `spin US`: an hour at most (a float clock of seconds keeps µs for ~300 years of them)
+
+
 @command("launch", "kernels", "launch a kernel: built-ins sum, fill, scale, saxpy, increment, touch, spin, or "
          "a loaded one", "launch saxpy 2.0 x y stream 1",
          "kernel<<<grid, block, shared, stream>>>(args…) (cuLaunchKernel)",
@@ -79,7 +82,7 @@ def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
                  "grid and block take 1 to 3 dimensions as C's dim3 does (`grid 64,64 block 16,16`); a shape the "
                  "device refuses (over 1024 threads a block or 1024×1024×64, a grid over (2^31-1)×65535×65535) is "
                  "the driver's CUDA_ERROR_INVALID_VALUE. "
-                 "`spin US` busy-waits. Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
+                 "`spin US` busy-waits (an hour at most). Launches are asynchronous. `unchecked` skips the shell's refusal of a buffer "
                  "the GPU cannot reach: the kernel gets the host pointer, as C would pass it, and the GPU faults. "
                  "On the simulator a kernel of yours reports what it moved (32-byte sectors a warp request, shared-"
                  "memory bank wavefronts, atomics); `show-access` (a launch of up to 1024 threads) draws which "
@@ -105,6 +108,10 @@ def launch(session, backend, args):
     values = [(_buffer_arg(session, backend, t, c, checked, ctx) if p.is_buffer
                else scalar(pitch_word(session, t, c), p.dtype, c))
               for p, t, c in zip(kernel.params, texts, cols)]
+    for p, v, c in zip(kernel.params, values, cols):
+        if p.unit == "us" and not 0 <= int(v) <= SPIN_LIMIT_US:
+            raise usage(f"{kernel.name} {p.name.upper()} takes 0 to {SPIN_LIMIT_US:_} µs (an hour), got {int(v):_}", c,
+                        "a longer wait is no experiment; the simulator's clock would lose its microseconds")
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
     if not kernel.builtin and "ELEMENTS" in args.values:
         raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("ELEMENTS"))
@@ -169,8 +176,8 @@ def c_launch(w, a, i, text):
     for k, (p, word) in enumerate(zip(kernel.params, words)):
         if p.is_buffer:
             args.append(f"(float *)({w.ptr(parts[k])})" if parts[k].start else f"(float *){w.ptr(parts[k])}")
-        elif p.unit == "us":  # microseconds: in clock ticks, as the kernel counts
-            args.append(f"(long long){int(float(word.rstrip('lLiu')))} * clock_khz / 1000")
+        elif p.unit == "us":  # microseconds: in clock ticks, as the kernel counts (read as the launch read it)
+            args.append(f"(long long){int(scalar(word, p.dtype))} * clock_khz / 1000")
             w.declare("int clock_khz = 0;")
             w.set_up("CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));")
         else:

@@ -5,12 +5,14 @@ loaded kernels. Host memory outlives the context, so its contents come back; dev
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import replace
 from typing import TypedDict
 
 from ..errors import ShellError
 from ..export.cemit import ident, refuse
 from ..language.registry import c_writer, command
+from ..model.scratch import AskedAgain, interrupts_held
 from ..output.render import fit
 from ..output.results import Result, hexptr
 from ..sizes import format_size_exact
@@ -41,13 +43,14 @@ def _reload_kernels(session, backend) -> tuple[list[str], dict]:
     for (source, path, module), names in by_source.items():
         try:
             loaded, symbols = backend.load_kernels(source, path, session.root)
-        except ShellError as e:
+        except (ShellError, KeyboardInterrupt) as e:  # (Ctrl-C: held by reset, raised only by a call itself)
+            code = getattr(e, "code", "INTERRUPTED")
             for n in names:
-                failed[n] = e.code
+                failed[n] = code
                 del session.kernels[n]
             for n in [n for n, b in session.buffers.items() if b.symbol and b.module == module]:
                 del session.buffers[n]  # its module did not load again
-                session.gone[n] = f"went with module {module}, which did not load again ({e.code})"
+                session.gone[n] = f"went with module {module}, which did not load again ({code})"
             continue
         fresh = {k.symbol: k.handle for k in loaded}
         _rebind_symbols(session, module, {s.name: s for s in symbols})
@@ -67,20 +70,44 @@ def _rebind_symbols(session, module: str, symbols: dict) -> None:
             buf.pending.clear()
 
 
-def _rebuild_contexts(session, backend) -> None:
-    """Each context made again (a primary retained again), and in it its streams and events."""
+def _rebuild_contexts(session, backend, dropped: dict) -> None:
+    """Each context made again (a primary retained again), and in it its streams and events; a stream or event the
+    fresh side refuses (or that Ctrl-C stopped) leaves the session, named in `dropped`, rather than stay with a
+    handle the fresh side lacks."""
     for c in session.contexts.values():
         if c.handle is not None:
             c.handle = backend.context_primary(c.device) if c.primary else backend.context_create(c.device)[0]
     for c in session.contexts.values():
         backend.context_use(c.handle)
-        for s in session.streams.values():
-            if s.context == c.name:
-                s.handle, s.priority = backend.stream_create(s.nonblocking, s.priority)
-        for ev in session.events.values():
-            if ev.context == c.name:
-                ev.handle, ev.stream = backend.event_create(), None
+        for s in [s for s in session.streams.values() if s.context == c.name]:
+            if not _remade(dropped, f"stream {s.name}", lambda s=s: _made_stream(backend, s)):
+                del session.streams[s.name]
+        for ev in [e for e in session.events.values() if e.context == c.name]:
+            if not _remade(dropped, f"event {ev.name}", lambda ev=ev: _made_event(backend, ev)):
+                del session.events[ev.name]
     backend.context_use(session.context.handle)
+
+
+def _made_stream(backend, s) -> None:
+    s.handle, s.priority = backend.stream_create(s.nonblocking, s.priority)
+
+
+def _made_event(backend, ev) -> None:
+    ev.handle, ev.stream = backend.event_create(), None
+
+
+def _remade(dropped: dict, name: str, make) -> bool:
+    """Make one thing again on the fresh side; False, its code in `dropped`, when the side refused it or Ctrl-C
+    fell in the call (what the rest of the session needs is still made: a half-made session has stale handles)."""
+    try:
+        make()
+    except ShellError as e:
+        dropped[name] = e.code
+        return False
+    except KeyboardInterrupt:
+        dropped[name] = "INTERRUPTED"
+        return False
+    return True
 
 
 def _rebuild_buffer(session, backend, buf, saved: dict, lost: dict) -> dict:
@@ -90,15 +117,16 @@ def _rebuild_buffer(session, backend, buf, saved: dict, lost: dict) -> dict:
     alloc, _ = (backend.alloc_pitched(shape.width, shape.height, shape.depth, ctx) if shape
                 else backend.alloc(buf.kind, buf.size, buf.flags, ctx))
     buf.handle, buf.host_ptr, buf.device_ptr = alloc.handle, alloc.host_ptr, alloc.device_ptr
-    if buf.registered is not None:
-        try:
+    try:
+        if buf.registered is not None:
             buf.device_ptr = backend.register(buf, buf.registered)
-        except ShellError:
+        buf.pending.clear()
+        if buf.name in saved:
+            backend.restore(buf, saved.pop(buf.name))
+    except BaseException:  # refused, or Ctrl-C in the call: the buffer leaves the session, so its memory goes too
+        with suppress(ShellError):
             backend.free(buf)
-            raise
-    buf.pending.clear()
-    if buf.name in saved:
-        backend.restore(buf, saved.pop(buf.name))
+        raise
     return {"name": buf.name, "kind": buf.kind, "size": buf.size, "flags": buf.flag_text(),
             "old_host_ptr": hexptr(old["host_ptr"]), "old_device_ptr": hexptr(old["device_ptr"]),
             "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
@@ -134,6 +162,35 @@ def _rebuild_handles(session, backend) -> None:
             backend.vmm_release(h.handle)
 
 
+def _rebuild(session, backend, saved: dict, lost: dict) -> tuple[list, dict, list, dict]:
+    """Everything the session holds made again on the fresh side: (the buffers' rows, what could not be made and
+    why, the kernels recompiled, those that were not)."""
+    backend = AskedAgain(backend)  # a call that raised Ctrl-C itself (held here): a skipped context or stream
+    # would leave the session's handles stale
+    session.held = None  # the fresh side holds nothing
+    session.unresolved = []
+    dropped: dict[str, str] = {}
+    _rebuild_contexts(session, backend, dropped)
+    for pool in session.pools.values():  # made again, with the driver's defaults (its settings were the old side's)
+        pool.handle = backend.pool_create(pool.device)
+    session.order.host_waited(session.traced() - 1)  # nothing of the old side is still running
+    for a, b in list(session.peers):  # peer access belongs to the contexts: given again on the fresh side
+        if not _remade({}, "", lambda a=a, b=b: backend.peer_access(a, b, True)):
+            session.peers.discard((a, b))
+    kernels, kernel_failures = _reload_kernels(session, backend)
+    rows = []
+    for buf in list(session.buffers.values()):
+        if buf.symbol:  # a module's variable: made again, from the source, by its module's load
+            continue
+        if not _remade(dropped, buf.name, lambda buf=buf: rows.append(
+                _rebuild_buffer(session, backend, buf, saved, lost) if "vmm" not in buf.flags
+                else _rebuild_reservation(session, backend, buf))):
+            del session.buffers[buf.name]  # the session must not keep a handle the fresh side lacks
+            session.vmm.reservations.pop(buf.name, None)
+    _rebuild_handles(session, backend)
+    return rows, dropped, kernels, kernel_failures
+
+
 @command("reset", "session", "rebuild the session on a fresh GPU side (after a fault or a hang, or any time)",
          "reset", "cuCtxDestroy, then cuCtxCreate (in a new worker process) and every allocation again",
          details="Every buffer comes back with its name, kind, size and flags at new pointers, registrations are "
@@ -151,30 +208,8 @@ def reset(session, backend, args):
     unfinished = [e.fields("op", "stream") for e in session.unresolved]
     saved, lost = _salvage(backend, session.buffers.values())
     backend.reset()
-    session.held = None  # the fresh side holds nothing
-    session.unresolved = []
-    _rebuild_contexts(session, backend)
-    for pool in session.pools.values():  # made again, with the driver's defaults (its settings were the old side's)
-        pool.handle = backend.pool_create(pool.device)
-    session.order.host_waited(session.traced() - 1)  # nothing of the old side is still running
-    for a, b in list(session.peers):  # peer access belongs to the contexts: given again on the fresh side
-        try:
-            backend.peer_access(a, b, True)
-        except ShellError:
-            session.peers.discard((a, b))
-    kernels, kernel_failures = _reload_kernels(session, backend)
-    rows, dropped = [], {}
-    for buf in list(session.buffers.values()):
-        if buf.symbol:  # a module's variable: made again, from the source, by its module's load
-            continue
-        try:
-            rows.append(_rebuild_buffer(session, backend, buf, saved, lost) if "vmm" not in buf.flags
-                        else _rebuild_reservation(session, backend, buf))
-        except ShellError as e:  # the fresh side refused it: the session must not keep a handle it lacks
-            del session.buffers[buf.name]
-            session.vmm.reservations.pop(buf.name, None)
-            dropped[buf.name] = e.code
-    _rebuild_handles(session, backend)
+    with interrupts_held():  # from here every handle is stale until made again: Ctrl-C waits for the rebuild
+        rows, dropped, kernels, kernel_failures = _rebuild(session, backend, saved, lost)
     return Reset({"cause": cause, "buffers": rows, "dropped": dropped,
                             "streams": [s.name for s in session.streams.values()],
                             "events": list(session.events), "kernels": kernels,

@@ -166,25 +166,18 @@ def _replay_bench(sim, cmd, progress) -> dict:
 
 def _replay_copy(sim, src, dst, nbytes: int, async_: bool) -> float:
     """A copy between memory like the session's, on the reference: its GPU time."""
-    s = Scratch(sim, None)  # a fresh simulator: its first GPU's primary context
-    try:
+    with Scratch(sim, None) as s:  # a fresh simulator: its first GPU's primary context
         bufs = []
         for kind, flags, registered in (src, dst):
             buf, _ = s.alloc(kind, nbytes, flags)
             if registered:
-                sim.register(buf, frozenset())
-                buf.registered = frozenset()
+                s.register(buf)
             bufs.append(buf)
         t = sim.memcpy(bufs[0], 0, bufs[1], 0, nbytes, None, async_)
         if t.seconds is None:
             sim.device_sync()
             return sim.resolve(t.token)[0]
         return t.seconds
-    finally:
-        for buf in s.bufs:
-            if buf.registered is not None:
-                sim.unregister(buf)
-        s.free_all()
 
 
 def _row(key_figure, by, unit, value, ref_value, higher, category, facts, ref) -> dict:

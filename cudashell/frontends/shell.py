@@ -247,6 +247,12 @@ class Shell:
             explained = cemit.explain(recorded, *before) if error is None and before else None
         except ShellError:  # the command ran: a C rendering that cannot be written is left out, not an error
             explained = None
+        except Exception as e:  # a bug of the explainer's: said as its own, after the command (which succeeded)
+            if self.debug:
+                raise
+            explained = None
+            self._write(self.err, f"INTERNAL_ERROR: `explain` could not write the C of `{seg.text}` (the command "
+                                  f"ran): {type(e).__name__}: {e} — hint: run with --debug for the traceback")
         if self.recording:
             self.session.record(recorded, error is None, error.code if error else None)
         if result is not None and result.api_call is not None:
@@ -520,8 +526,8 @@ class Shell:
                 self.report(text, None, e, name, lineno)
             if not self.json_mode:
                 many = f"{len(errors)}+" if len(errors) >= MAX_SYNTAX_ERRORS else str(len(errors))
-                self._write(self.err, f"{render.visible(name)}: {many} syntax error{'s' * (len(errors) > 1)}; "
-                                      "nothing was run")
+                self._write(self.err, f"{render.visible(name)}: {errors[0][0].code}: {many} syntax "
+                                      f"error{'s' * (len(errors) > 1)}; nothing was run")  # the first one's code
             self.last_error = errors[0][0]
             self.failed = True
             return False

@@ -191,7 +191,7 @@ def _block_end(source: str, start: int) -> int:
 
 
 _SUFFIX = {"f": "float32", "d": "float64", "i": "int32", "u": "uint32", "l": "int64", "ul": "uint64"}
-_NUMBER = re.compile(r"([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:e[-+]?\d+)?)(ul|f|d|i|u|l)?", re.I)
+_NUMBER = re.compile(r"([-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:e[-+]?\d+)?)(ul|f|d|i|u|l)?", re.I | re.ASCII)
 
 
 _INTEGER = re.compile(r"[-+]?(0x[0-9a-f]+|[1-9][0-9]*|0)", re.I)

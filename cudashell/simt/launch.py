@@ -36,14 +36,14 @@ class Report:
         if self.lines and self.open:
             self.lines[-1] += parts[0]
             parts = parts[1:]
+        self.open = not text.endswith("\n")
+        if not self.open:  # what follows the last newline is no line (counted as one, each was dropped twice)
+            parts = parts[:-1]
         for part in parts:
             if len(self.lines) < MAX_LINES:
                 self.lines.append(part)
             else:
                 self.dropped += 1
-        self.open = not text.endswith("\n")
-        if not self.open and self.lines and self.lines[-1] == "":
-            self.lines.pop()
 
     def warn(self, text: str) -> None:
         if text not in self.warnings and len(self.warnings) < 32:

@@ -27,7 +27,11 @@ def reference_path(word: str, folder: Path | None = None) -> tuple[str, Path]:
     if word.lower() in shipped:
         return word.lower(), shipped[word.lower()]
     path = Path(word).expanduser()
-    if path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # a name too long for the OS to look at: no such file
+        is_file = False
+    if is_file:
         return word, path
     names = ", ".join(shipped) or "none"
     if "/" in word or word.endswith(".json"):
