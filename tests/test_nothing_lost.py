@@ -406,10 +406,10 @@ def test_grade_into_a_reader_that_leaves_writes_junit_and_ends_141_without_a_tra
     xml = tmp_path / "j.xml"
     proc = _grade_process(tmp_path, "--junit", str(xml), str(GRADING / "checks.cush"),
                           *(str(GRADING / who) for who in ("right", "slow", "wrong")), stdout=subprocess.PIPE)
-    first = proc.stdout.readline()  # `| head -1`
-    proc.stdout.close()
+    proc.stdout.close()  # a reader gone before the grades are written (`| head -1` after its line races the writer:
+    # grades that fit the pipe's buffer are all written before it leaves)
     err = proc.stderr.read()
-    assert proc.wait(120) == 141 and first.startswith("grade of ")
+    assert proc.wait(120) == 141
     assert err == ""
     assert len(ElementTree.parse(xml).getroot().findall("testsuite")) == 3
 

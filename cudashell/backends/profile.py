@@ -1,7 +1,9 @@
 """The figures the simulator models with. The default profile is `calibrate`'s output on the H100 (PCIe
 Gen5 x16), shipped in profiles/h100.json; its sync, allocation and free figures (sync_latency, device_alloc,
 device_free, register_per_mib, pinned_free_per_mib, unregister_per_mib) come from a later calibrate there, on
-2026-11-25. The dataclass defaults are rounder figures for a
+2026-11-25; its host data figures (host_*) and the stream-ordered allocator's (pool_*, but pool_first_map: a pool
+calibrate makes first mapped in 5.8 ms, where the default pool's first mapping in a process took 11.3) from one on
+2026-11-26. The dataclass defaults are rounder figures for a
 profile file that leaves some out. `--sim-profile` loads a JSON file (as `calibrate` writes) or a built-in name, e.g.
 `no-uva` for the pre-UVA rule that only mapped memory is reachable."""
 
@@ -103,8 +105,9 @@ class Profile:
     # per host-memory kind: bytes/s it reads (as `compare` reads) and writes (as a constant `fill` writes); what
     # `checksum`'s arithmetic and `fill random`'s generator (bytes of 64-bit numbers) add beyond those. calibrate
     # measures them on the GPU's host. A write-combined read is uncached on bare-metal x86 (slow); on the H100 host
-    # here, a virtual machine, it measured as cached pinned memory did. The defaults, and the shipped profiles' until
-    # calibrate runs on their GPUs, are this development machine's figures for that loop (AMD EPYC, 2026-11-26,
+    # here, a virtual machine, it measured as cached pinned memory did (calibrate, 2026-11-26: reads 16.1 GB/s both,
+    # pageable 15.5; h100.json holds that run's figures). The defaults, and h200.json's until calibrate runs on an
+    # H200, are this development machine's figures for that loop (AMD EPYC, 2026-11-26,
     # benchmarks/host_data.py: compare 6-9 GB/s of compared bytes, checksum 1.4 times NumPy's sum of the same bytes,
     # which ran 3.5 GB/s unloaded, fill random 352 M uint64/s), no GPU there, so write-combined is given pinned's
     host_read_pageable: float = 12 * GB
