@@ -147,12 +147,17 @@ def test_host_work_is_modeled_from_the_profiles_host_rates_and_moves_the_clock()
 
 
 def test_the_text_ends_with_the_host_time_as_the_default_profile_models_it():
-    """16 MiB: written at 10 GB/s, each side of a compare read at 12 GB/s, the checksum's sums at 8 GB/s more."""
+    """16 MiB: written, each side of a compare read, and the checksum's sums, at the default profile's rates."""
+    from cudashell.backends.profile import Profile
+    from cudashell.output.render import fmt_seconds
+
+    p, n = Profile.load(None), 16 << 20
     text = text_run(["alloc pinned 16MB as a", "alloc pinned 16MB as b", "fill a 1", "fill b 1", "compare a b",
                      "checksum a"])
-    assert "a: 16777216 uint8 elements ← 1 — host 1.678 ms (modeled)" in text
-    assert "a == b (16 MiB (16777216 B)) — host 2.796 ms (modeled)" in text
-    assert f"\nchecksum a {c_checksum_of_ones(16 << 20)}\nhost time 3.495 ms (modeled)" in text
+    assert f"a: 16777216 uint8 elements ← 1 — host {fmt_seconds(n / p.host_write_pinned)} (modeled)" in text
+    assert f"a == b (16 MiB (16777216 B)) — host {fmt_seconds(2 * n / p.host_read_pinned)} (modeled)" in text
+    summed = n / p.host_read_pinned + n / p.host_checksum
+    assert f"\nchecksum a {c_checksum_of_ones(n)}\nhost time {fmt_seconds(summed)} (modeled)" in text
 
 
 def c_checksum_of_ones(n: int) -> int:

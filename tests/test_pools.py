@@ -259,11 +259,11 @@ def test_the_legacy_default_streams_order_counts_as_a_dependency_for_reuse(sim):
 
 def test_a_pool_maps_again_far_faster_than_its_first_time(sim):
     """The H100: a pool's first 64 MiB took 11.3 ms, the same 64 MiB mapped again after a synchronize gave it back
-    109 µs (1 GiB: 12.5 ms, then 1.28 ms)."""
+    109 µs (1 GiB: 12.5 ms, then 1.28 ms); calibrate, on a pool of its own, 31 µs and 0.81 µs a MiB: 83 µs."""
     sim.ok("alloc device 64MB async as a; free a async; sync")  # threshold 0: given back
     again = sim.ok("alloc device 64MB async as b")["host_seconds"]
     assert again == pytest.approx(pool_map_seconds(sim.backend.profile, 64 << 20, False))
-    assert 100e-6 < again < 120e-6
+    assert 70e-6 < again < 120e-6
 
 
 def test_calibrate_measures_the_pool_figures_the_simulator_models_with(sim, tmp_path):
