@@ -129,11 +129,11 @@ class Clock:
         read now)."""
         if self.held is not None and rule.blocks:
             raise held_error("this call", rule.why)
-        duration, call = ns(seconds), self.call_ns
+        duration = ns(seconds)
         before = self.now
         if rule.stages:  # a sync copy first waits for its stream; then the host stages the bytes
             if rule.wait == "queue":
-                self._wait(self._ready(handle or self.default) - call, "a synchronous copy")
+                self._wait(self._ready(handle or self.default) - self.call_ns, "a synchronous copy")
             self.now += ns(stage)
             effect = effect(snapshot=True) if effect else None
         elif effect:
@@ -142,7 +142,7 @@ class Clock:
         token = self.seq
         if self.held is not None:
             self.held.append(lambda: self._enqueue(token, handle, duration, engine, effect, fault, callback))
-            self.now = max(self.now, before + call)
+            self.now = max(self.now, before + self.call_ns)
             self._advance(self.now)
             self._keep_span(token, None)
             return Timing(None, secs(self.now - before), False, self.timing_label, token, rule=rule.why,
@@ -151,7 +151,7 @@ class Clock:
         if rule.wait == "complete":
             self._wait(end + self.sync_ns, "a synchronous call")
         else:
-            self.now = max(self.now, before + call)
+            self.now = max(self.now, before + self.call_ns)
             self._advance(self.now)
         if end > self.now:
             self._keep_span(token, (start, end))
