@@ -326,21 +326,26 @@ def test_bench_zerocopy_reports_where_each_strategy_keeps_winning():
 
 # ------------------------------------------------------------------ a constant series on a log axis
 def test_bench_alloc_gives_a_flat_series_at_least_a_decade_of_axis(plt):
-    """The free of pinned memory costs the same per GiB at any size: the clock's float noise made its series span
-    1e-15 of itself, and a log axis zoomed into it drew a steep slope with ticks that all read the same."""
+    """The free of pinned memory costs the same per GiB at any size: the clock's rounding (once to the float's noise,
+    now to whole ns: 4 KiB's free is 733 ns, not 733.2) made its series span a sliver of itself, and a log axis
+    zoomed into it drew a steep slope with ticks that all read the same."""
     import io as _io
 
+    from cudashell.backends.sim.common import ns
     from cudashell.frontends.shell import Shell
 
     results = []
-    shell = Shell(SimBackend(), out=_io.StringIO(), err=_io.StringIO(),
+    backend = SimBackend()
+    shell = Shell(backend, out=_io.StringIO(), err=_io.StringIO(),
                   on_report=lambda result, error: results.append(result))
     try:
         shell.execute("bench alloc pinned sizes 4KB,1MB,64MB")
     finally:
         shell.close()
     free = [r["free_s_per_gib"] for r in results[-1].data["rows"]]
-    assert max(free) / min(free) < 1 + 1e-9  # flat in the model, up to the clock's rounding
+    per_mib = backend.profile.pinned_free_per_mib
+    assert free == [pytest.approx(ns(per_mib * size / (1 << 20)) / 1e9 / (size / (1 << 30)), rel=1e-9)
+                    for size in (4 << 10, 1 << 20, 64 << 20)]  # flat in the model, up to the clock's ns
     ax = results[-1].figure().axes[1]
     lo, hi = ax.get_ylim()
     assert hi / lo >= 10 and lo <= min(free) and max(free) <= hi

@@ -64,7 +64,7 @@ def _kernel_arg(session, words: list[str], index: int) -> list[tuple[str, str]]:
             if b.device_accessible]
 
 
-SPIN_LIMIT_US = 3_600_000_000  # `spin US`: an hour at most (a float clock of seconds keeps µs for ~300 years of them)
+SPIN_LIMIT_US = 3_600_000_000  # `spin US`: an hour at most (the simulator's ns clock is exact past it; a GPU waits)
 
 
 @command("launch", "kernels", "launch a kernel: built-ins sum, fill, scale, saxpy, increment, touch, spin, or "
@@ -111,7 +111,7 @@ def launch(session, backend, args):
     for p, v, c in zip(kernel.params, values, cols):
         if p.unit == "us" and not 0 <= int(v) <= SPIN_LIMIT_US:
             raise usage(f"{kernel.name} {p.name.upper()} takes 0 to {SPIN_LIMIT_US:_} µs (an hour), got {int(v):_}", c,
-                        "a longer wait is no experiment; the simulator's clock would lose its microseconds")
+                        "a longer wait is no experiment: a GPU would sit on it for real")
     bufs = [v for p, v in zip(kernel.params, values) if p.is_buffer]
     if not kernel.builtin and "ELEMENTS" in args.values:
         raise usage("n applies to the built-ins; pass a count as your kernel's own argument", args.col("ELEMENTS"))

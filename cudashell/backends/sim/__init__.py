@@ -19,7 +19,7 @@ from ..base import Backend, Capabilities, DeviceInfo
 from ..profile import Profile
 from ..sparse import Budget
 from .clock import Clock
-from .common import Op, SimAlloc, SimCtx, SimStream
+from .common import Op, SimAlloc, SimCtx, SimStream, ns
 from .contexts import Contexts
 from .hostwork import HostWork
 from .measurement import Measurement
@@ -45,7 +45,10 @@ class SimBackend(Memory, HostWork, Pools, Vmm, Work, Shapes, Sync, Contexts, Mea
                                p.managed_memory, p.concurrent_managed_access, p.async_engine_count,
                                p.concurrent_kernels)
         self.budget = Budget(p.storage_budget)
-        self.now = 0.0  # the host's virtual clock, seconds
+        self.now = 0  # the host's virtual clock, ns (clock.py)
+        # what every call costs, as the clock counts it: rounded once (a backend's profile is fixed for its life)
+        self.call_ns, self.sync_ns = ns(p.async_call), ns(p.sync_latency)
+        self.switch_ns, self.overhead_ns = ns(p.engine_switch), ns(p.shell_overhead)
         self.gpu_timeout: float | None = None
         self.fired: list[dict] = []
         self._fresh()
@@ -69,11 +72,12 @@ class SimBackend(Memory, HostWork, Pools, Vmm, Work, Shapes, Sync, Contexts, Mea
         self.cur = None  # the current context's handle
         self.next_ctx = 0
         self.streams: list[SimStream] = []
-        self.retired = 0.0  # the tail of destroyed blocking streams: the default stream still waits for it
+        self.retired = 0  # the tail of destroyed blocking streams: the default stream still waits for it
         self.engines: dict[str, tuple[list, list]] = {}  # engine → (starts, ends) of its busy spans, in time order
         self.ops: list[Op] = []  # queued work, by completion time
-        self.spans: OrderedDict[int, tuple[float, float]] = OrderedDict()  # work reported as still running
+        self.spans: OrderedDict[int, tuple[int, int]] = OrderedDict()  # work reported as still running (ns)
         self.seq = 0
+        self.planned: dict[int, tuple[int, int]] | None = None  # during run_plan: token → its operation's span (ns)
         self.dead: str | None = None  # the sticky error after a kernel fault, as the driver has it; or GPU_ABANDONED
         self.fault_detail: str | None = None  # what the simulator saw of the kernel fault that made `dead`
         self.unkept: ShellError | None = None  # the storage budget refused finished work its bytes: said once

@@ -1,5 +1,7 @@
 """The virtual clock: operations queued under their synchronisation rule, scheduled on their stream and engine
-(Hyper-Q: one hardware queue a stream), completed in time order — their bytes change then — and the host's waits."""
+(Hyper-Q: one hardware queue a stream), completed in time order — their bytes change then — and the host's waits.
+Every time on it is an int of nanoseconds (common.ns): exact however long a session runs; seconds only in what leaves
+the backend (Timing, callbacks, the clock the shell reads)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,14 @@ import heapq
 from ...errors import RESET_HINT, ShellError, held_error
 from ...model import syncrules as R
 from ..base import Timing
-from .common import Op, SimStream
+from .common import Op, SimStream, ns, secs
 
 
 class Clock:
     """The simulator's clock (a mixin: its state is made in SimBackend._fresh)."""
 
-    def _advance(self, t: float) -> None:
-        """Move the host's clock to t, completing (in completion order) everything that ends by then."""
+    def _advance(self, t: int) -> None:
+        """Move the host's clock to t (ns), completing (in completion order) everything that ends by then."""
         self.now = max(self.now, t)
         while self.ops and self.ops[0].end <= self.now:
             op = heapq.heappop(self.ops)
@@ -34,7 +36,11 @@ class Clock:
                 if fault:
                     self.dead, self.fault_detail = fault
             if op.callback is not None:
-                self.fired.append({**op.callback, "at": op.end})
+                self.fired.append({**op.callback, "at": secs(op.end)})
+
+    def _elapse(self, seconds: float) -> None:
+        """The host spends `seconds` (a modeled cost) on a call: its clock moves on by them."""
+        self._advance(self.now + ns(seconds))
 
     def _alive(self) -> None:
         """Every GPU call: time passes first, so a fault that has happened by now surfaces here."""
@@ -48,10 +54,10 @@ class Clock:
             seen = f" ({self.fault_detail})" if self.fault_detail else ""
             raise ShellError(self.dead, f"the context is unusable after an earlier kernel fault{seen}", RESET_HINT)
 
-    def _wait(self, t: float, what: str) -> None:
+    def _wait(self, t: int, what: str) -> None:
         """The host waits for the GPU until t — or, past `gpu_timeout`, gives it up as a person would."""
-        if self.gpu_timeout and t - self.now > self.gpu_timeout:
-            self._advance(self.now + self.gpu_timeout)
+        if self.gpu_timeout and t - self.now > ns(self.gpu_timeout):
+            self._elapse(self.gpu_timeout)
             if not self.dead:
                 self.dead = "GPU_ABANDONED"
                 raise ShellError(self.dead, f"gave the GPU up after {self.gpu_timeout:g} s waiting in {what} "
@@ -59,14 +65,14 @@ class Clock:
                                  RESET_HINT)
         self._advance(t)
 
-    def _blocking_tails(self, ctx=None) -> float:
+    def _blocking_tails(self, ctx=None) -> int:
         return max([self.retired] + [s.tail for s in self.streams if not s.nonblocking and s.ctx == ctx])
 
-    def _ready(self, q: SimStream) -> float:
+    def _ready(self, q: SimStream) -> int:
         """When work queued now on q may start: after q's earlier work and the host's call, and by the legacy
         default stream's rule after its context's default stream (blocking streams) or every blocking stream of
         its context (default)."""
-        ready = max(self.now + self.profile.async_call, q.tail)
+        ready = max(self.now + self.call_ns, q.tail)
         default = self.ctxs[q.ctx].default
         if q is default:
             return max(ready, self._blocking_tails(q.ctx))
@@ -81,11 +87,11 @@ class Clock:
             return kind if n >= 2 else "copy" if n == 1 else "compute"
         return kind
 
-    def _schedule(self, handle, duration: float, engine: str | None) -> tuple[float, float]:
+    def _schedule(self, handle, duration: int, engine: str | None) -> tuple[int, int]:
         q = handle or self.default
         start = self._ready(q)
         if engine and q.engine and engine != q.engine and start == q.tail:  # handed over to another engine
-            start += self.profile.engine_switch
+            start += self.switch_ns
         if engine:
             q.engine = engine
         serial = engine and (engine != "compute" or not self.profile.concurrent_kernels)
@@ -95,7 +101,7 @@ class Clock:
         q.tail = end
         return start, end
 
-    def _engine_slot(self, engine: str, ready: float, duration: float) -> float:
+    def _engine_slot(self, engine: str, ready: int, duration: int) -> int:
         """When an operation ready at `ready` runs on `engine`, which it then holds. With Hyper-Q, in the first idle
         gap long enough (work queued earlier but waiting for its stream leaves the engine to others: on the H100 a
         copy on a non-blocking stream ran while a blocking stream's copy waited for a kernel); without, after
@@ -116,17 +122,19 @@ class Clock:
         ends.insert(i, at + duration)
         return at
 
-    def _submit(self, handle, duration: float, engine: str | None, rule: R.Rule, effect=None, *,
+    def _submit(self, handle, seconds: float, engine: str | None, rule: R.Rule, effect=None, *,
                 stage: float = 0.0, fault: str | None = None, callback: dict | None = None) -> Timing:
-        """Queue one operation under its synchronisation rule and return what the host saw. While held, the
-        operation is scheduled at release (its bytes, if staged, are read now)."""
+        """Queue one operation of `seconds` (the host staging its bytes for `stage`) under its synchronisation rule
+        and return what the host saw. While held, the operation is scheduled at release (its bytes, if staged, are
+        read now)."""
         if self.held is not None and rule.blocks:
             raise held_error("this call", rule.why)
+        duration = ns(seconds)
         before = self.now
         if rule.stages:  # a sync copy first waits for its stream; then the host stages the bytes
             if rule.wait == "queue":
-                self._wait(self._ready(handle or self.default) - self.profile.async_call, "a synchronous copy")
-            self.now += stage
+                self._wait(self._ready(handle or self.default) - self.call_ns, "a synchronous copy")
+            self.now += ns(stage)
             effect = effect(snapshot=True) if effect else None
         elif effect:
             effect = effect(snapshot=False)
@@ -134,29 +142,31 @@ class Clock:
         token = self.seq
         if self.held is not None:
             self.held.append(lambda: self._enqueue(token, handle, duration, engine, effect, fault, callback))
-            self.now = max(self.now, before + self.profile.async_call)
+            self.now = max(self.now, before + self.call_ns)
             self._advance(self.now)
             self._keep_span(token, None)
-            return Timing(None, self.now - before, False, self.timing_label, token, rule=rule.why, basis="modeled",
-                          issued=before)
+            return Timing(None, secs(self.now - before), False, self.timing_label, token, rule=rule.why,
+                          basis="modeled", issued=secs(before))
         start, end = self._enqueue(token, handle, duration, engine, effect, fault, callback)
         if rule.wait == "complete":
-            self._wait(end + self.profile.sync_latency, "a synchronous call")
+            self._wait(end + self.sync_ns, "a synchronous call")
         else:
-            self.now = max(self.now, before + self.profile.async_call)
+            self.now = max(self.now, before + self.call_ns)
             self._advance(self.now)
         if end > self.now:
             self._keep_span(token, (start, end))
         else:
             token = None
-        return Timing(duration, self.now - before, rule.blocks, self.timing_label, token, start, end,
-                      rule=rule.why, basis="modeled", issued=before)
+        return Timing(secs(duration), secs(self.now - before), rule.blocks, self.timing_label, token, secs(start),
+                      secs(end), rule=rule.why, basis="modeled", issued=secs(before))
 
-    def _enqueue(self, token: int, handle, duration, engine, effect, fault, callback) -> tuple[float, float]:
+    def _enqueue(self, token: int, handle, duration: int, engine, effect, fault, callback) -> tuple[int, int]:
         start, end = self._schedule(handle, duration, engine)
         heapq.heappush(self.ops, Op(token, start, end, effect, fault, callback))
         if token in self.spans:
             self.spans[token] = (start, end)
+        if self.planned is not None:
+            self.planned[token] = (start, end)
         return start, end
 
     def _keep_span(self, token: int, span) -> None:
@@ -166,13 +176,14 @@ class Clock:
 
     def _host_call(self, cost: float, rule: R.Rule = R.HOST_ONLY) -> Timing:
         before = self.now
-        self._advance(self.now + cost)
-        return Timing(cost, self.now - before, rule.blocks, self.timing_label, rule=rule.why, basis="modeled")
+        self._elapse(cost)
+        took = secs(self.now - before)
+        return Timing(took, took, rule.blocks, self.timing_label, rule=rule.why, basis="modeled")
 
-    def _noticed(self, t: float) -> float:
+    def _noticed(self, t: int) -> int:
         """When a host waiting for work that ends at t goes on: the completion's round trip after t (sync_latency);
         at once for work already over."""
-        return t + self.profile.sync_latency if t > self.now else self.now
+        return t + self.sync_ns if t > self.now else self.now
 
     def _wait_device(self, what: str = "cuCtxSynchronize") -> None:
         """Until every queued operation has ended — on destroyed streams too."""

@@ -27,6 +27,17 @@ CONTEXT_CREATE = 0.11  # cuCtxCreate took 109 ms on the H100 (CUDA 13)
 STALE_LIMIT = 64  # freed small device blocks whose bytes the next owner inherits (while their pool lives)
 
 
+def ns(seconds: float) -> int:
+    """A duration from the profile's figures (seconds) as the clock keeps it: whole nanoseconds, rounded once here.
+    A float clock of seconds loses its step as time grows (2 ms by 9e12 s); integers stay exact however long it runs."""
+    return round(seconds * 1e9)
+
+
+def secs(t: int) -> float:
+    """A time or duration of the clock (nanoseconds) as the backend's answers give it: seconds."""
+    return t / 1e9
+
+
 @dataclass(eq=False)
 class SimAlloc:
     kind: str
@@ -47,7 +58,7 @@ class SimAlloc:
     mem_pool: object = None  # the stream-ordered pool it came from (pools.SimPool); its memory goes back there
     freed_by: object = None  # freed in stream order: the stream the free was queued on …
     free_seq: int = 0  # … its place in the order of everything queued (what an event after it has seen) …
-    free_end: float = 0.0  # … when that stream reaches it …
+    free_end: int = 0  # … when that stream reaches it (ns) …
     reached: bool = False  # … and whether it has
     span: int = 0  # the addresses it holds when more than its size: a block freed on its stream that it took whole
     space: str = ""  # a module's variable: constant, global or managed (a kernel reads constant memory only) …
@@ -60,7 +71,7 @@ class SimAlloc:
 
 @dataclass(eq=False)  # streams are told apart by identity, never by value
 class SimStream:
-    tail: float = 0.0  # when the last work queued on it ends
+    tail: int = 0  # when the last work queued on it ends (ns)
     nonblocking: bool = False
     priority: int = 0
     engine: str | None = None  # where its last operation ran
@@ -79,7 +90,7 @@ class SimCtx:
 
 @dataclass(eq=False)
 class SimEvent:
-    time: float | None = None  # when the GPU reaches it; None until recorded
+    time: int | float | None = None  # when the GPU reaches it (ns; math.inf while held); None until recorded
     record: list | None = None  # its latest record while held: [when the GPU reaches it], filled in at release
     ctx: object = None  # the context it was made in: it can be recorded only on that context's streams
     seen: dict = field(default_factory=dict)  # what a stream that waits for it is ordered after (SimStream.seen)
@@ -88,8 +99,8 @@ class SimEvent:
 @dataclass(eq=False)
 class Op:
     seq: int
-    start: float
-    end: float
+    start: int  # ns, as every time on the clock
+    end: int
     effect: Callable | None = None  # the data change, applied when the op completes
     fault: str | None = None
     callback: dict | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...errors import ShellError
 from ..base import WORK_CALLS, round_stats
-from .common import INVALID_DEVICE
+from .common import INVALID_DEVICE, ns, secs
 
 
 class Measurement:
@@ -15,13 +15,13 @@ class Measurement:
         return {"driver": "simulated", "profile": self.profile.name}
 
     def clock(self):
-        return self.now
+        return secs(self.now)
 
     def command_started(self):
-        self._advance(self.now + self.profile.shell_overhead)
+        self._advance(self.now + self.overhead_ns)
 
     def host_sleep(self, seconds):
-        self._advance(self.now + seconds)
+        self._elapse(seconds)
 
     def memory_paths(self):
         return self.profile.memory_paths()
@@ -35,7 +35,7 @@ class Measurement:
         if peer and not p.peer_access:
             raise ShellError("CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", f"GPU {src} cannot reach GPU {dst} directly")
         per = p.peer_latency + nbytes / (p.peer_rate if peer else p.peer_staged_rate)
-        self._advance(self.now + per * reps)
+        self._advance(self.now + ns(per) * reps)
         return per
 
     def host_copy(self, device, node, nbytes, reps, to_device):
@@ -44,7 +44,7 @@ class Measurement:
         if not 0 <= device < self.profile.gpus:
             raise ShellError(INVALID_DEVICE, f"there is no GPU {device}: the profile has {self.profile.gpus}")
         per = self.profile.copy_seconds("pinned h2d" if to_device else "pinned d2h", nbytes)
-        self._advance(self.now + per * (reps + 1))
+        self._advance(self.now + ns(per) * (reps + 1))
         return per
 
     def kernel_seconds(self, traffic) -> float:
@@ -68,7 +68,7 @@ class Measurement:
         if span is None or span[1] > self.now or self.dead:  # after a fault no event completes: work stays pending
             return None
         del self.spans[token]
-        return span[1] - span[0], span[0], span[1]
+        return secs(span[1] - span[0]), secs(span[0]), secs(span[1])
 
     def run_plan(self, calls, rounds, gate=False, trace=True):
         """The calls at the driver's pace: no shell time between them (the modeled host cost of each call only)."""
@@ -76,28 +76,29 @@ class Measurement:
         self._refuse_held("a repeat run on the GPU side (it waits for its work at the end)")
         if gate:
             self.hold([])
-        records, per = [], []
+        issued, per = [], []  # (the call's place in a round, when it was issued, its operation's token)
+        self.planned = planned = {}
         t0 = self.now
         try:
             for _ in range(rounds):
                 r0 = self.now
                 for k, (method, args) in enumerate(calls):
+                    seq = self.seq
                     t = getattr(self, method)(*args)
-                    if method in WORK_CALLS:
-                        records.append([k, t.issued, t.start, t.end, t.token])
-                per.append(self.now - r0)
+                    if method in WORK_CALLS and self.seq != seq:  # it queued an operation (a 0-byte copy does not)
+                        issued.append((k, t.issued, self.seq))
+                per.append(secs(self.now - r0))
         finally:
             if gate:
-                self.release()
-        host = self.now - t0
+                self.release()  # what was held is scheduled now, its spans planned
+            self.planned = None
+        host = secs(self.now - t0)
         self._wait_device("the end of the repeat")
         self._alive()
-        for r in records:
-            if r[2] is None:
-                r[2], r[3] = self.spans.get(r[4]) or (None, None)
-            self.spans.pop(r[4], None)
-            del r[4]
-        done = [r for r in records if r[2] is not None]
-        return {"host_seconds": host, "per_round": round_stats(per),
-                "gpu_seconds": max(r[3] for r in done) - min(r[2] for r in done) if done else None,
-                "busy_seconds": sum(r[3] - r[2] for r in done), "records": done, "source": "modeled"}
+        spans = [(k, at, *planned[token]) for k, at, token in issued]
+        for _, _, token in issued:
+            self.spans.pop(token, None)
+        return {"host_seconds": host, "per_round": round_stats(per),  # the totals from the clock's ns: exact
+                "gpu_seconds": secs(max(s[3] for s in spans) - min(s[2] for s in spans)) if spans else None,
+                "busy_seconds": secs(sum(s[3] - s[2] for s in spans)),
+                "records": [[k, at, secs(start), secs(end)] for k, at, start, end in spans], "source": "modeled"}

@@ -12,7 +12,7 @@ from ..addresses import SMALL, AddressSpaceFull, granule
 from ..base import HOST_DEVICEMAP, HOST_PORTABLE, HOST_WRITECOMBINED, Allocation
 from ..refusals import refuse_register
 from ..sparse import SparseBytes
-from .common import INVALID, MIB, STALE_LIMIT, SimAlloc
+from .common import INVALID, MIB, STALE_LIMIT, SimAlloc, ns, secs
 from .vmm import SimReservation
 from .pools import GROWTH
 
@@ -142,11 +142,11 @@ class Memory:
             mem_pool.mapped_before = mem_pool.mapped_before or bool(mapped)
         mem_pool.use(size)
         # `cost` is the whole call's host time, as the GPU measures it; _submit adds the async call it includes
-        self._advance(self.now + max(0.0, cost - self.profile.async_call))
+        self._advance(self.now + max(0, ns(cost) - self.call_ns))
         self.live.add(a)
         self._count(a, +1)
         t = self._submit(stream, 0.0, None, R.QUEUED)
-        return Allocation(a, None, a.addr), replace(t, host_seconds=self.now - before)  # queued as the call ends
+        return Allocation(a, None, a.addr), replace(t, host_seconds=secs(self.now - before))  # queued as the call ends
 
     def _take_block(self, block: SimAlloc, a: SimAlloc) -> None:
         """A freed block taken whole by a new allocation (the driver would split it; the bytes it holds beyond the
@@ -235,8 +235,8 @@ class Memory:
             self._alive()
         self._release(a)
         p = self.profile
-        self._advance(self.now + (MALLOC if a.kind == "pageable" else p.pinned_free_per_mib * a.size / MIB
-                                  if a.kind == "pinned" else p.device_free))
+        self._elapse(MALLOC if a.kind == "pageable" else p.pinned_free_per_mib * a.size / MIB
+                     if a.kind == "pinned" else p.device_free)
 
     def _release(self, a: SimAlloc) -> None:
         """An allocation's addresses and bytes go back (memory of the stream-ordered pool, to its pool)."""
@@ -285,7 +285,7 @@ class Memory:
         a.registered, a.ctx = True, self.cur
         a.readonly = "readonly" in flags
         a.host_bits = (HOST_PORTABLE if "portable" in flags else 0) | (HOST_DEVICEMAP if device_ptr is not None else 0)
-        self._advance(self.now + self.profile.register_per_mib * a.size / MIB)
+        self._elapse(self.profile.register_per_mib * a.size / MIB)
         return device_ptr
 
     def unregister(self, buf):
@@ -303,7 +303,7 @@ class Memory:
         self._alive()
         self._unmap(a)
         a.registered, a.readonly, a.host_bits, a.dptr = False, False, 0, None
-        self._advance(self.now + self.profile.unregister_per_mib * a.size / MIB)
+        self._elapse(self.profile.unregister_per_mib * a.size / MIB)
 
     def pointer_info(self, buf):
         a: SimAlloc = buf.handle

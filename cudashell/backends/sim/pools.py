@@ -112,7 +112,7 @@ class Pools:
         """cuMemPoolTrimTo: only idle memory goes — a freed block whose stream has not reached the free is still
         used."""
         self._alive()
-        self._advance(self.now + self.profile.async_call)  # what the streams reach during the call counts
+        self._elapse(self.profile.async_call)  # what the streams reach during the call counts
         self._frees_done()
         self._pool(pool).keep_at_most(keep)
 

@@ -7,7 +7,7 @@ import math
 from ...errors import ShellError
 from ...model import syncrules as R
 from ..base import Timing
-from .common import SimEvent, SimStream
+from .common import SimEvent, SimStream, secs
 
 
 class Sync:
@@ -30,12 +30,12 @@ class Sync:
             event.time = math.inf
 
             def reached():
-                record[0] = self._schedule(stream, 0.0, None)[1]
+                record[0] = self._schedule(stream, 0, None)[1]
                 if event.record is record:  # not recorded again since
                     event.time, event.record = record[0], None
             self.held.append(reached)
         else:
-            _, event.time = self._schedule(stream, 0.0, None)
+            _, event.time = self._schedule(stream, 0, None)
         q = stream or self.default  # what a stream waiting for it will be ordered after (the pools' event reuse)
         event.seen = {**q.seen, q: self.seq}
         return self._host_call(self.profile.async_call, R.QUEUED)
@@ -49,10 +49,10 @@ class Sync:
         if event.time is not None and event.time > self.now:
             self._refuse_held("cuEventSynchronize")
         before = self.now
-        self._wait(self._noticed(event.time or 0.0), "cuEventSynchronize")
+        self._wait(self._noticed(event.time or 0), "cuEventSynchronize")
         self._alive()
         self._pools_synchronized()
-        return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
+        return Timing(secs(self.now - before), secs(self.now - before), True, self.timing_label, basis="modeled")
 
     def event_elapsed(self, start, end):
         self._alive()
@@ -63,7 +63,7 @@ class Sync:
         if max(start.time, end.time) > self.now:
             raise ShellError("CUDA_ERROR_NOT_READY", "the GPU has not reached both events yet",
                              "`event sync` the later one first")
-        return end.time - start.time
+        return secs(end.time - start.time)
 
     def event_destroy(self, event):
         pass
@@ -80,7 +80,7 @@ class Sync:
             return
         self._wait_for(stream, event.time)
 
-    def _wait_for(self, stream, time: float | None) -> None:
+    def _wait_for(self, stream, time: int | None) -> None:
         if time is not None:
             q = stream or self.default
             q.tail = max(q.tail, time)
@@ -89,7 +89,7 @@ class Sync:
         self._alive()
         p = self.profile
         actual = min(max(priority, p.priority_greatest), p.priority_least)  # the driver clamps
-        s = SimStream(0.0, nonblocking, actual, ctx=self.cur)
+        s = SimStream(0, nonblocking, actual, ctx=self.cur)
         self.streams.append(s)
         return s, actual
 
@@ -100,7 +100,7 @@ class Sync:
         if not handle.nonblocking:
             self.retired = max(self.retired, handle.tail)
 
-    def _stream_tail(self, handle) -> float:
+    def _stream_tail(self, handle) -> int:
         q = handle or self.default
         return max(q.tail, self._blocking_tails()) if q is self.default else q.tail
 
@@ -111,7 +111,7 @@ class Sync:
         self._wait(self._noticed(self._stream_tail(handle)), "cuStreamSynchronize")
         self._alive()
         self._pools_synchronized()
-        return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
+        return Timing(secs(self.now - before), secs(self.now - before), True, self.timing_label, basis="modeled")
 
     def stream_idle(self, handle):
         self._alive()
@@ -126,7 +126,7 @@ class Sync:
         self._wait_device()
         self._alive()
         self._pools_synchronized()
-        return Timing(self.now - before, self.now - before, True, self.timing_label, basis="modeled")
+        return Timing(secs(self.now - before), secs(self.now - before), True, self.timing_label, basis="modeled")
 
     def priority_range(self):
         return self.profile.priority_least, self.profile.priority_greatest

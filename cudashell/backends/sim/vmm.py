@@ -141,7 +141,7 @@ class Vmm:
     def vmm_granularity(self, device):
         self._alive()
         self._gpu(device)
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
         return GRANULARITY, GRANULARITY
 
     def _granular(self, size: int, what: str) -> None:
@@ -168,7 +168,7 @@ class Vmm:
         self.vmm_handles[self.vmm_next] = PhysHandle(size, SparseBytes(size, self.budget), device)
         if not device:  # the session GPU's memory in use (another GPU's is counted from `live`)
             self.device_used += size
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
         return self.vmm_next
 
     def _phys(self, handle: int, call: str) -> PhysHandle:
@@ -189,7 +189,7 @@ class Vmm:
         view.mappings.append(SimMapping(offset, phys))
         view.mappings.sort(key=lambda m: m.offset)
         phys.mapped += 1
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
 
     def _covering(self, a: SimReservation, offset: int, size: int, call: str) -> list[SimMapping]:
         ms = [m for m in a.data.mappings if m.offset < offset + size and offset < m.end]
@@ -209,7 +209,7 @@ class Vmm:
         self._gpu(device)
         for m in self._covering(buf.handle, offset, size, "cuMemSetAccess"):
             m.access = mode
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
 
     def vmm_unmap(self, buf, offset, size):
         self._alive()
@@ -221,14 +221,14 @@ class Vmm:
             a.data.mappings.remove(m)
             m.phys.mapped -= 1
             self._vmm_drop(m.phys)
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
 
     def vmm_release(self, handle):
         self._alive()
         phys = self._phys(handle, "cuMemRelease")
         phys.released = True
         self._vmm_drop(phys)
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
 
     def _vmm_drop(self, phys: PhysHandle) -> None:
         """Memory freed once released and unmapped everywhere (cuMemRelease's and cuMemUnmap's rule)."""
@@ -244,7 +244,7 @@ class Vmm:
         self.addresses.give(a.region, a.addr, a.size)
         a.freed = True
         self.live.discard(a)
-        self._advance(self.now + VMM_CALL)
+        self._elapse(VMM_CALL)
 
     def vmm_check(self, buf, offset: int, nbytes: int, call: str, write: bool = False) -> None:
         """A copy or memset of a reservation's bytes: every byte mapped with access (write access to write), else

@@ -22,6 +22,7 @@ from .common import (
     REFUSED_AT_LAUNCH,
     STEP,
     SimAlloc,
+    secs,
 )
 from .vmm import SimReservation
 
@@ -150,8 +151,8 @@ class Work:
             d.data.reserve_copy(s.data, so, do, n)
         before = self.now
         t = self._submit(stream, duration, self.engine(moves[0][5]), rule, effect, stage=stage)
-        self._advance(self.now + BATCH_HOST_PER_COPY * len(copies))  # the copies start while the call goes on
-        return replace(t, host_seconds=self.now - before, issued=before)
+        self._elapse(BATCH_HOST_PER_COPY * len(copies))  # the copies start while the call goes on
+        return replace(t, host_seconds=secs(self.now - before), issued=secs(before))
 
     def memset(self, buf, offset, value, nbytes, stream, async_):
         self._alive()
