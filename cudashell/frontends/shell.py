@@ -310,8 +310,9 @@ class Shell:
         script's folder, as every other path a script names does (`run`, `kernel load`, `output`): `save x.cush` in
         a script writes beside the script wherever the shell was started. Outside a script of another folder (the
         prompt, a cell), they are as typed."""
-        folder, args = self.dirs[-1], cmd.args
-        if folder == self.dirs[0]:
+        dirs, args = self.frame.dirs, cmd.args
+        folder = dirs[-1]
+        if len(dirs) == 1 or folder == dirs[0]:
             return args
         values = dict(args.values)
         for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
@@ -336,9 +337,10 @@ class Shell:
 
     def _report_watched(self, cmd, result: Result | None, error: ShellError | None) -> None:
         """What the watchers (a lesson's check, advice) say of the command that just ran, after its output."""
+        session, backend = self.session, self.backend
         for watch in watchers():
             try:
-                said = watch(self.session, self.backend, cmd, result, error)
+                said = watch(session, backend, cmd, result, error)
             except Exception as e:  # a bug in a watcher: the command itself ran, and stays a success
                 if self.debug:
                     raise

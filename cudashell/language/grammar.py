@@ -186,11 +186,13 @@ class Parsed:
             raise KeyError(f"the command has no argument {name!r} (it has {', '.join(sorted(self.names))})")
 
     def get(self, name: str, default=None):
-        self._declared(name)
+        if name not in self.names and self.names:  # the check inline: a handler asks a dozen times a command
+            self._declared(name)
         return self.values.get(name, default)
 
     def col(self, name: str) -> int:
-        self._declared(name)
+        if name not in self.names and self.names:
+            self._declared(name)
         return self.cols.get(name, self.end_col)
 
 

@@ -564,6 +564,10 @@ def json_line(cmd: str, result: Result | None, error: ShellError | None = None, 
     if explained:
         obj["explain"] = {"c": explained[0], "driver": explained[1]}
     try:
-        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        return JSON_LINE.encode(obj)
     except ValueError:
-        return json.dumps(_json_safe(obj), ensure_ascii=False, allow_nan=False)
+        return JSON_LINE.encode(_json_safe(obj))
+
+
+# json.dumps with options builds an encoder per call; one line per command uses this one
+JSON_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
