@@ -257,8 +257,9 @@ class Shell:
                                    f"ran): {type(e).__name__}: {e} — hint: run with --debug for the traceback")
         if frame.recording:
             session.record(recorded, error is None, error.code if error else None)
-        if result is not None and result.api_call is not None:
-            session.api.append(result.api_call)
+        api_call = result.api_call if result is not None else None
+        if api_call is not None:
+            session.api.append(api_call)
         if error is not None:  # what earlier work said when it finished (a race, a printf) comes before the error
             self._report_callbacks()
         self.report(seg.text, result, error, file, lineno, wall if settings["time"] == "on" else None, explained)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Callable
 
 from ..errors import ShellError, usage
@@ -31,7 +31,7 @@ class Segment:
     line: str
     end: int  # 0-based index where this command ends in the line
 
-    @property
+    @cached_property  # the shell asks several times a command (report, history, errors); the segment never changes
     def text(self) -> str:
         if not self.tokens:
             return ""
