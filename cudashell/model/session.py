@@ -488,6 +488,8 @@ class Session:
                     entry.source, entry.tag = span[3], None
                 done.append(entry)
         self.unresolved = still
+        if not done:  # nothing finished (most commands): no buffer to look at
+            return done
         finished = {e.token for e in done}
         for b in self.buffers.values():
             for token in finished & b.pending.keys():
