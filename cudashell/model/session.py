@@ -46,6 +46,9 @@ class Shape:
         return self.pitch * self.height * self.depth
 
 
+SIDES = {"pageable": "h", "pinned": "h", "device": "d", "managed": "hd"}  # Buffer.side, by kind
+
+
 @dataclass
 class Buffer:
     name: str
@@ -87,7 +90,7 @@ class Buffer:
     @property
     def side(self) -> str:
         """Which side a copy direction sees: 'h', 'd', or 'hd' for managed (either)."""
-        return {"pageable": "h", "pinned": "h", "device": "d", "managed": "hd"}[self.kind]
+        return SIDES[self.kind]
 
     def flag_text(self) -> str:
         words = sorted(self.flags)
