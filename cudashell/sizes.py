@@ -73,6 +73,8 @@ def format_size_exact(n: int) -> str:
 
 def size_word(n: int) -> str:
     """A size as the shell reads it back, shortest exact form: `32MB`, `64KB`, `1000`."""
+    if 0 <= n < 1024:  # no unit divides it (a part's offset and length are mostly such)
+        return str(n)
     for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
         if n and n % scale == 0:
             return f"{n // scale}{unit}"

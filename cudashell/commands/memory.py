@@ -35,12 +35,14 @@ KIND_CALL = {"pageable": "malloc", "pinned": "cudaHostAlloc", "device": "cudaMal
 def buffer_row(buf: Buffer) -> BufferRow:
     """One buffer as `ls` and --json show it; the pointers are the backend's, never guessed."""
     same = buf.host_ptr is not None and buf.host_ptr == buf.device_ptr
-    return {"name": buf.name, "kind": buf.shown_kind, "size": buf.size, "size_text": format_size(buf.size),
-            "flags": sorted(buf.flags),
-            "registered": None if buf.registered is None else sorted(buf.registered),
-            "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
-            "same_pointer": same, "state": buf.state(), "device": buf.device, "context": buf.context,
-            **({"shape": buf.shape.fields()} if buf.shape else {})}
+    row = {"name": buf.name, "kind": buf.shown_kind, "size": buf.size, "size_text": format_size(buf.size),
+           "flags": sorted(buf.flags),
+           "registered": None if buf.registered is None else sorted(buf.registered),
+           "host_ptr": hexptr(buf.host_ptr), "device_ptr": hexptr(buf.device_ptr),
+           "same_pointer": same, "state": buf.state(), "device": buf.device, "context": buf.context}
+    if buf.shape:
+        row["shape"] = buf.shape.fields()
+    return row
 
 PINNED, MANAGED, DEVICE = ("pinned",), ("managed",), ("device",)
 

@@ -56,7 +56,9 @@ FIRST_STEPS = (  # what `help` and the banner point a newcomer to first
                  "group's, `help COMMAND` (or `COMMAND ?`) one command's syntax, example and CUDA call.")
 def help_(session, backend, args):
     words = args.get("COMMAND")
-    groups = {g: [{"name": s.name, "summary": s.summary} for s in specs() if s.group == g] for g in GROUPS}
+    groups = {g: [] for g in GROUPS}
+    for s in specs():  # in group order, by name: one pass
+        groups[s.group].append({"name": s.name, "summary": s.summary})
     if not words or [w.lower() for w in words] == ["all"]:
         return Help({"groups": groups, "brief": not words})
     group = words[0].lower()

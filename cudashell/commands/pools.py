@@ -154,6 +154,8 @@ def c_pool_destroy(w, a, i, text):
 def stream_ordered_races(session, backend, command, result, error) -> list:
     """The stream-ordered races the command's work made (model/streamorder.py), each a warning after its output:
     the command ran, as it does on a GPU, where compute-sanitizer would name the same two operations."""
+    if not session.races:  # most commands
+        return []
     races, session.races = session.races, []
     return [Race(r) for r in races]
 

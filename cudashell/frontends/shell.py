@@ -101,6 +101,7 @@ class Shell:
         self.interrupted = False  # Ctrl-C stopped a command: a script run ends with 130
         self.next_input = ""  # what `edit` brought back, waiting at the next prompt (`take_next_input`)
         self._running = 0  # commands running now, nested ones included: 0 between the front end's commands
+        self._not_a_pipe = None  # the output stream last found to be no pipe (_reader_gone)
 
     # ------------------------------------------------------------------ the frame
     @property
@@ -210,20 +211,21 @@ class Shell:
                 self.quitting = False  # grading: a submission's `quit` ended its scripts, not the grading
 
     def _run_segment(self, seg: Segment, file: str | None, lineno: int | None) -> bool:
-        if self.echo and not self.json_mode:
+        frame = self.frame  # the command's (a nested run pushes its own and pops it before the handler returns)
+        session, backend, settings = frame.session, frame.backend, frame.session.settings
+        if frame.echo and settings["format"] != "json":
             spec = spec_of([t.text for t in seg.tokens[:2]])
             if spec is None or spec.echoed:
-                self._write(self.out, f"cush> {render.visible(seg.text)}")
+                self._write(frame.out, f"cush> {render.visible(seg.text)}")
         result, error, before, cmd = None, None, None, None
         t0 = time.perf_counter()
         try:
             if seg.tokens[-1].text == "?" and not seg.tokens[-1].quoted:  # `memcpy ?`: help, inline
                 seg = split_commands("help " + " ".join(t.text for t in seg.tokens[:-1])[:200])[0]
             cmd = parse_segment(seg)
-            if self.frame.confinement is not None:
-                self._confine(cmd, self.frame.confinement)
-            session, backend = self.session, self.backend
-            if session.settings["explain"] == "on":  # what was alive before: the C refers to it
+            if frame.confinement is not None:
+                self._confine(cmd, frame.confinement)
+            if settings["explain"] == "on":  # what was alive before: the C refers to it
                 before = cemit.alive(session, WORD.findall(seg.text))  # what the command (and a block in it) names
             backend.command_started()
             result = cmd.spec.handler(session, backend, self._written_from_folder(cmd))
@@ -235,7 +237,7 @@ class Shell:
             error = ShellError("INTERRUPTED", "interrupted", "the session keeps what finished before Ctrl-C")
             self.interrupted = True
         except Exception as e:  # a bug of ours: still one line, unless --debug
-            if self.debug:
+            if frame.options.debug:
                 raise
             error = ShellError("INTERNAL_ERROR", f"{type(e).__name__}: {e}", "run with --debug for the traceback")
         if error is not None:
@@ -248,21 +250,21 @@ class Shell:
         except ShellError:  # the command ran: a C rendering that cannot be written is left out, not an error
             explained = None
         except Exception as e:  # a bug of the explainer's: said as its own, after the command (which succeeded)
-            if self.debug:
+            if frame.options.debug:
                 raise
             explained = None
-            self._write(self.err, f"INTERNAL_ERROR: `explain` could not write the C of `{seg.text}` (the command "
-                                  f"ran): {type(e).__name__}: {e} — hint: run with --debug for the traceback")
-        if self.recording:
-            self.session.record(recorded, error is None, error.code if error else None)
-        if result is not None and result.api_call is not None:
-            self.session.api.append(result.api_call)
+            self._write(frame.err, f"INTERNAL_ERROR: `explain` could not write the C of `{seg.text}` (the command "
+                                   f"ran): {type(e).__name__}: {e} — hint: run with --debug for the traceback")
+        if frame.recording:
+            session.record(recorded, error is None, error.code if error else None)
+        api_call = result.api_call if result is not None else None
+        if api_call is not None:
+            session.api.append(api_call)
         if error is not None:  # what earlier work said when it finished (a race, a printf) comes before the error
             self._report_callbacks()
-        self.report(seg.text, result, error, file, lineno, wall if self.session.settings["time"] == "on" else None,
-                     explained)
+        self.report(seg.text, result, error, file, lineno, wall if settings["time"] == "on" else None, explained)
         self._report_callbacks()
-        if self.recording:  # not each round of a `repeat`: the repeat is the command
+        if frame.recording:  # not each round of a `repeat`: the repeat is the command
             self._report_watched(cmd, result, error)
         if error is None and result is not None and result.interrupted:
             self.interrupted = True  # a bench keeps what it measured before Ctrl-C; the script stops there
@@ -309,8 +311,9 @@ class Shell:
         script's folder, as every other path a script names does (`run`, `kernel load`, `output`): `save x.cush` in
         a script writes beside the script wherever the shell was started. Outside a script of another folder (the
         prompt, a cell), they are as typed."""
-        folder, args = self.dirs[-1], cmd.args
-        if folder == self.dirs[0]:
+        dirs, args = self.frame.dirs, cmd.args
+        folder = dirs[-1]
+        if len(dirs) == 1 or folder == dirs[0]:
             return args
         values = dict(args.values)
         for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
@@ -335,9 +338,10 @@ class Shell:
 
     def _report_watched(self, cmd, result: Result | None, error: ShellError | None) -> None:
         """What the watchers (a lesson's check, advice) say of the command that just ran, after its output."""
+        session, backend = self.session, self.backend
         for watch in watchers():
             try:
-                said = watch(self.session, self.backend, cmd, result, error)
+                said = watch(session, backend, cmd, result, error)
             except Exception as e:  # a bug in a watcher: the command itself ran, and stays a success
                 if self.debug:
                     raise
@@ -352,34 +356,37 @@ class Shell:
         """Show a command's result or error as the settings say (text, CSV, a JSON line, the notebook's display):
         `text` is the command as written, `file`/`lineno` where it was. An error is shown once, however many
         nested runs pass it up."""
-        if self.options.on_report is not None:
-            self.options.on_report(result, error)
+        frame = self.frame
+        options, settings, out, redirect = frame.options, frame.session.settings, frame.out, frame.redirect.file
+        if options.on_report is not None:
+            options.on_report(result, error)
         if error is not None and getattr(error, "shown", False):
             return  # one error passed up through nested `run`s is printed once
         if error is not None:
             error.shown = True
-            if self.options.on_error is not None and error.code != self.expecting:
-                self.options.on_error(error, render.error_text(error, file, lineno))
-        width = int(self.session.settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
-        if self.json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
-            here = self.out if result is None or isinstance(result.action, Output) else self.redirect or self.out
+            if options.on_error is not None and error.code != frame.expecting:
+                options.on_error(error, render.error_text(error, file, lineno))
+        width = int(settings["width"] or 0)  # the terminal's, at the prompt: text wraps between words
+        json_mode = settings["format"] == "json"
+        if json_mode:  # with `output FILE` the lines go there too (the output command's own to the screen)
+            here = out if result is None or isinstance(result.action, Output) else redirect or out
             self._write(here, render.json_line(text, result, error, file, lineno, wall, explained))
-        elif error is not None and error.code == self.expecting:  # part of the lesson, not a failure
-            self._write(self.out, "\n".join(render.wrap([render.expected_line(error, file, lineno)], width)))
+        elif error is not None and error.code == frame.expecting:  # part of the lesson, not a failure
+            self._write(out, "\n".join(render.wrap([render.expected_line(error, file, lineno)], width)))
         elif error is not None:
-            self._write(self.err, "\n".join(render.wrap([render.error_line(error, file, lineno)], width)))
-        elif self.options.display is not None and self.redirect is None:
-            self.options.display(result)
+            self._write(frame.err, "\n".join(render.wrap([render.error_line(error, file, lineno)], width)))
+        elif options.display is not None and redirect is None:
+            options.display(result)
         else:
-            csv = self.session.settings["format"] == "csv" and not result.prose
+            csv = settings["format"] == "csv" and not result.prose
             body = render.visible(render.csv_text(result)) if csv else \
-                render.human(result, self.session.settings["tablefmt"], width, self.session.settings["expanded"])
+                render.human(result, settings["tablefmt"], width, settings["expanded"])
             if body:  # `output`'s own word goes to the screen
-                self._write(self.out if isinstance(result.action, Output) else self.redirect or self.out, body)
-        if explained and not self.json_mode:
-            self._write(self.out, "\n".join(cemit.explain_lines(*explained, width)))
-        if wall is not None and not self.json_mode:
-            self._write(self.out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
+                self._write(out if isinstance(result.action, Output) else redirect or out, body)
+        if explained and not json_mode:
+            self._write(out, "\n".join(cemit.explain_lines(*explained, width)))
+        if wall is not None and not json_mode:
+            self._write(out, f"time: {render.fmt_seconds(wall)} (host wall clock)")
 
     def _progress(self, label: str, done: int | None, total: int) -> None:
         """A one-line progress bar on the shell's error stream when it is a terminal (not in JSON, not inside
@@ -459,14 +466,19 @@ class Shell:
         before one is tried — a long bench is not run for nobody."""
         if "Broken pipe" in (self.output_lost or ""):
             return True
+        out = self.out
+        if out is self._not_a_pipe:  # asked before for this stream (each command asks): a file, a terminal, a StringIO
+            return False
         try:
-            fd = self.out.fileno()
+            fd = out.fileno()
             if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                self._not_a_pipe = out
                 return False
             poller = select.poll()
             poller.register(fd, select.POLLOUT)
             gone = any(ev & select.POLLERR for _, ev in poller.poll(0))
         except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            self._not_a_pipe = out
             return False
         if gone:
             self.output_lost = "Broken pipe"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Callable
 
 from ..errors import ShellError, usage
@@ -31,7 +31,7 @@ class Segment:
     line: str
     end: int  # 0-based index where this command ends in the line
 
-    @property
+    @cached_property  # the shell asks several times a command (report, history, errors); the segment never changes
     def text(self) -> str:
         if not self.tokens:
             return ""
@@ -186,11 +186,13 @@ class Parsed:
             raise KeyError(f"the command has no argument {name!r} (it has {', '.join(sorted(self.names))})")
 
     def get(self, name: str, default=None):
-        self._declared(name)
+        if name not in self.names and self.names:  # the check inline: a handler asks a dozen times a command
+            self._declared(name)
         return self.values.get(name, default)
 
     def col(self, name: str) -> int:
-        self._declared(name)
+        if name not in self.names and self.names:
+            self._declared(name)
         return self.cols.get(name, self.end_col)
 
 

@@ -100,10 +100,17 @@ def watchers() -> list[Callable]:
     return WATCHERS
 
 
+_SORTED: list = [(), []]  # the registry's specs as they were last sorted, and their order
+
+
 def specs() -> list[Spec]:
-    """Every spec, grouped in GROUPS order then by name."""
+    """Every spec, grouped in GROUPS order then by name. Sorted again only when the registry changed (`help` asks
+    on every call; comparing the specs, the same objects, costs far less than sorting them)."""
     load()
-    return sorted(REGISTRY.values(), key=lambda s: (GROUPS.index(s.group), s.name))
+    now = tuple(REGISTRY.values())
+    if now != _SORTED[0]:
+        _SORTED[:] = [now, sorted(now, key=lambda s: (GROUPS.index(s.group), s.name))]
+    return list(_SORTED[1])
 
 
 def command_words() -> list[str]:

@@ -46,6 +46,9 @@ class Shape:
         return self.pitch * self.height * self.depth
 
 
+SIDES = {"pageable": "h", "pinned": "h", "device": "d", "managed": "hd"}  # Buffer.side, by kind
+
+
 @dataclass
 class Buffer:
     name: str
@@ -87,7 +90,7 @@ class Buffer:
     @property
     def side(self) -> str:
         """Which side a copy direction sees: 'h', 'd', or 'hd' for managed (either)."""
-        return {"pageable": "h", "pinned": "h", "device": "d", "managed": "hd"}[self.kind]
+        return SIDES[self.kind]
 
     def flag_text(self) -> str:
         words = sorted(self.flags)
@@ -488,6 +491,8 @@ class Session:
                     entry.source, entry.tag = span[3], None
                 done.append(entry)
         self.unresolved = still
+        if not done:  # nothing finished (most commands): no buffer to look at
+            return done
         finished = {e.token for e in done}
         for b in self.buffers.values():
             for token in finished & b.pending.keys():

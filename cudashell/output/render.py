@@ -446,15 +446,20 @@ PRECISION = {
 USERS_OWN = frozenset({"args", "values", "settings", "profile"})
 
 
+PLAIN = frozenset({str, int, bool, type(None)})  # values `rounded` returns as they are, told apart by their exact type
+
+
 def rounded(x, key: str | None = None):
-    """`x` with each float of a field in PRECISION rounded to that field's precision (numbers stay numbers)."""
+    """`x` with each float of a field in PRECISION rounded to that field's precision (numbers stay numbers). A
+    string, int or None in a dict or list is taken as it is without a call (every command's JSON line walks its
+    result: most values are such)."""
     if isinstance(x, float):
         how = PRECISION.get(key)
         return how(x) if how is not None and math.isfinite(x) else x
     if isinstance(x, dict):
-        return {k: v if k in USERS_OWN else rounded(v, k) for k, v in x.items()}
+        return {k: v if type(v) in PLAIN or k in USERS_OWN else rounded(v, k) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [rounded(v, key) for v in x]
+        return [v if type(v) in PLAIN else rounded(v, key) for v in x]
     return x
 
 
@@ -559,6 +564,10 @@ def json_line(cmd: str, result: Result | None, error: ShellError | None = None, 
     if explained:
         obj["explain"] = {"c": explained[0], "driver": explained[1]}
     try:
-        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        return JSON_LINE.encode(obj)
     except ValueError:
-        return json.dumps(_json_safe(obj), ensure_ascii=False, allow_nan=False)
+        return JSON_LINE.encode(_json_safe(obj))
+
+
+# json.dumps with options builds an encoder per call; one line per command uses this one
+JSON_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
