@@ -197,7 +197,6 @@ def test_sizes_take_ascii_digits_only(sim, size):
 
 
 def test_ctrl_c_is_held_through_clean_up_and_a_second_one_is_not():
-    import os
     import signal
 
     from cudashell.model.scratch import interrupts_held
