@@ -190,13 +190,14 @@ def alloc_figures(backend, ctx, size: int = SIZE) -> dict:
             "register_per_mib": register / mib, "unregister_per_mib": unregister / mib}
 
 
-POOL_SMALL, POOL_BIG, POOL_BLOCK = 64 << 20, 256 << 20, 4 << 10
+POOL_SMALL, POOL_BIG, POOL_BLOCK, POOL_GRANULE = 64 << 20, 256 << 20, 4 << 10, 2 << 20
+LEAST = 1e-7  # a fitted cost never under 0.1 µs: two noisy times can fit a part below zero, which no profile takes
 
 
 def pool_figures(backend, device: int) -> dict:
     """The stream-ordered allocator's host times, on a pool of calibrate's own (threshold 0, as a default pool is):
-    its first mapping of 64 MiB; mapping 64 and 256 MiB again after a synchronize gave them back (medians of three:
-    the fixed part and the part per MiB); a 4 KiB block freed on the stream and taken again (reuse); 64 MiB a pool
+    its first mapping of 64 MiB; mapping 2 MiB (one granule) and 256 MiB again after a synchronize gave them back
+    (medians of three: the fixed part, and the part per MiB); a 4 KiB block freed on the stream and taken again (reuse); 64 MiB a pool
     kept idle at threshold max (warm). Each is the whole call's host time, as `alloc … async` reports it."""
     with Scratch(backend, None) as s:
         pool = s.pool(device)
@@ -218,7 +219,7 @@ def pool_figures(backend, device: int) -> dict:
 
         buf, first = alloc(POOL_SMALL)
         given_back(buf)
-        small, big = mapped_again(POOL_SMALL), mapped_again(POOL_BIG)
+        small, big = mapped_again(POOL_GRANULE), mapped_again(POOL_BIG)
         buf, _ = alloc(POOL_BLOCK)
         s.free_async(buf)
         buf, reuse = alloc(POOL_BLOCK)
@@ -227,10 +228,10 @@ def pool_figures(backend, device: int) -> dict:
         given_back(alloc(POOL_SMALL)[0])
         buf, warm = alloc(POOL_SMALL)
         given_back(buf)
-    per_mib = max(0.0, (big - small) / ((POOL_BIG - POOL_SMALL) / MIB))
-    mapping = per_mib * POOL_SMALL / MIB + reuse
-    return {"pool_reuse": reuse, "pool_warm": warm, "pool_first_map": max(0.0, first - mapping),
-            "pool_map_again": max(0.0, small - mapping), "pool_map_per_mib": per_mib}
+    per_mib = max(LEAST, (big - small) / ((POOL_BIG - POOL_GRANULE) / MIB))
+    return {"pool_reuse": reuse, "pool_warm": warm,
+            "pool_first_map": max(LEAST, first - reuse - per_mib * POOL_SMALL / MIB),
+            "pool_map_again": max(LEAST, small - reuse - per_mib * POOL_GRANULE / MIB), "pool_map_per_mib": per_mib}
 
 
 def host_figures(backend, pageable, other, pinned, wc) -> dict:
