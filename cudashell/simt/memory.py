@@ -335,6 +335,8 @@ class Memory:
                                             sel is None, run=whole and stride == size and sel is None)
             else:
                 got = view[ix]
+                if isinstance(ix, slice):  # a slice is a view of the buffer: the lanes' values are a copy, which a
+                    got = got.copy()  # later store to these elements leaves as it was loaded
                 if sel is None:
                     out = got
                 else:
