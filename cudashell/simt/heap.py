@@ -9,6 +9,7 @@ changes."""
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (glibc's malloc.h)
@@ -20,7 +21,7 @@ def _glibc():
     try:
         libc = ctypes.CDLL(None)
         return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-    except OSError:  # pragma: no cover - a platform without a C library to open
+    except (OSError, TypeError):  # pragma: no cover - no C library to open by name None (Windows)
         return None
 
 
@@ -29,7 +30,7 @@ _tuned = False
 
 
 @contextmanager
-def kept(trim: bool) -> object:
+def kept(trim: bool) -> Iterator[None]:
     """The heap keeps what the launch frees while it runs; with `trim`, what is free is given back when it ends."""
     global _tuned
     if _LIBC is not None and not _tuned:  # once a process: mallopt's settings stay
