@@ -297,3 +297,12 @@ def test_blocks_that_access_shared_memory_alike_are_counted_and_checked_as_each_
     assert not one.warnings and not many.warnings
     racy = _run_tiled(80, 0)
     assert racy.warnings and "write-after-read" in racy.warnings[0] and "in block (0,0,0)" in racy.warnings[0]
+
+
+def test_a_value_loaded_before_a_store_to_its_element_keeps_what_was_loaded(sim):
+    sim.ok("kernel define swap <<< __global__ void swap(int *a, int *b) { int i = blockIdx.x * blockDim.x + "
+           "threadIdx.x; int x = a[i]; a[i] = 5; b[i] = x; } >>>")
+    sim.ok("alloc managed 256B as a; alloc managed 256B as b; fill a iota dtype int32")
+    sim.ok("launch swap a b grid 2 block 32; sync")
+    assert sim.ok("show b dtype int32 count 4")["values"] == [0, 1, 2, 3]
+    assert sim.ok("show a dtype int32 count 4")["values"] == [5, 5, 5, 5]

@@ -47,6 +47,15 @@ FUSED_CALLS = {"fmaf", "fma"}  # llvm.fma: an fma node the back end fuses throug
 RUNAWAY_ROUNDS, RUNAWAY_SECONDS = 100_000, 10.0  # a loop past both is taken for one that never ends
 
 
+def active_warps(m: np.ndarray) -> int:
+    """The warps with a lane in the mask: a warp's 32 bools are four 8-byte words, OR-ed as columns (ten times
+    faster than `any` along each warp's row)."""
+    if m.all():
+        return len(m) // WARP
+    w = m.view(np.uint64).reshape(-1, WARP // 8)
+    return int(np.count_nonzero(w[:, 0] | w[:, 1] | w[:, 2] | w[:, 3]))
+
+
 class Frame:
     def __init__(self, n: int):
         self.env: dict = {}
@@ -144,7 +153,7 @@ class Machine:
             self.stmt(s, m)
 
     def stmt(self, s, m) -> None:
-        self.statements += int(np.count_nonzero(m.reshape(-1, WARP).any(1)))
+        self.statements += active_warps(m)
         t = type(s)
         if t is ir.ExprStmt:
             self.discarding = s.expr  # an atomic whose old value nobody reads can skip computing it
@@ -244,7 +253,7 @@ class Machine:
         f = self.frame
         entry = [None, np.zeros(self.n, bool), np.zeros(self.n, bool)]
         f.jumps.append(entry)
-        cur = m.copy()
+        cur = m & ~f.ret  # the lanes still in the loop: each round's end takes out those that broke or returned
         first = True
         rounds = 0
         while True:
@@ -252,18 +261,21 @@ class Machine:
             if rounds % RUNAWAY_ROUNDS == 0 and time.perf_counter() - self.started > RUNAWAY_SECONDS:
                 raise Fault("RUNAWAY_KERNEL", f"a loop at {s.loc[0]}:{s.loc[1]}:{s.loc[2]} ran {rounds} rounds "
                             f"({RUNAWAY_SECONDS:g} s on the simulator) without every thread leaving it")
-            cur &= ~(f.ret | entry[1])
             if s.cond is not None and (s.test_first or not first):
-                cur &= truthy(self.ev(s.cond, cur))
+                c = truthy(self.ev(s.cond, cur))
+                if np.ndim(c) == 0:  # a uniform condition (`k < T`): every lane stays, or every lane leaves
+                    if not c:
+                        break
+                else:
+                    cur &= c
             first = False
             if not cur.any():
                 break
             entry[2][:] = False
             self.stmt(s.body, cur)
-            if s.step is not None:
-                stepping = cur & ~(f.ret | entry[1])
-                if stepping.any():
-                    self.ev(s.step, stepping)
+            cur = cur & ~(f.ret | entry[1])  # the step computes nothing that breaks or returns: as it left cur
+            if s.step is not None and cur.any():
+                self.ev(s.step, cur)
         f.jumps.pop()
 
     def switch(self, s: ir.Switch, m) -> None:
@@ -300,7 +312,8 @@ class Machine:
             size = e.type.size
             if np.ndim(idx) == 0:
                 return ("mem", np.asarray(base, np.int64) + np.asarray(idx).astype(np.int64) * size, e.type)
-            addr = np.multiply(idx, size, dtype=np.int64, casting="unsafe")  # one pass, no int64 copy of idx first
+            addr = np.asarray(idx).astype(np.int64)  # then multiplied in place: twice as fast as a multiply
+            addr *= size  # that casts as it goes
             addr += np.asarray(base, np.int64)
             return ("mem", addr, e.type)
         if t is ir.Member:
@@ -469,7 +482,7 @@ class Machine:
                 if fn is not None and fn.returns is not None:
                     with self._called(fn, e, m):  # nvcc inlines it: its returned expression joins the caller's
                         self.block(fn.prologue, m)
-                        self.statements += int(np.count_nonzero(m.reshape(-1, WARP).any(1)))
+                        self.statements += active_warps(m)
                         return self._node(fn.returns, m, t)
                 if fn is None and e.name in FUSED_CALLS:
                     x, y, z = (self._node(a, m, t) for a in e.args)

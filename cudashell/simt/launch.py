@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import ir
+from . import heap, ir
 from .ctype import Array, Pointer
 from .interp import Machine
 from .memory import LOCAL_BASE, SHARED_BASE, WARP, Memory, Region, Traffic
@@ -18,6 +18,7 @@ LANES = 1 << 17  # lanes a chunk runs at once: large enough that numpy, not Pyth
 MIN_LANES = 1 << 13
 LANE_BYTES = 256  # … but no more than one lane for each 256 bytes of the kernel's buffers: a chunk's own arrays
 # (values, addresses, racecheck's tables: about that much a lane) stay within what the buffers hold
+TRIM_LANES = 1 << 16  # chunks this large (half a MiB an int64 value) give their heap back after the launch
 MAX_LINES = 4096  # printf lines kept from one launch (the GPU's printf buffer is finite too)
 
 
@@ -124,30 +125,31 @@ def run(program, fn: ir.Function, args: list, grid: tuple, block: tuple, dynamic
     watch = Watch(report, tpb, min(per_chunk, blocks), shared_total) if racecheck else None
     patterns: dict = {}  # shared accesses every block made alike, checked and counted: one dict for every chunk
     shapes: dict = {}  # a chunk's lane numbers, thread indices, shuffles' sources: made once for the launch
-    for first in range(0, blocks, per_chunk):
-        ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
-        block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
-        lanes = len(ids) * tpb
+    with heap.kept(trim=lanes >= TRIM_LANES):  # lanes' arrays come and go by the megabyte: the heap keeps them
+        for first in range(0, blocks, per_chunk):
+            ids = np.arange(first, min(blocks, first + per_chunk), dtype=np.int64)
+            block_ids = (ids % grid[0], (ids // grid[0]) % grid[1], ids // (grid[0] * grid[1]))
+            lanes = len(ids) * tpb
 
-        def describe(lane, addr, size, what, loc, why, _ids=block_ids):
-            return _describe(lane, addr, size, what, loc, why, _ids, tpb, block, regions)
+            def describe(lane, addr, size, what, loc, why, _ids=block_ids):
+                return _describe(lane, addr, size, what, loc, why, _ids, tpb, block, regions)
 
-        mem = Memory(regions, shared_total, len(ids), lanes, tpb, report.traffic, describe)
-        mem.patterns = patterns
-        if watch is not None:
-            watch.chunk(describe, first * tpb)
-            mem.watch = watch
-        if trace:
-            mem.trace = []
-        mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report, shapes)
-        try:
-            with np.errstate(all="ignore"):
-                mach.run(fn, values)
-        finally:  # a fault too: show-access draws what the threads touched up to it, where it helps most
+            mem = Memory(regions, shared_total, len(ids), lanes, tpb, report.traffic, describe)
+            mem.patterns = patterns
+            if watch is not None:
+                watch.chunk(describe, first * tpb)
+                mem.watch = watch
             if trace:
-                report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
-                                  for name, elem, size, lane, write in mem.trace]
-        report.traffic.instructions += mach.statements
+                mem.trace = []
+            mach = Machine(program, mem, lanes, tpb, threads, block, grid, block_ids, layout, report, shapes)
+            try:
+                with np.errstate(all="ignore"):
+                    mach.run(fn, values)
+            finally:  # a fault too: show-access draws what the threads touched up to it, where it helps most
+                if trace:
+                    report.access += [(name, elem, size, _label(lane, tpb, block, block_ids, grid), write)
+                                      for name, elem, size, lane, write in mem.trace]
+            report.traffic.instructions += mach.statements
     return report
 
 

@@ -202,6 +202,7 @@ class Memory:
         self.watch = None  # racecheck, when on
         self.trace: list | None = None  # show-access: (buffer, element, size, lane, write) per access
         self.path = ""  # the load under way goes by the read-only data path or the constant cache (Index.path)
+        self.row_starts: dict = {}  # cells a block → each block's first cell (_row_starts)
         self.patterns: dict = {}  # every-block shared accesses checked so far → their (requests, wavefronts);
         # the launch gives every chunk's Memory the same dict, so a tile loop's accesses are checked once a launch
 
@@ -334,6 +335,8 @@ class Memory:
                                             sel is None, run=whole and stride == size and sel is None)
             else:
                 got = view[ix]
+                if isinstance(ix, slice):  # a slice is a view of the buffer: the lanes' values are a copy, which a
+                    got = got.copy()  # later store to these elements leaves as it was loaded
                 if sel is None:
                     out = got
                 else:
@@ -368,15 +371,27 @@ class Memory:
             self.trace.extend(("__shared__", int(o) // size, size, int(l), write) for o, l in zip(off, lanes))
         if self.watch is not None and count:
             self.watch.shared(block, off, lanes, size, loc, write, every_block=blocks if every else 0)
+        # flat indices into the contiguous shared bytes: NumPy gathers and scatters them several times faster
+        # than by a (block, cell) pair of index arrays
+        flat = view.reshape(-1)
         if every:
-            if write:
-                view[:, cell] = values.reshape(blocks, -1) if np.ndim(values) else values
-                return None
-            return view[:, cell].reshape(-1)
-        if write:
-            view[block, cell] = values
+            if not write:
+                return np.take(view, cell, axis=1).reshape(-1)
+            ix = (self._row_starts(view.shape[1]) + cell).reshape(-1)
+            flat[ix] = values
             return None
-        return view[block, cell]
+        ix = block * view.shape[1] + cell
+        if write:
+            flat[ix] = values
+            return None
+        return flat.take(ix)
+
+    def _row_starts(self, cells: int) -> np.ndarray:
+        """Where each block's shared memory starts, in cells of `cells` a block: a column, made once a chunk."""
+        starts = self.row_starts.get(cells)
+        if starts is None:
+            starts = self.row_starts[cells] = np.arange(self.shared.shape[0], dtype=np.int64)[:, None] * cells
+        return starts
 
     def _check_shared(self, off, lanes, size, loc, write) -> None:
         if size > 1 and (off & (size - 1)).any():
