@@ -197,8 +197,9 @@ LEAST = 1e-7  # a fitted cost never under 0.1 µs: two noisy times can fit a par
 def pool_figures(backend, device: int) -> dict:
     """The stream-ordered allocator's host times, on a pool of calibrate's own (threshold 0, as a default pool is):
     its first mapping of 64 MiB; mapping 2 MiB (one granule) and 256 MiB again after a synchronize gave them back
-    (medians of three: the fixed part, and the part per MiB); a 4 KiB block freed on the stream and taken again (reuse); 64 MiB a pool
-    kept idle at threshold max (warm). Each is the whole call's host time, as `alloc … async` reports it."""
+    (the fixed part, and the part per MiB); a 4 KiB block freed on the stream and taken again (reuse); 64 MiB a pool
+    kept idle at threshold max (warm). Each is the whole call's host time, as `alloc … async` reports it, the median
+    of three where a single time is a few µs (one took 154 µs on the H100)."""
     with Scratch(backend, None) as s:
         pool = s.pool(device)
 
@@ -209,25 +210,27 @@ def pool_figures(backend, device: int) -> dict:
             s.free_async(buf)
             backend.device_sync()
 
-        def mapped_again(size: int) -> float:
+        def median_of_three(size: int, taken) -> float:
+            """The median host time of three allocations of `size`, each made by `taken`."""
             times = []
             for _ in range(3):
-                buf, t = alloc(size)
+                buf, t = taken(size)
                 given_back(buf)
                 times.append(t)
             return statistics.median(times)
 
+        def reused(size: int):  # a block freed on the stream, taken again at once
+            buf, _ = alloc(size)
+            s.free_async(buf)
+            return alloc(size)
+
         buf, first = alloc(POOL_SMALL)
         given_back(buf)
-        small, big = mapped_again(POOL_GRANULE), mapped_again(POOL_BIG)
-        buf, _ = alloc(POOL_BLOCK)
-        s.free_async(buf)
-        buf, reuse = alloc(POOL_BLOCK)
-        given_back(buf)
+        small, big = median_of_three(POOL_GRANULE, alloc), median_of_three(POOL_BIG, alloc)
+        reuse = median_of_three(POOL_BLOCK, reused)
         backend.pool_set(pool, "threshold", UNLIMITED)
         given_back(alloc(POOL_SMALL)[0])
-        buf, warm = alloc(POOL_SMALL)
-        given_back(buf)
+        warm = median_of_three(POOL_SMALL, alloc)  # the pool keeps what each gives back
     per_mib = max(LEAST, (big - small) / ((POOL_BIG - POOL_GRANULE) / MIB))
     return {"pool_reuse": reuse, "pool_warm": warm,
             "pool_first_map": max(LEAST, first - reuse - per_mib * POOL_SMALL / MIB),
