@@ -179,3 +179,11 @@ def test_both_backends_fill_compare_and_checksum_alike_and_say_how_the_time_is_k
     cush.ok("fill h 9 dtype uint16")
     differ = cush.ok("compare h[2:] w[2:]")
     assert (differ["offset"], differ["a_byte"]) == (0, 9) and cush.ok("show h count 2")["values"] == [9, 9]
+
+
+def test_zeros_fill_a_buffer_past_the_storage_budget_and_other_bytes_are_refused(sim):
+    """A fill of zeros keeps no storage on the simulator, so the budget has nothing to refuse; a fill of any other
+    byte must hold every byte, and the budget refuses it before anything changes."""
+    sim.ok("alloc pinned 40GB as h; fill h 0")
+    assert sim.fails("fill h 1")["code"] == "SIM_BUDGET"
+    assert sim.ok(f"show h[{(40 << 30) - 4}:] count 4")["values"] == [0, 0, 0, 0]

@@ -47,6 +47,16 @@ def test_an_expression_too_deep_for_python_is_refused_by_name_on_both_backends(t
     assert e["message"].startswith("deep.cu:1:")
 
 
+@pytest.mark.parametrize("run", ["!" * 3000, "~" * 3000, "-" * 3000, "*" * 3000])
+def test_a_run_of_unary_operators_without_spaces_counts_each_one(tmp_path, run):
+    """`!!!…x` is one token to a pattern of operator characters, but as many levels to clang: 3,000 of them
+    segfaulted the shell (rc 139) past the check, and 3,000 `-` were a RecursionError."""
+    body = f"a[0] = {run}a[1];" if run[0] != "*" else f"int **p = 0; a[0] = {run}p;"
+    (tmp_path / "run.cu").write_text(f"__global__ void k(int *a) {{ {body} }}\n")
+    r = cli("kernel load run.cu", tmp_path)
+    assert r.returncode == 1 and "SOURCE_TOO_COMPLEX: run.cu:1:" in r.stderr and "Traceback" not in r.stderr, r
+
+
 def test_an_expression_just_within_the_limit_loads_and_computes(tmp_path, sim):
     (tmp_path / "sum.cu").write_text(deep_kernel(MAX_NESTING - 6))  # the interpreter follows it too
     sim.ok(f"kernel load {tmp_path / 'sum.cu'}")

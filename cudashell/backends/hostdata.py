@@ -191,9 +191,9 @@ class HostData:
     def host_fill(self, buf, value, dtype: str, seed: int):
         kind = np.dtype(dtype)
         nbytes = buf.size // kind.itemsize * kind.itemsize
-        self._host_begin(buf, 0, nbytes, write=True)
-        t0 = time.perf_counter()
         byte = uniform_byte(value, kind)
+        self._host_begin(buf, 0, nbytes, write="zeros" if byte == 0 else True)
+        t0 = time.perf_counter()
         if byte is not None:
             self._host_memset(buf, byte, nbytes)
         else:

@@ -114,8 +114,10 @@ class Cush:
             return
         if picture is not None:
             png = io.BytesIO()
-            picture.savefig(png, format="png", dpi=90, bbox_inches="tight")
-            figures.close(picture)
+            try:
+                picture.savefig(png, format="png", dpi=90, bbox_inches="tight")
+            finally:
+                figures.close(picture)
             display(Image(data=png.getvalue(), format="png"))
 
     def run(self, text: str, options, cell: bool) -> Shown | None:

@@ -253,8 +253,9 @@ class Shell:
             if frame.options.debug:
                 raise
             explained = None
-            self._write(frame.err, f"INTERNAL_ERROR: `explain` could not write the C of `{seg.text}` (the command "
-                                   f"ran): {type(e).__name__}: {e} — hint: run with --debug for the traceback")
+            said = render.visible(seg.text)
+            self._write(frame.err, f"INTERNAL_ERROR: `explain` could not write the C of `{said}` (the command ran): "
+                                   f"{type(e).__name__}: {e} — hint: run with --debug for the traceback")
         if frame.recording:
             session.record(recorded, error is None, error.code if error else None)
         api_call = result.api_call if result is not None else None
@@ -289,7 +290,7 @@ class Shell:
                 confinement.check(name, (folder,), col, writes=False, shown=f"#include {name!r}")
                 if target.is_file() and target.resolve() not in seen:
                     seen.add(target.resolve())
-                    includes(target.read_text(encoding="utf-8", errors="replace"), target.parent, col, seen)
+                    includes(read_capped(target, "source").decode("utf-8", "replace"), target.parent, col, seen)
 
         folder = self.dirs[-1]
         for arg in (*cmd.spec.args, *(o.arg for o in cmd.spec.opts)):
@@ -301,7 +302,7 @@ class Shell:
                 bases = (folder,) if kind.writes and folder != self.dirs[0] else (folder, Path.cwd())
                 confinement.check(value, bases, col, writes=kind.writes)
                 if kind.cuda and confinement.reads and (folder / value).is_file():
-                    includes((folder / value).read_text(encoding="utf-8", errors="replace"), (folder / value).parent,
+                    includes(read_capped(folder / value, "source").decode("utf-8", "replace"), (folder / value).parent,
                              col, set())
             elif kind.cuda and confinement.reads:
                 includes(value, folder, col, set())

@@ -25,13 +25,12 @@ def close(fig) -> None:
 
 
 def save(fig, path: str, col: int | None = None) -> None:
-    """`--plot FILE`: the picture in the format FILE's name ends with (a name without one gets matplotlib's
-    default format's, as savefig gives it), replacing FILE whole or leaving it as it was. A format matplotlib
-    does not write is its ValueError."""
+    """`--plot FILE`: the picture in the format FILE's name ends with, replacing FILE whole or leaving it as it was.
+    A name with no format, or one matplotlib does not write, is a ValueError: the file written is the file named
+    (savefig would add `.png`, a name nobody checked: confinement saw FILE)."""
     fmt = Path(path).suffix[1:].lower()
     if not fmt:
-        fmt = _pyplot().rcParams["savefig.format"]
-        path = f"{path}.{fmt}"
+        raise ValueError(f"{path} names no format")
     replace_file(path, lambda f: fig.savefig(f, format=fmt, dpi=100, bbox_inches="tight"), col)
 
 

@@ -57,9 +57,10 @@ def too_deep(text: str) -> int | None:
         elif kind == "else":
             total += carried + 1 - chain[-1]
             chain[-1] = carried + 1
-        elif kind == "op":
-            ops[-1] += 1
-            total += 1
+        elif kind == "op":  # a run of operator characters (`!!!x`, `- -x` without spaces) may be as many levels
+            n = 1 if m.group()[0].isalpha() else len(m.group())
+            ops[-1] += n
+            total += n
         if kind == "reset":
             carried = chain[-1]
             total -= ops[-1] + chain[-1]

@@ -30,7 +30,7 @@ class HostWork(HostData):
 
     def _host_begin(self, buf, offset, nbytes, write=False):
         """As `read` and `write` do: device memory is read through a copy, which the held streams or an unmapped
-        reservation refuse."""
+        reservation refuse. `write` "zeros": a write of zero bytes, which frees storage rather than taking it."""
         if buf.kind == "device" and not write:
             self._alive()
             self._refuse_held("reading device memory (a synchronous copy)")
@@ -38,7 +38,8 @@ class HostWork(HostData):
         else:
             self._advance(self.now)
         if write:
-            buf.handle.data.reserve(offset, nbytes)  # the storage budget refuses before anything changes
+            if write != "zeros":  # zeros keep no storage: there is nothing for the budget to refuse
+                buf.handle.data.reserve(offset, nbytes)  # the storage budget refuses before anything changes
             self.version += 1
 
     def _host_window(self, buf, offset, nbytes):
