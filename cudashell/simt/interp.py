@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import contract, ir
+from . import contract, dotloop, ir
 from .builtins import BUILTINS
 from .builtins import Printf as PrintfFormat
 from .coop import COOP
@@ -103,6 +103,7 @@ class Machine:
         self.frames: list[Frame] = []
         self.statements = 0
         self.discarding = None
+        self.dot_memo: dict = {}  # dot-product loop → what its last entry worked out (dotloop.run)
         self.started = time.perf_counter()
 
     # -------------------------------------------------------------- running
@@ -250,6 +251,8 @@ class Machine:
     def loop(self, s: ir.Loop, m) -> None:
         if s.init is not None:
             self.stmt(s.init, m)
+        if dotloop.run(self, s, m, active_warps(m)):
+            return
         f = self.frame
         entry = [None, np.zeros(self.n, bool), np.zeros(self.n, bool)]
         f.jumps.append(entry)
