@@ -80,16 +80,19 @@ IOTA = Fill("iota")
 
 
 def random_values(seed: int, count: int, dtype: np.dtype) -> np.ndarray:
-    """`fill … random seed S`: SplitMix64 of seed + (k+1)·golden; floats take the top 53 bits as [0, 1),
-    integers the low bits (as a C cast keeps them)."""
+    """`fill … random seed S`: the words z_k, SplitMix64 of seed + (k+1)·golden; a float takes one word's top 53
+    bits as [0, 1), an integer dtype the little-endian bytes of the words in order (a uint8 takes 8 a word)."""
+    dt = np.dtype(dtype)
+    floats = dt.kind == "f"
+    words = count if floats else -(-count * dt.itemsize // 8)
     with np.errstate(over="ignore"):
-        z = np.uint64(seed) + (np.arange(count, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        z = np.uint64(seed) + (np.arange(words, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         z = z ^ (z >> np.uint64(31))
-    if np.dtype(dtype).kind == "f":
-        return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).astype(dtype)
-    return z.astype(dtype)
+    if floats:
+        return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).astype(dt)
+    return z.astype("<u8").view(np.uint8)[:count * dt.itemsize].view(dt)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + threa
 SESSION = [  # every exported command, each where it does CUDA work a program can do the same way
     "alloc pinned 1MB mapped as p0", "alloc device 1MB as d0", "alloc pageable 256KB as h0", "alloc managed 64KB as m0",
     "fill p0 random seed 5 dtype float32", "fill h0 iota dtype int32", "fill m0 7 dtype float16",
+    "alloc pageable 1003B as odd", "fill odd random seed 7 dtype uint16",  # words' bytes; the odd byte stays
     "register h0 portable", "stream create as 1", "stream create nonblocking priority high as 2", "device use 0",
     "kernel define twice <<< __global__ void twice(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
     "if (i < n) a[i] *= 2; } >>>",

@@ -5,6 +5,9 @@ modeled from the profile's host rates on the simulator (so write-combined reads 
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from dataclasses import replace
 
 import numpy as np
@@ -35,40 +38,61 @@ def c_splitmix64(seed: int, i: int) -> int:
     return z ^ (z >> 31)
 
 
+def splitmix_stream(seed: int, first: int, words: int) -> np.ndarray:
+    """The little-endian bytes of words first, first + 1, … of the stream, from whole arrays at once (none of
+    hostdata's runs, pieces or threads); c_splitmix64 vouches for it at its ends."""
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + (np.arange(first, first + words, dtype=np.uint64) + np.uint64(1)) * np.uint64(GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    assert int(z[0]) == c_splitmix64(seed, first) and int(z[-1]) == c_splitmix64(seed, first + words - 1)
+    return z.astype("<u8").view(np.uint8)
+
+
+GOLDEN = 0x9E3779B97F4A7C15
+
+
 def test_the_prelude_still_sums_and_draws_as_these_references_do():
-    assert "s += (uint64_t)b[i] * (i % 251 + 1);" in PRELUDE and "splitmix64(seed, i)" in PRELUDE
+    assert "s += (uint64_t)b[i] * (i % 251 + 1);" in PRELUDE and "splitmix64(seed, at / 8)" in PRELUDE
+    assert "splitmix64(seed, i) >> 11" in PRELUDE
 
 
-@pytest.mark.parametrize("piece", [H.PIECE, 1 << 20, 1000, 251])
-def test_the_checksum_is_the_c_loops_for_any_length_and_any_pieces(piece):
-    data = np.random.default_rng(1).integers(0, 256, 5 * 251 * 8 + 123, dtype=np.uint8)
-    for n in (0, 1, 250, 251, 252, 2009, data.size):
-        got = H.checksum((pos, data[pos: pos + k]) for pos, k in H.piece_spans(0, n, piece))
-        assert got == c_checksum(data[:n].tobytes()), (n, piece)
+INTEGERS = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
 
 
-def test_the_checksum_wraps_at_2_to_the_64_as_uint64_t_does():
-    """64 MiB of 255s passes 2^64 only with weights this large: the vectorised sum as the C loop, mod 2^64."""
-    n = 64 << 20
-    data = np.full(n, 255, np.uint8)
-    rows, tail = divmod(n, 251)
-    exact = 255 * (rows * 251 * 252 // 2 + tail * (tail + 1) // 2)
-    assert H.checksum((pos, data[pos: pos + k]) for pos, k in H.piece_spans(0, n)) == exact & MASK
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_an_integer_fill_random_is_the_bytes_of_the_splitmix64_words_in_order_from_any_start(dtype):
+    """Element i of size s is bytes [i·s, i·s + s) of z_0 z_1 …, little-endian: a start mid-word, a count ending
+    mid-word, and a fill large enough to be drawn by several threads, each from its own first word."""
+    kind = np.dtype(dtype)
+    threaded = 3 * H.RANDOM_RUN * 8 * H.CORES // kind.itemsize + 5
+    for seed, start, count in ((0, 0, 1), (0, 0, 5), (9, 3, 70001), (MASK, 2 ** 40 + 1, 300), (7, 1, threaded)):
+        first, end = start * kind.itemsize, (start + count) * kind.itemsize
+        stream = splitmix_stream(seed, first // 8, -(-end // 8) - first // 8)
+        want = stream[first % 8: first % 8 + end - first]
+        out = np.empty(count, kind)
+        H.fill_into(out, "random", start, seed)
+        assert out.tobytes() == want.tobytes(), (seed, start, count)
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "int64", "uint64", "float16", "float32", "float64"])
-def test_fill_random_is_splitmix64_element_by_element_from_any_start(dtype):
+def test_uint32_elements_are_the_halves_of_a_word_and_uint8_its_bytes():
+    z = c_splitmix64(5, 0), c_splitmix64(5, 1)
+    assert H.random_values(5, 0, 4, np.dtype(np.uint32)).tolist() == [z[0] & 0xFFFFFFFF, z[0] >> 32,
+                                                                        z[1] & 0xFFFFFFFF, z[1] >> 32]
+    assert H.random_values(5, 8 + 3, 2, np.dtype(np.uint8)).tolist() == [(z[1] >> 24) & 255, (z[1] >> 32) & 255]
+    assert H.random_values(5, 0, 2, np.dtype(np.uint64)).tolist() == list(z)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_a_float_fill_random_is_one_splitmix64_word_an_element_from_any_start(dtype):
     kind = np.dtype(dtype)
     for seed, start, count in ((0, 0, 5), (9, 65530, 70000), (MASK, 2 ** 40, 300)):
         out = np.empty(count, kind)
         H.fill_into(out, "random", start, seed)
         z = [c_splitmix64(seed, start + k) for k in range(0, count, 997)]
-        got = out[::997]
-        if kind.kind == "f":
-            want = np.array([(v >> 11) * 2.0 ** -53 for v in z]).astype(kind)
-        else:
-            want = np.array(z, np.uint64).astype(kind)
-        assert got.tobytes() == want.tobytes(), (seed, start)
+        want = np.array([(v >> 11) * 2.0 ** -53 for v in z]).astype(kind)
+        assert out[::997].tobytes() == want.tobytes(), (seed, start)
 
 
 def test_iota_and_constants_are_what_numpy_casts_them_to():
@@ -141,6 +165,9 @@ def test_host_work_is_modeled_from_the_profiles_host_rates_and_moves_the_clock()
         assert summed["host_seconds"] == pytest.approx(n / 1e9 + n / 1e12) and summed["timing"] == "modeled"
         filled = c.ok("fill plain random dtype uint64")
         assert filled["host_seconds"] == pytest.approx(n / slow_wc.host_write_pinned + n / slow_wc.host_random)
+        assert c.ok("fill plain random dtype uint8")["host_seconds"] == filled["host_seconds"]  # one word: 8 bytes
+        floats = c.ok("fill plain random dtype float32")["host_seconds"]  # one word an element: twice the words
+        assert floats == pytest.approx(n / slow_wc.host_write_pinned + 2 * n / slow_wc.host_random)
         assert c.ok("show plain count 4")["timing"] == "modeled"
     finally:
         c.shell.close()
@@ -187,3 +214,42 @@ def test_zeros_fill_a_buffer_past_the_storage_budget_and_other_bytes_are_refused
     sim.ok("alloc pinned 40GB as h; fill h 0")
     assert sim.fails("fill h 1")["code"] == "SIM_BUDGET"
     assert sim.ok(f"show h[{(40 << 30) - 4}:] count 4")["values"] == [0, 0, 0, 0]
+
+
+def test_integer_fills_of_any_size_write_the_same_bytes_on_both_backends(cush):
+    """`dtype uint8`, `int16` and `uint32` of one seed are the same bytes (a buffer of 1 MiB + 6: uint32 leaves the
+    last 2 bytes as they were), across the chunks and pieces the backends fill in."""
+    n = (1 << 20) + 6
+    want = splitmix_stream(11, 0, -(-n // 8))[:n]
+    cush.ok(f"alloc pinned {n}B as a; alloc pageable {n}B as b; alloc pinned {n}B as c")
+    cush.ok("fill a random seed 11 dtype uint8; fill b 255; fill b random seed 11 dtype int16")
+    cush.ok("fill c 255; fill c random seed 11 dtype uint32")
+    sums = cush.ok("checksum a b c")["checksums"]
+    assert sums["a"] == sums["b"] == H.checksum([(0, want)])
+    assert sums["c"] == H.checksum([(0, np.concatenate([want[:n - 2], [255, 255]]).astype(np.uint8))])
+    assert cush.ok(f"compare a[:{n - 2}] c[:{n - 2}]")["equal"]
+    assert cush.ok(f"show a[{n - 9}:] dtype uint8")["values"] == want[n - 9:].tolist()
+
+
+CXX = shutil.which("g++") or shutil.which("clang++")
+
+
+@pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
+def test_the_exported_c_fills_and_sums_the_shells_bytes_for_every_dtype(sim, tmp_path):
+    """`export c`'s fill_random and checksum, built by the host's compiler (they need no GPU): its own prelude
+    functions and the fills the exporter wrote, over a buffer of 1003 bytes (each dtype leaves its odd bytes as
+    they were), print the checksums the shell printed."""
+    dtypes = INTEGERS + ["float16", "float32", "float64"]
+    for k, dtype in enumerate(dtypes):
+        sim.ok(f"alloc pageable 1003B as b{k}; fill b{k} 171; fill b{k} random seed {k * 7919} dtype {dtype}")
+    sums = sim.ok("checksum " + " ".join(f"b{k}" for k in range(len(dtypes))))["checksums"]
+    sim.ok(f"export c {tmp_path / 's.cu'}")
+    body = [line for line in (tmp_path / "s.cu").read_text().split("int main() {")[1].splitlines()
+            if "CHECK(" not in line]
+    host = PRELUDE[PRELUDE.index("static uint64_t splitmix64("): PRELUDE.index("static void CUDART_CB host_print")]
+    summing = PRELUDE[PRELUDE.index("static uint64_t checksum("):]
+    program = "#include <cstdio>\n#include <cstdlib>\n#include <cstdint>\n#include <cstring>\n" + host + summing
+    (tmp_path / "host.cpp").write_text(program + "int main() {" + "\n".join(body) + "\n")
+    subprocess.run([CXX, "-O1", "-o", str(tmp_path / "host"), str(tmp_path / "host.cpp")], check=True, timeout=120)
+    out = subprocess.run([str(tmp_path / "host")], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert {m[0]: int(m[1]) for m in re.findall(r"^checksum (\S+) (\d+)$", out, re.M)} == sums

@@ -90,7 +90,7 @@ def random_values(seed: int, start: int, count: int, dtype: np.dtype) -> np.ndar
 
 def _splitmix_into(z: np.ndarray, seed: int, start: int, scratch: np.ndarray) -> None:
     """z (uint64, at most RANDOM_RUN) ← SplitMix64 of seed + (start + k + 1)·golden, in place: the counter-based
-    generator the C of `export c` runs element by element, so a fill split into pieces draws the same numbers."""
+    generator the C of `export c` runs word by word, so a fill split into pieces draws the same numbers."""
     n = z.size
     t = scratch[:n]
     np.add(STRIDES[:n], np.uint64((seed + (start + 1) * GOLDEN) % (1 << 64)), out=z)
@@ -101,37 +101,78 @@ def _splitmix_into(z: np.ndarray, seed: int, start: int, scratch: np.ndarray) ->
             np.multiply(z, mix, out=z)
 
 
+def splitmix64(seed: int, j: int) -> int:
+    """Word j of the stream, one at a time: for the partial words at the ends of an integer fill."""
+    z = (seed + (j + 1) * GOLDEN) % (1 << 64)
+    z = ((z ^ (z >> 30)) * int(MIX1)) % (1 << 64)
+    z = ((z ^ (z >> 27)) * int(MIX2)) % (1 << 64)
+    return z ^ (z >> 31)
+
+
 def fill_into(out: np.ndarray, value, start: int, seed: int) -> None:
-    """out (elements start, start + 1, … of a buffer, as its dtype) ← a constant, `iota` (the index) or `random`
-    (splitmix64: an integer dtype keeps the low bits, as a C cast does; a float gets 53 random bits in [0, 1))."""
+    """out (elements start, start + 1, … of a buffer, as its dtype) ← a constant, `iota` (the index) or `random`:
+    an integer dtype of size s takes bytes [i·s, i·s + s) of the little-endian SplitMix64 words z_0, z_1, … (one
+    draw fills 8 bytes whatever the size, and uint8 and uint32 fills write the same bytes); a float is one draw an
+    element, its 53 high bits in [0, 1)."""
     if value == "iota":
         with np.errstate(over="ignore"):  # a float16 past 65504 is inf, as the cast gives it
             np.copyto(out, np.arange(start, start + out.size), casting="unsafe")
     elif value != "random":
         np.copyto(out, value, casting="unsafe")
     else:
-        share = -(-out.size // (RANDOM_RUN * CORES)) * RANDOM_RUN  # whole runs a core
+        floats = out.dtype.kind == "f"
+        run = RANDOM_RUN if floats else RANDOM_RUN * 8 // out.itemsize  # elements one run of draws fills
+        share = -(-out.size // (run * CORES)) * run  # whole runs a core
+
+        def draw(k: int, n: int) -> None:
+            if floats:
+                _random_floats_into(out[k: k + n], start + k, seed)
+            else:
+                _random_bytes_into(out[k: k + n].view(np.uint8), (start + k) * out.itemsize, seed)
+
         if out.size <= share:
-            _random_into(out, start, seed)
+            draw(0, out.size)
         else:  # numpy lets the GIL go in its loops: the cores draw a share each
-            list(_threads().map(lambda k: _random_into(out[k: k + share], start + k, seed),
-                                range(0, out.size, share)))
+            list(_threads().map(lambda k: draw(k, share), range(0, out.size, share)))
 
 
-def _random_into(out: np.ndarray, start: int, seed: int) -> None:
+def random_draws(nbytes: int, dtype: np.dtype) -> int:
+    """The SplitMix64 words a `fill … random` of nbytes makes: one an element of a float, one each 8 bytes else."""
+    return nbytes // dtype.itemsize if dtype.kind == "f" else -(-nbytes // 8)
+
+
+def _random_bytes_into(out: np.ndarray, at: int, seed: int) -> None:
+    """out (bytes) ← bytes at, at + 1, … of the stream. The whole words between are drawn in the cache and copied
+    into out as little-endian uint64 (whatever its alignment; out itself is only written, never read: it may be
+    write-combined memory); a word cut by either end is drawn alone and sliced."""
+    head = min(-at % 8, out.size)
+    if head:
+        out[:head] = np.frombuffer(splitmix64(seed, at // 8).to_bytes(8, "little"), np.uint8)[at % 8: at % 8 + head]
+    whole = (out.size - head) // 8
+    if whole:
+        words = out[head: head + 8 * whole].view("<u8")
+        z, t = np.empty(min(RANDOM_RUN, whole), np.uint64), np.empty(min(RANDOM_RUN, whole), np.uint64)
+        for k in range(0, whole, RANDOM_RUN):
+            n = min(RANDOM_RUN, whole - k)
+            _splitmix_into(z[:n], seed, (at + head) // 8 + k, t)
+            words[k: k + n] = z[:n]
+    tail = out.size - head - 8 * whole
+    if tail:
+        last = splitmix64(seed, (at + out.size) // 8)
+        out[out.size - tail:] = np.frombuffer(last.to_bytes(8, "little"), np.uint8)[:tail]
+
+
+def _random_floats_into(out: np.ndarray, start: int, seed: int) -> None:
+    """out ← one draw an element: 53 random bits → [0, 1), exactly as (double)(z >> 11) * 2^-53."""
     z, t = np.empty(min(RANDOM_RUN, out.size), np.uint64), np.empty(min(RANDOM_RUN, out.size), np.uint64)
-    floats = out.dtype.kind == "f"
-    real = np.empty(z.size, np.float64) if floats else None
+    real = np.empty(z.size, np.float64)
     for k in range(0, out.size, RANDOM_RUN):
         n = min(RANDOM_RUN, out.size - k)
         run = z[:n]
         _splitmix_into(run, seed, start + k, t)
-        if floats:  # 53 random bits → [0, 1), exactly as (double)(z >> 11) * 2^-53
-            np.right_shift(run, np.uint64(11), out=run)
-            np.multiply(run, 2.0 ** -53, out=real[:n])
-            np.copyto(out[k: k + n], real[:n], casting="unsafe")
-        else:
-            np.copyto(out[k: k + n], run, casting="unsafe")
+        np.right_shift(run, np.uint64(11), out=run)
+        np.multiply(run, 2.0 ** -53, out=real[:n])
+        np.copyto(out[k: k + n], real[:n], casting="unsafe")
 
 
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -200,7 +241,7 @@ class HostData:
             for offset, target in self._host_targets(buf, nbytes):
                 fill_into(target.view(kind), value, offset // kind.itemsize, seed)
         op = "fill random" if value == "random" else "fill"
-        return self._host_work_timing(time.perf_counter() - t0, op, [(buf, nbytes)], nbytes // kind.itemsize)
+        return self._host_work_timing(time.perf_counter() - t0, op, [(buf, nbytes)], random_draws(nbytes, kind))
 
     def host_read(self, buf, offset: int, nbytes: int):
         self._host_begin(buf, offset, nbytes)

@@ -101,15 +101,16 @@ class Profile:
     pool_first_map: float = 11.2e-3
     pool_map_again: float = 31e-6
     pool_map_per_mib: float = 1.22e-6
-    # the host's own data work (`fill`, `compare`, `checksum`, `show`: the shell's host loop, backends/hostdata.py),
-    # per host-memory kind: bytes/s it reads (as `compare` reads) and writes (as a constant `fill` writes); what
-    # `checksum`'s arithmetic and `fill random`'s generator (bytes of 64-bit numbers) add beyond those. calibrate
-    # measures them on the GPU's host. A write-combined read is uncached on bare-metal x86 (slow); on the H100 host
-    # here, a virtual machine, it measured as cached pinned memory did (calibrate, 2026-11-26: reads 16.1 GB/s both,
-    # pageable 15.5; h100.json holds that run's figures). The defaults, and h200.json's until calibrate runs on an
-    # H200, are this development machine's figures for that loop (AMD EPYC, 2026-11-26,
-    # benchmarks/host_data.py: compare 6-9 GB/s of compared bytes, checksum 1.4 times NumPy's sum of the same bytes,
-    # which ran 3.5 GB/s unloaded, fill random 352 M uint64/s), no GPU there, so write-combined is given pinned's
+    # the host's own data work (`fill`, `compare`, `checksum`, `show`: the shell's host loop, backends/hostdata.py), per
+    # host-memory kind: bytes/s it reads (as `compare` reads) and writes (as a constant `fill` writes); what
+    # `checksum`'s arithmetic and `fill random`'s generator (bytes of 64-bit words: an integer fill's bytes are the
+    # words', a float takes one word an element) add beyond those. calibrate measures them on the GPU's host. A
+    # write-combined read is uncached on bare-metal x86 (slow); on the H100 host here, a virtual machine, it measured as
+    # cached pinned memory did (calibrate, 2026-11-26: reads 16.1 GB/s both, pageable 15.5; h100.json holds that run's
+    # figures). The defaults, and h200.json's until calibrate runs on an H200, are this development machine's figures
+    # for that loop (AMD EPYC, 2026-11-26, benchmarks/host_data.py: compare 6-9 GB/s of compared bytes, checksum 1.4
+    # times NumPy's sum of the same bytes, which ran 3.5 GB/s unloaded, fill random 352 M uint64/s), no GPU there, so
+    # write-combined is given pinned's
     host_read_pageable: float = 12 * GB
     host_read_pinned: float = 12 * GB
     host_read_writecombined: float = 12 * GB
@@ -175,9 +176,10 @@ class Profile:
         (n1, t1), (n2, t2) = points[max(i, 1) - 1], points[max(i, 1)]
         return t1 + (t2 - t1) * (nbytes - n1) / (n2 - n1)
 
-    def host_seconds(self, op: str, parts: list[tuple[str, int]], elements: int = 0) -> float:
+    def host_seconds(self, op: str, parts: list[tuple[str, int]], draws: int = 0) -> float:
         """How long the host's data work takes: `op` (read, compare, checksum, fill, fill random) over `parts`, (host
-        memory kind, bytes) each — pageable, pinned, writecombined, or device (read through a pageable copy first)."""
+        memory kind, bytes) each — pageable, pinned, writecombined, or device (read through a pageable copy first).
+        `fill random` makes `draws` 64-bit words besides: one each 8 bytes of an integer dtype, one a float."""
         seconds = 0.0
         for kind, nbytes in parts:
             if op.startswith("fill"):
@@ -189,7 +191,7 @@ class Profile:
         if op == "checksum":
             seconds += sum(n for _, n in parts) / self.host_checksum
         elif op == "fill random":
-            seconds += 8 * elements / self.host_random
+            seconds += 8 * draws / self.host_random
         return seconds
 
     def _rate(self, path: str) -> float:

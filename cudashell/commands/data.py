@@ -72,7 +72,10 @@ def _check_value(value, dtype: np.dtype, col: int) -> None:
          args=(Arg("NAME", "buffer", accepts=host_readable), Arg("VALUE", "value")),
          opts=(Opt("dtype", Arg("T", "dtype")), Opt("seed", Arg("SEED", "int"))),
          details="The host writes every element of the buffer as dtype T (default uint8); trailing bytes "
-                 "that do not make a whole element stay as they were. `random` is repeatable with `seed`.")
+                 "that do not make a whole element stay as they were. `random` is repeatable with `seed`: "
+                 "SplitMix64's 64-bit words, whose little-endian bytes an integer dtype takes in order (so "
+                 "`dtype uint8` and `dtype uint32` write the same bytes), or one word an element of a float "
+                 "dtype, as a number in [0, 1).")
 def fill(session, backend, args):
     import numpy as np
 

@@ -60,18 +60,19 @@ template <typename T> static T of_double(double v) { return (T)v; }
 template <> f16 of_double<f16>(double v) { return f16{half_bits(v)}; }
 template <typename T> static T of_index(uint64_t i) { return (T)i; }
 template <> f16 of_index<f16>(uint64_t i) { return f16{half_bits((double)i)}; }
-template <typename T> static T of_bits(uint64_t z) { return (T)z; }
-template <> f16 of_bits<f16>(uint64_t z) { return f16{(uint16_t)z}; }
 template <typename T> static void fill_iota(void *p, size_t bytes) {
     T *a = (T *)p; for (size_t i = 0; i < bytes / sizeof(T); i++) a[i] = of_index<T>(i); }
 template <typename T> static void fill_value(void *p, size_t bytes, double v) {
     T *a = (T *)p; for (size_t i = 0; i < bytes / sizeof(T); i++) a[i] = of_double<T>(v); }
 template <typename T> static void fill_random(void *p, size_t bytes, uint64_t seed, bool fp) {
-    T *a = (T *)p;
-    for (size_t i = 0; i < bytes / sizeof(T); i++) {
-        uint64_t z = splitmix64(seed, i);
-        a[i] = fp ? of_double<T>((double)(z >> 11) * 0x1.0p-53) : of_bits<T>(z);
-    } }
+    T *a = (T *)p; size_t n = bytes / sizeof(T);
+    if (fp) {  // a float: one draw an element, its 53 high bits in [0, 1)
+        for (size_t i = 0; i < n; i++) a[i] = of_double<T>((double)(splitmix64(seed, i) >> 11) * 0x1.0p-53);
+        return; }
+    unsigned char *b = (unsigned char *)p; size_t whole = n * sizeof(T);  // an integer: the words' bytes in order
+    for (size_t at = 0; at < whole; at += 8) {  // (a CUDA host is little-endian: memcpy lays z's low byte first)
+        uint64_t z = splitmix64(seed, at / 8);
+        memcpy(b + at, &z, whole - at < 8 ? whole - at : 8); } }
 static void CUDART_CB host_print(void *text) { printf("callback: %s\n", (const char *)text); }
 static uint64_t checksum(const void *p, size_t bytes) {  // the shell's `checksum`
     const unsigned char *b = (const unsigned char *)p; uint64_t s = 0;

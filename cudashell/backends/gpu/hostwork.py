@@ -27,5 +27,5 @@ class HostWork(HostData):
     def _host_memset(self, buf, byte, nbytes):
         buf.handle.array[:nbytes] = byte
 
-    def _host_work_timing(self, measured, op, parts, elements=0):
+    def _host_work_timing(self, measured, op, parts, draws=0):
         return Timing(measured, measured, R.HOST_ONLY.blocks, self.timing_label, rule=R.HOST_ONLY.why, basis="observed")

@@ -56,6 +56,6 @@ class HostWork(HostData):
     def _host_memset(self, buf, byte, nbytes):
         buf.handle.data.fill(0, byte, nbytes)
 
-    def _host_work_timing(self, measured, op, parts, elements=0):
-        seconds = self.profile.host_seconds(op, [(host_memory(b.handle), n) for b, n in parts], elements)
+    def _host_work_timing(self, measured, op, parts, draws=0):
+        seconds = self.profile.host_seconds(op, [(host_memory(b.handle), n) for b, n in parts], draws)
         return self._host_call(seconds)
