@@ -21,7 +21,7 @@ from .memory import SHARED_BASE, WINDOW, _wavefronts
 from .values import fma
 
 MOST_ROUNDS = 1 << 16  # longer loops go round by round: the ordinary path calls a loop runaway
-WINDOW_BYTES = 8 << 20  # a window's float64 sums: rounds × lanes × 8 bytes at most (a launch's memory stays small)
+WINDOW_BYTES = 1 << 20  # a window's float64 sums: rounds × lanes × 8 bytes at most (a launch's memory stays small)
 FLOAT = Scalar("float32")
 PURE = (ir.Const, ir.Var, ir.Special, ir.Cast, ir.Decay, ir.Binary, ir.Unary)  # a load (Index) is not
 ADDRESS_OPS = ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^")
