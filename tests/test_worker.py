@@ -233,7 +233,8 @@ def test_every_call_that_returns_an_allocation_is_declared_so_for_the_workers_ha
 
 def test_the_worker_does_its_sides_housekeeping_only_where_no_request_waits():
     """`idle` runs once a reply is sent and no request waits, `rest` once none came for a while (CUPTI's records
-    are read then, not by the command that next settles them): after each reply, never before it."""
+    are read then, not by the command that next settles them): after each reply, never before it; one that fails
+    (a dead context) does not end the worker."""
     import socket
     from multiprocessing import Pipe
 
@@ -248,6 +249,8 @@ def test_the_worker_does_its_sides_housekeeping_only_where_no_request_waits():
 
         def rest(self):
             self.calls.append("rest")
+            if len(self.calls) > 1:
+                raise ShellError("CUDA_ERROR_LAUNCH_FAILED", "a dead context")  # the worker goes on regardless
 
         def fired_callbacks(self):
             return []

@@ -104,6 +104,15 @@ def _error(e: BaseException) -> tuple:
     return "bug", "".join(traceback.format_exception(e))
 
 
+def _quietly(housekeeping) -> None:
+    """The GPU side's housekeeping must not end the worker: what failed (a dead context) is the next request's to
+    meet and report."""
+    try:
+        housekeeping()
+    except Exception:
+        pass
+
+
 class Worker:
     def __init__(self, conn: Channel, rescue: Connection, side: str, ordinal: int):
         self.conn, self.rescue = conn, rescue
@@ -196,7 +205,7 @@ class Worker:
                 while not look(0) and clock() < until:
                     pass
                 if rest is not None and not look(REST_MS):
-                    rest()
+                    _quietly(rest)
                 method, args = wire.read_request(self.conn.recv())
             except (EOFError, OSError):  # the shell is gone
                 self.side.close()
@@ -213,7 +222,7 @@ class Worker:
             if type(value) is Timing and value.token is not None:  # a command that issues work does not settle it
                 self.tracked[value.token] = None
             if idle is not None and not look(0):
-                idle()
+                _quietly(idle)
         try:
             self.side.close()
             self.conn.send(wire.reply(("ok", None)))
