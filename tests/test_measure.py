@@ -314,3 +314,89 @@ def test_cupti_records_only_the_calls_that_queue_work():
         assert small[50] < 5e-6 and 10e-6 < big[50] < 200e-6, (small[50], big[50])
     finally:
         side.close()
+
+
+def _traced_side():
+    """A GpuSide with CUPTI on, a 1 MiB pinned buffer and a device one (skips where there is no GPU or CUPTI)."""
+    from tests.conftest import gpu_missing
+
+    if gpu_missing():
+        pytest.skip(f"no GPU: {gpu_missing()}")
+    from cudashell.backends.gpu import GpuSide
+    from cudashell.model.session import Buffer
+
+    side = GpuSide()
+    if not side.tracing:
+        side.close()
+        pytest.skip(side.tracing_why)
+    bufs = [Buffer(n, k, 1 << 20, frozenset(), a.host_ptr, a.device_ptr, a.handle)
+            for n, k in (("p", "pinned"), ("d", "device")) for a in [side.alloc(k, 1 << 20, frozenset())[0]]]
+    return side, bufs
+
+
+@pytest.mark.gpu
+def test_cupti_paused_for_a_plans_untraced_rounds_comes_back_after_the_reply_or_for_the_next_work():
+    """A long plan's untraced rounds run with CUPTI's work records off, and it stays so when the plan returns (turning
+    it on again took 65 µs on the H100, inside the pageable demo's loop): the worker's `idle` turns it on once the
+    reply is sent, and work issued before that turns it on itself — its record still comes."""
+    side, (p, d) = _traced_side()
+    try:
+        plan = [["memcpy", [p, 0, d, 0, 4, None, False]]]
+        run = side.run_plan(plan, 500)
+        assert 0 < run["traced_rounds"] < 500 and side.activity.work_paused
+        side.idle()
+        assert not side.activity.work_paused
+        side.run_plan(plan, 500)
+        assert side.activity.work_paused
+        token = side.memcpy(p, 0, d, 0, 1 << 20, None, True).token
+        assert not side.activity.work_paused
+        side.device_sync()
+        span = side.resolve(token)
+        assert span[3] == "CUPTI activity records" and span[0] > 0, span
+    finally:
+        side.close()
+
+
+@pytest.mark.gpu
+def test_records_of_finished_work_are_read_at_rest_not_by_the_command_that_settles_it():
+    """At rest (no request for a while) the worker reads the records of finished work and of plans: resolving the work
+    and reading the plan's records then need no flush. While work still runs, rest leaves CUPTI alone (a forced flush
+    would hand over unfinished records)."""
+    side, (p, d) = _traced_side()
+    try:
+        side.hold([None])
+        held = side.memcpy(p, 0, d, 0, 1 << 20, None, True).token
+        side.rest()
+        assert not side.activity.delivered(held)
+        side.release()
+        side.device_sync()
+        token = side.memcpy(p, 0, d, 0, 1 << 20, None, True).token
+        side.device_sync()
+        plan = side.run_plan([["memcpy", [p, 0, d, 0, 4, None, False]]], 500)
+        side.rest()
+        assert side.activity.delivered(held) and side.activity.delivered(token)
+        flush = side.activity.flush
+        side.activity.flush = lambda: pytest.fail("reading what was read at rest flushed CUPTI again")
+        spans = side.resolve_many([held, token])
+        assert all(spans[t][3] == "CUPTI activity records" for t in (held, token)), spans
+        assert len(side.plan_records(plan["records_tag"])) == plan["traced_rounds"]
+        side.activity.flush = flush
+    finally:
+        side.close()
+
+
+def test_an_activity_records_fields_come_back_in_the_layouts_order_whatever_their_offsets():
+    """CUPTI's records are read by one struct call each (a flush's cost is its records'): the fields the layout
+    names, at their offsets in the record (gaps skipped), in the layout's order — a memcpy record's correlation id
+    lies after its start and end."""
+    import struct
+
+    from cudashell.backends.activity import unpacker
+
+    record = bytearray(128)
+    struct.pack_into("<QQ", record, 32 + 8, 1_000_000_123, 1_000_004_567)
+    struct.pack_into("<I", record, 32 + 56, 4242)
+    struct.pack_into("<i", record, 32 + 4, -3)
+    view = memoryview(record)
+    assert unpacker([(56, "<I"), (8, "<Q"), (16, "<Q")])(view, 32) == (4242, 1_000_000_123, 1_000_004_567)
+    assert unpacker([(16, "<Q"), (4, "<i")])(view, 32) == (1_000_004_567, -3)

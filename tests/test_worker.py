@@ -229,3 +229,50 @@ def test_every_call_that_returns_an_allocation_is_declared_so_for_the_workers_ha
              and "Allocation" in str(inspect.signature(getattr(Backend, name)).return_annotation)}
     assert makes == {name for name, call in CONTRACT.items() if call.allocation == "makes"} >= {"alloc", "alloc_async"}
     assert {name for name, call in CONTRACT.items() if call.allocation == "ends"} == {"free", "free_async", "vmm_free"}
+
+
+def test_the_worker_does_its_sides_housekeeping_only_where_no_request_waits():
+    """`idle` runs once a reply is sent and no request waits, `rest` once none came for a while (CUPTI's records
+    are read then, not by the command that next settles them): after each reply, never before it; one that fails
+    (a dead context) does not end the worker."""
+    import socket
+    from multiprocessing import Pipe
+
+    from cudashell.backends.worker import Channel
+
+    class Side:
+        def __init__(self):
+            self.calls = []
+
+        def idle(self):
+            self.calls.append("idle")
+
+        def rest(self):
+            self.calls.append("rest")
+            if len(self.calls) > 1:
+                raise ShellError("CUDA_ERROR_LAUNCH_FAILED", "a dead context")  # the worker goes on regardless
+
+        def fired_callbacks(self):
+            return []
+
+        def close(self):
+            self.calls.append("close")
+
+    mine, theirs = socket.socketpair()
+    rescue_mine, rescue_theirs = Pipe()
+    worker = Worker.__new__(Worker)
+    worker.conn, worker.rescue, worker.side, worker.tracked = Channel(theirs), rescue_theirs, Side(), {}
+    serving = threading.Thread(target=worker.serve, daemon=True)
+    serving.start()
+    conn = Channel(mine)
+    until(lambda: worker.side.calls == ["rest"], "the worker's rest before any request")
+    for _ in range(2):
+        worker.side.calls.clear()
+        conn.send(wire.request("ping", ()))
+        assert wire.read_reply(conn.recv())[0] == "ok"
+        until(lambda: "rest" in worker.side.calls, "the worker's rest after a reply")
+        assert worker.side.calls == ["idle", "rest"]
+    conn.close()  # the shell is gone: the worker closes its side and ends
+    serving.join(5)
+    rescue_mine.close()
+    assert not serving.is_alive() and worker.side.calls[-1] == "close"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import marshal
 import pickle
 from dataclasses import dataclass, fields, replace
+from operator import itemgetter
 
 from ..model.session import Buffer, Region
 from .base import Timing
@@ -18,6 +19,7 @@ from .base import Timing
 MARSHALLED, PICKLED = b"M", b"P"
 SCALARS = frozenset({int, float, bool, str, bytes, type(None)})
 TIMING_FIELDS = tuple(f.name for f in fields(Timing))
+_timing_fields = itemgetter(*TIMING_FIELDS)  # a Timing's __dict__ → its fields in order, as one tuple
 
 
 @dataclass
@@ -55,15 +57,20 @@ def to_ref(x):
 
 
 def plain(x) -> bool:
-    """Whether marshal gives x back as it was: exact plain types all the way down."""
+    """Whether marshal gives x back as it was: exact plain types all the way down. (A container of scalars alone —
+    a Timing's fields, a span — is seen in one look at its items' types, not one call per item.)"""
     kind = type(x)
     if kind in SCALARS:
         return True
     if kind is tuple or kind is list or kind is frozenset:
-        return all(map(plain, x))
+        return _scalars(x) or all(map(plain, x))
     if kind is dict:
-        return all(map(plain, x)) and all(map(plain, x.values()))
+        return (_scalars(x) or all(map(plain, x))) and (_scalars(x.values()) or all(map(plain, x.values())))
     return False
+
+
+def _scalars(items) -> bool:
+    return SCALARS.issuperset(map(type, items))
 
 
 def request(method: str, args: tuple) -> bytes:
@@ -95,8 +102,7 @@ def reply(message: tuple) -> bytes:
     """(status, value, …the worker's news) → bytes: a Timing as its fields, marked as one."""
     value = message[1]
     if type(value) is Timing:
-        d = value.__dict__
-        wired = (message[0], tuple([d[f] for f in TIMING_FIELDS]), *message[2:], True)
+        wired = (message[0], _timing_fields(value.__dict__), *message[2:], True)
     else:
         wired = (*message, False)
     if plain(wired):
@@ -109,5 +115,13 @@ def read_reply(data: bytes) -> tuple:
         return pickle.loads(data[1:])
     message = marshal.loads(data[1:])
     if message[-1]:
-        return (message[0], Timing(*message[1]), *message[2:-1])
+        return (message[0], _timing(message[1]), *message[2:-1])
     return message[:-1]
+
+
+def _timing(values: tuple) -> Timing:
+    """The Timing a reply's fields make, without the frozen dataclass's checked __init__ (half the cost, on every
+    reply of work): the fields are the worker's Timing's own, in order."""
+    timing = object.__new__(Timing)
+    timing.__dict__.update(zip(TIMING_FIELDS, values))
+    return timing

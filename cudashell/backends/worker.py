@@ -33,6 +33,9 @@ from .wire import BufRef
 # late, and a shell at the prompt or in a script sends its next request soon. Not on small machines, where the
 # spinning would take the core the shell needs.
 SPIN = 1e-3 if (os.cpu_count() or 1) >= 4 else 0.0
+# After this much more without a request (someone at the prompt, a script's sleep), the GPU side's slower
+# housekeeping (reading CUPTI's records) runs before the worker sleeps: a request then waits for it at most.
+REST_MS = 1
 # the contract's calls that make an allocation (its handle is numbered here: the object stays in this process) and
 # those that end one (its number is forgotten), as the contract declares them
 ALLOCS = {name for name, call in CONTRACT.items() if call.allocation == "makes"}
@@ -99,6 +102,15 @@ def _error(e: BaseException) -> tuple:
     if isinstance(e, ShellError):
         return "error", (e.code, e.message, e.hint)
     return "bug", "".join(traceback.format_exception(e))
+
+
+def _quietly(housekeeping) -> None:
+    """The GPU side's housekeeping must not end the worker: what failed (a dead context) is the next request's to
+    meet and report."""
+    try:
+        housekeeping()
+    except Exception:
+        pass
 
 
 class Worker:
@@ -184,11 +196,16 @@ class Worker:
     def serve(self) -> None:
         threading.Thread(target=self.serve_rescue, daemon=True).start()
         look, clock = self.conn.poller.poll, time.perf_counter
+        # the GPU side's housekeeping, done where no request waits for it: `idle` the moment a reply is sent, `rest`
+        # once no request came for a while
+        idle, rest = getattr(self.side, "idle", None), getattr(self.side, "rest", None)
         while True:
             try:
                 until = clock() + SPIN
                 while not look(0) and clock() < until:
                     pass
+                if rest is not None and not look(REST_MS):
+                    _quietly(rest)
                 method, args = wire.read_request(self.conn.recv())
             except (EOFError, OSError):  # the shell is gone
                 self.side.close()
@@ -196,14 +213,16 @@ class Worker:
             if method == "close":
                 break
             try:
-                value = self.handle(method, args)
-                reply = "ok", value
-                if type(value) is Timing and value.token is not None:
-                    self.tracked[value.token] = None
+                reply = "ok", self.handle(method, args)
             except Exception as e:
                 reply = _error(e)
             # callbacks that fired, and what became of work in flight, ride along: no extra round trip to settle
             self.conn.send(wire.reply((*reply, self.side.fired_callbacks(), *self.settled())))
+            value = reply[1]  # work this request issued is looked at from the next reply on: it was issued µs ago, and
+            if type(value) is Timing and value.token is not None:  # a command that issues work does not settle it
+                self.tracked[value.token] = None
+            if idle is not None and not look(0):
+                _quietly(idle)
         try:
             self.side.close()
             self.conn.send(wire.reply(("ok", None)))

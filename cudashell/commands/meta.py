@@ -649,8 +649,9 @@ class Repeated(Result, kind="repeat"):
                        f"{fmt_seconds(p['host_seconds'])}, {fmt_seconds(r['median'])} a round (median; "
                        f"p10–p90 {fmt_seconds(r['p10'])}–{fmt_seconds(r['p90'])}){gpu} ({p['timing']})")
             if 0 < p.get("traced_rounds", 0) < p["rounds"]:
-                out.append(f"  CUPTI recorded each operation of the first {p['traced_rounds']} of them (it costs ~2 µs an "
-                           "operation: the rest ran untraced, one span in the timeline)")
+                out.append(f"  CUPTI recorded each operation of the first {p['traced_rounds']} of them; the other "
+                           f"{p['rounds'] - p['traced_rounds']} ran with CUPTI paused (its records cost ~2 µs an "
+                           "operation), timed by CUDA events: one span in the timeline")
         elif d.get("through_shell") and d["times"] > 1:
             why = "as asked (`shell`)" if d["through_shell"] == "asked" else f"({d['through_shell']})"
             out.append(f"  every round went through the shell {why}")

@@ -69,7 +69,7 @@ class GpuSide(Memory, HostWork, Pools, Vmm, Work, Shapes, Sync, Contexts, Measur
             self.peers: set[tuple[int, int]] = set()  # (a, b): GPU a's primary context reaches GPU b's memory
             self.pending: dict[int, Pending] = {}
             self.mem_pools: dict = {}  # the shell's int → the bindings' CUmemoryPool (pools.py)
-            self.unread_plans: dict[int, tuple] = {}  # plan tag → (work call indices, rounds): see plan_records
+            self.unread_plans: dict[int, tuple] = {}  # plan tag → (work calls, traced rounds, flushes): plan_records
             self.next_token = 1
             self.vmm_handles: dict = {}  # `vmm create`'s handles by number: (CUmemGenericAllocationHandle, size)
             self.vmm_next = 0

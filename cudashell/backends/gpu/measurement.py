@@ -41,11 +41,17 @@ class Measurement:
 
         return f"cupti-python {version('cupti-python')}: engine times from activity records"
 
-    def _trace_ready(self) -> None:
+    def _trace_ready(self, records: bool = False) -> None:
         """CUPTI, started before the first work, event or plan rather than with the worker: loading it (cupti-python
         and the numpy it needs: 0.32 s on the H100 machine) is paid once, outside every timed region, and the prompt
-        does not wait for it. Its clock takes over from the trace's where the trace's has reached."""
-        if self.activity is not None or not self.tracing:
+        does not wait for it. Its clock takes over from the trace's where the trace's has reached. `records`: the
+        call is work whose records are wanted — tracing paused after a plan (`idle` had no time to resume it) is
+        resumed first."""
+        if self.activity is not None:
+            if records and self.activity.work_paused:
+                self.activity.resume_work()
+            return
+        if not self.tracing:
             return
         try:
             act = Activity()
@@ -55,6 +61,34 @@ class Measurement:
             return
         act.base_ns = act.cupti.get_timestamp() - round((time.perf_counter() - self.t0) * 1e9)
         self.activity = act
+
+    def idle(self) -> None:
+        """The worker has replied and no request waits: CUPTI's work records, paused for a plan's untraced rounds,
+        are turned on again now (70 µs) rather than before the reply — where the user's next `event record` would
+        have waited for it (the pageable demo's loop) — or before the next command's work."""
+        if self.activity is not None and self.activity.work_paused:
+            self.activity.resume_work()
+
+    def rest(self) -> None:
+        """No request for a while: the records of finished work (and of plans) CUPTI still holds are flushed and read
+        now, so the command that next settles that work (`sync`, `ls`, `timeline`, a query) finds them delivered
+        instead of flushing itself (0.2 ms, and ~11 µs a copy's records to read). Not while any of it runs: a
+        forced flush would hand over its records unfinished."""
+        act = self.activity
+        if act is None:
+            return
+        self.idle()
+        awaiting = [p for t, p in self.pending.items() if p.start is None and not act.delivered(t)]
+        plans = any(flushes == act.flushes for _, _, flushes in self.unread_plans.values())
+        if (awaiting or plans) and all(map(self._ran, awaiting)):
+            act.flush()
+
+    def _ran(self, p: Pending) -> bool:
+        """Whether a CUPTI-timed piece of work has finished (its event; while held it has none: its stream)."""
+        try:
+            return done("cuEventQuery", p.end) if p.end is not None else done("cuStreamQuery", p.stream)
+        except ShellError:  # a dead context: there is nothing to read
+            return False
 
     def _stamp(self) -> float:
         """Now, in trace seconds, on the clock the engine times use (CUPTI's when it traces)."""
@@ -104,7 +138,7 @@ class Measurement:
 
     def _timed(self, stream, name: str, args: tuple, rule: R.Rule, nbytes: int | None = None) -> Timing:
         """_timed_call in the stream's context, marked as issuing while held (for the watchdog, `_watch`)."""
-        self._trace_ready()
+        self._trace_ready(records=True)
         self.in_call, self.beat = self.held, self.beat + 1
         try:
             ctx = self._stream_ctx(stream)
@@ -279,12 +313,14 @@ class Measurement:
     def refine(self, tags):
         if not self.activity:
             return {}
-        self.activity.flush()
+        if not all(map(self.activity.delivered, tags)):  # finished work: a flush delivers the rest (read at rest: none)
+            self.activity.flush()
         spans = {t: self.activity.span(t) for t in tags}
         return {t: s for t, s in spans.items() if s is not None}
 
     def resolve_many(self, tokens):
-        if any((p := self.pending.get(t)) is not None and p.end is None for t in tokens):
+        if any((p := self.pending.get(t)) is not None and p.end is None and not self.activity.delivered(t)
+               for t in tokens):
             self.activity.flush()  # once, for all the work issued while held
         spans = {t: self._resolve(t, False) for t in tokens}
         return {t: s for t, s in spans.items() if s is not None}
@@ -325,7 +361,7 @@ class Measurement:
         """The rounds as a tight loop of driver calls (no events or checks between them), events around it all."""
         if self.held:
             raise held_error("a repeat run on the GPU side (it waits for its work at the end)")
-        self._trace_ready()
+        self._trace_ready(records=trace)
         plan = [self._plan_call(m, a) for m, a in calls]
         fns = [(getattr(cu, name), cargs, name) for name, cargs, _, _ in plan]
         streams = list(dict.fromkeys([None] + [p[3] for p in plan]))
@@ -344,7 +380,7 @@ class Measurement:
         untraced_from = traced if traced < rounds else -1  # the round before which CUPTI pauses
         i = -1
         if self.activity and not trace:  # CUPTI stamps each operation on the GPU too: a bench must not pay that
-            self.activity.pause()
+            self.activity.pause_work()
         try:
             for ev, s in zip(starts, streams):
                 check(record(ev, s)[0], "cuEventRecord")
@@ -369,25 +405,19 @@ class Measurement:
                 act.untag()
             for ev, s in zip(ends, streams):
                 check(record(ev, s)[0], "cuEventRecord")
-        except BaseException:
+        except BaseException:  # paused in the loop: CUPTI records again when work next needs it (_trace_ready)
             self.in_call = False
             act and self._untag_quietly()
-            if act and 0 <= untraced_from <= i:  # paused in the loop: CUPTI records again for what comes next
-                self.activity.resume_work()
             raise
         finally:
             self.release() if gate else None
-        call("cuCtxSynchronize")
-        if self.activity and not trace:
-            self.activity.resume()
-        elif act and untraced_from >= 0:
-            act.resume_work()
+        call("cuCtxSynchronize")  # paused for untraced rounds, CUPTI stays so until the reply is sent (idle)
         ctx = self.cur
         first = ctx.origin_at + min(self._elapsed(ctx.origin, e) for e in starts)
         last_end = ctx.origin_at + max(self._elapsed(ctx.origin, e) for e in ends)
         ctx.free_events += starts + ends
         if act:  # its records are read when the trace is (plan_records), not now: see there
-            self.unread_plans[tag] = (work, traced)
+            self.unread_plans[tag] = (work, traced, act.flushes)  # read by a flush after this one: all of them
             while len(self.unread_plans) > KEEP_PLANS:
                 del self.unread_plans[next(iter(self.unread_plans))]
         return {"host_seconds": host, "per_round": round_stats(per), "gpu_seconds": last_end - first,
@@ -399,11 +429,13 @@ class Measurement:
         """Read after the command that ran the plan, when the trace is shown: flushing CUPTI and reading a plan's
         records took ~11 µs a copy on the H100 — 2–6 ms for the pageable demo's 200 copies, which fell between
         its loop and the user's next `event record` (the GPU idle, the figure 15–40% over C's)."""
-        work = self.unread_plans.pop(tag, None)
-        if work is None or not self.activity:
+        unread = self.unread_plans.pop(tag, None)
+        if unread is None or not self.activity:
             return []
-        self.activity.flush()
-        return self.activity.plan_records(tag, *work)
+        work, traced, flushes = unread
+        if self.activity.flushes == flushes:  # no flush since the plan ended (`rest` does one)
+            self.activity.flush()
+        return self.activity.plan_records(tag, work, traced)
 
     def _untag_quietly(self) -> None:
         try:
