@@ -184,3 +184,30 @@ def test_a_round_out_of_bounds_faults_as_the_statement_path_names_it(kernels, mo
 def test_a_race_on_the_loops_shared_reads_is_reported_alike(kernels, monkeypatch):
     _, report = both(kernels["racy"], {"c": np.zeros(64, np.float32)}, [], (4, 1, 1), (64, 1, 1), monkeypatch)
     assert report.warnings and "read-after-write" in report.warnings[0]
+
+
+SHAPES = r'''
+__global__ void shapes(const float *a, float *c, int rounds) {
+  __shared__ float s[1024];
+  int t = threadIdx.y * blockDim.x + threadIdx.x, nt = blockDim.x * blockDim.y;
+  for (int i = t; i < 1024; i += nt) s[i] = a[blockIdx.x * 1024 + i];
+  __syncthreads();
+  float row = 0.5f, col = 0.25f, full = 0.0f, mixed = 1.0f;
+  for (int k = 0; k < rounds; ++k) row += s[threadIdx.y * 8 + k] * s[512 + k * 4 + threadIdx.x];
+  for (int k = 2; k < rounds; k++) col += s[k * 16 + threadIdx.x] * s[threadIdx.y + 3 * k];
+  for (int k = 0; k < rounds; ++k) full += s[t + k] * a[blockIdx.x * 1024 + k * 3 + t];
+  for (int k = -4; k < rounds - 4; ++k) mixed += s[(t * 5) % 97 + 2 * k + 8] * s[700 - k];
+  c[blockIdx.x * nt + t] = row + col * 2.0f + full * 3.0f + mixed;
+}
+'''
+
+
+@pytest.mark.parametrize("block", [(16, 16, 1), (8, 4, 1), (32, 1, 1), (4, 8, 2)])
+def test_rows_columns_and_whole_grids_of_a_blocks_threads_gather_alike(block, monkeypatch):
+    (kern,) = compile_source(SHAPES)
+    threads = block[0] * block[1] * block[2]
+    rng = np.random.default_rng(threads)
+    a = rng.standard_normal(3 * 1024, dtype=np.float32)
+    out, _ = both(kern, {"a": a, "c": np.zeros(3 * threads, np.float32)}, [np.int32(24)], (3, 1, 1), block,
+                  monkeypatch)
+    assert np.isfinite(out["c"]).all() and out["c"].any()
