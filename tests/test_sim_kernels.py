@@ -306,3 +306,28 @@ def test_a_value_loaded_before_a_store_to_its_element_keeps_what_was_loaded(sim)
     sim.ok("launch swap a b grid 2 block 32; sync")
     assert sim.ok("show b dtype int32 count 4")["values"] == [0, 1, 2, 3]
     assert sim.ok("show a dtype int32 count 4")["values"] == [5, 5, 5, 5]
+
+
+def test_a_warps_rows_of_a_tile_count_the_sectors_the_general_count_gives():
+    """Global accesses in runs of lanes (a 2-D block's rows: blockDim.x under 32) are counted from the runs' ends;
+    on random rows, steps, sizes and pitches, what the lanes sorted one by one would give."""
+    from cudashell.simt.memory import _rows, _sectors
+
+    rng = np.random.default_rng(38)
+    counted = 0
+    for _ in range(1500):
+        run, size = int(rng.choice([2, 4, 8, 16])), int(rng.choice([1, 2, 4, 8, 16]))
+        step = size * int(rng.choice([1, 1, 2, 3, -1, 5, 9, 17]))
+        n = 32 * int(rng.integers(1, 5))
+        if rng.random() < 0.7:  # rows a pitch apart, as a tile's
+            pitch = size * int(rng.integers(run * abs(step) // size + 1, 400))
+            starts = np.arange(n // run) * pitch + int(rng.integers(0, 64)) * size
+        else:  # rows anywhere: some share a sector, some go back
+            starts = rng.integers(0, 1 << 14, size=n // run) * size
+        addr = (starts[:, None] + np.arange(run)[None, :] * step).reshape(-1).astype(np.int64) + (1 << 24)
+        lanes = np.arange(n, dtype=np.int64) + 32 * int(rng.integers(0, 4))
+        got = _rows(addr, lanes, size)
+        if got is not None:
+            counted += 1
+            assert got == (int(addr.min()), int(addr.max()), _sectors(addr, lanes, size))
+    assert counted > 500  # the rows' path was taken, not only declined

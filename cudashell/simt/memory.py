@@ -141,6 +141,34 @@ def _stride(addr: np.ndarray, lanes: np.ndarray) -> tuple[int | None, bool]:
     return None, False
 
 
+def _rows(addr: np.ndarray, lanes: np.ndarray, size: int):
+    """Whole warps whose lanes go in runs of 2 to 16 (a divisor of 32), each run a progression of one step (a
+    multiple of the size, aligned), a warp's runs in rising sectors none of them shares (a 2-D block's rows of a
+    tile, `a[row * n + tx]` with blockDim.x under 32): (lo, hi, (requests, sectors, asked-for bytes)) from the runs'
+    ends, without sorting the lanes; None otherwise (the general path counts it, and names what faults)."""
+    n = len(addr)
+    if n < WARP or n % WARP or lanes[0] % WARP or lanes[-1] - lanes[0] + 1 != n:
+        return None
+    head = addr[:WARP]
+    step = int(head[1]) - int(head[0])
+    if step == 0 or step % size or int(head[0]) % size:
+        return None
+    breaks = np.flatnonzero((head[1:] - head[:-1]) != step)
+    run = int(breaks[0]) + 1 if len(breaks) else WARP
+    if run == WARP or WARP % run:
+        return None
+    runs = addr.reshape(-1, run)
+    if not ((runs[:, 1:] - runs[:, :-1]) == step).all() or (runs[:, 0] & (size - 1)).any():
+        return None
+    low, high = (runs[:, 0], runs[:, -1]) if step > 0 else (runs[:, -1], runs[:, 0])
+    first, last = (low >> 5).reshape(-1, WARP // run), (high >> 5).reshape(-1, WARP // run)
+    if not (first[:, 1:] > last[:, :-1]).all():
+        return None
+    # a step of a sector or less touches every sector between a run's ends; a longer one a sector a lane
+    sectors = int((last - first).sum()) + len(low) if abs(step) <= 32 else n
+    return int(low.min()), int(high.max()), (n // WARP, sectors, n * size)
+
+
 def _strided_sectors(addr: np.ndarray, stride: int, size: int) -> tuple[int, int, int]:
     """Requests, sectors and asked-for bytes of whole warps reading an arithmetic progression whose stride is a
     multiple of the size: per warp, the sectors from its first lane's to its last lane's when lanes are less than
@@ -264,11 +292,14 @@ class Memory:
         size = dtype.itemsize
         shift = size.bit_length() - 1
         stride, whole = _stride(addr, lanes)
+        rows = None  # a warp's rows of a tile: their bounds and counts
         if stride is not None and whole and not (int(addr[0]) | stride) & (size - 1):
             lo, hi = sorted((int(addr[0]), int(addr[-1])))  # an arithmetic progression: its ends bound it
         elif stride is not None and not stride & (size - 1) and not (addr[::WARP] & (size - 1)).any():
             ends = np.concatenate((addr[::WARP], addr[WARP - 1::WARP]))  # a progression a warp: its ends bound it
             lo, hi = int(ends.min()), int(ends.max())
+        elif stride is None and (rows := _rows(addr, lanes, size)) is not None:
+            lo, hi = rows[0], rows[1]
         else:
             if size > 1:
                 mis = addr & (size - 1)
@@ -308,8 +339,8 @@ class Memory:
                 self.traffic.constant_addresses += distinct
                 self.traffic.loads += req
             elif count:  # in 32-byte sectors (a __constant__ variable read through a pointer too, as on the GPU)
-                req, sec, useful = _sectors(a, ln, size) if stride is None or sel is not None else \
-                    _strided_sectors(a, stride, size)
+                req, sec, useful = rows[2] if rows is not None and sel is None else \
+                    _sectors(a, ln, size) if stride is None or sel is not None else _strided_sectors(a, stride, size)
                 self.traffic.add("device" if region.kind == "constant" else region.kind, req, sec, useful)
                 if write:
                     self.traffic.stores += req
