@@ -135,6 +135,9 @@ def _stride(addr: np.ndarray, lanes: np.ndarray) -> tuple[int | None, bool]:
         d = addr[1:] - addr[:-1]
         if (d == step).all():
             return step, True
+    head = addr[:WARP]
+    if not ((head[1:] - head[:-1]) == step).all():  # the first warp is no progression: no need to look further
+        return None, False
     rows = addr.reshape(-1, WARP)
     if ((rows[:, 1:] - rows[:, :-1]) == step).all():  # a progression a warp, the warps apart (a block's rows)
         return step, False
