@@ -1,1 +1,0 @@
-{"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "streams"}}, {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "engines"}}], "displayTimeUnit": "ms", "otherData": {"timing": "modeled", "device": "H100 80GB HBM3 (simulated; calibrated on the H100, 2026-11-22)"}}
