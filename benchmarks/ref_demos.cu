@@ -1,8 +1,8 @@
 // The timed loops of the shipped demos with an `elapsed` (cudashell/demos/*.cush), written in plain CUDA C: the
 // same buffers, sizes, kernels (the built-ins' bodies and launch shapes), streams and event placement. Each line
 // printed is "<demo> elapsed <start> <end> <ms>", the figure the demo prints.
-// benchmarks/sim_fidelity.py compiles it and runs it five times (each a fresh process, as each demo is) in the same
-// run as the demos, and prints the shell's figure over the median of these.
+// benchmarks/sim_fidelity.py compiles it and runs each demo five times (each a fresh process, as each demo is) in
+// the same run as the demos, and prints the shell's figure over the median of these.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -145,11 +145,14 @@ static void streams() {
     CHECK(cudaFreeHost(h)); CHECK(cudaFree(d));
 }
 
-int main() {
+int main(int argc, char **argv) {
+    // the demo named (all of them, in order, without one): a process of its own for each, as `demo` gets (the
+    // driver's first pageable copy in a process sets up its staging, which a demo run after another would skip)
+    const char *only = argc > 1 ? argv[1] : nullptr;
     CHECK(cudaFree(0));  // the context, as the shell has one before its first command
-    pinned_vs_pageable();  // in a fresh process each time, in the demos' order, as `demo` runs them
-    memory_api();
-    zero_copy();
-    streams();
+    if (!only || !strcmp(only, "pinned-vs-pageable")) pinned_vs_pageable();
+    if (!only || !strcmp(only, "memory-api")) memory_api();
+    if (!only || !strcmp(only, "zero-copy")) zero_copy();
+    if (!only || !strcmp(only, "streams")) streams();
     return 0;
 }

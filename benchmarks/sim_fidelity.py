@@ -40,12 +40,15 @@ def elapsed(objs: list[dict]) -> dict[str, float]:
 
 def c_reference(runs: int = 5) -> dict[tuple[str, str], float]:
     """(demo, figure) → ms of the same loop in plain C (ref_demos.cu, compiled here): the median of `runs` fresh
-    processes (a first run in a process, as each demo's is; one process's figures varied by 10% on the H100)."""
+    processes for each demo (a first run in a process, as each demo's is: one process's figures varied by 10% on
+    the H100, and a demo run after another in one process meets a driver the first one warmed — memory-api's
+    pageable pair measured 3.5–5.2 ms after pinned-vs-pageable, 3.3–4.7 ms alone, five runs each, 2026-11-26)."""
     exe = Path(tempfile.mkdtemp()) / "ref_demos"
     subprocess.run(["nvcc", "-O2", "-o", str(exe), str(Path(__file__).with_name("ref_demos.cu"))], check=True)
     figures: dict[tuple[str, str], list[float]] = {}
     for _ in range(runs):
-        out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=300).stdout
+        out = "".join(subprocess.run([str(exe), demo], check=True, capture_output=True, text=True, timeout=300).stdout
+                      for demo in DEMOS)
         for line in out.splitlines():
             demo, *figure, ms = line.split()
             figures.setdefault((demo, " ".join(figure)), []).append(float(ms))
