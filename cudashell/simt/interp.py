@@ -439,7 +439,7 @@ class Machine:
                 return None
             if isinstance(e.type, Struct):
                 return np.where(c, a, b)
-            return np.where(c, a, b).astype(dtype_of(e.type)) if e.type != BOOL else np.where(c, a, b)
+            return np.where(c, a, b).astype(dtype_of(e.type), copy=False) if e.type != BOOL else np.where(c, a, b)
         if t is ir.Call:
             return self.call(e, m)
         if t is ir.Printf:
@@ -505,7 +505,7 @@ class Machine:
             return shift(a, b, rt, op == "<<")
         r = ARITH[op](a, b)
         if isinstance(rt, Scalar) and rt.name != "bool":
-            return r.astype(rt.dtype) if isinstance(r, np.ndarray) else rt.dtype.type(r)
+            return r.astype(rt.dtype, copy=False) if isinstance(r, np.ndarray) else rt.dtype.type(r)
         return r
 
     def _pointer_arith(self, op, a, b, ta, tb):
@@ -583,7 +583,7 @@ class Machine:
             return ~truthy(v)
         else:
             raise Fault("NOT_SUPPORTED_ON_SIM", f"{e.loc[0]}:{e.loc[1]}:{e.loc[2]}: the operator {op}")
-        return r.astype(dtype_of(e.type)) if isinstance(r, np.ndarray) else dtype_of(e.type).type(r)
+        return r.astype(dtype_of(e.type), copy=False) if isinstance(r, np.ndarray) else dtype_of(e.type).type(r)
 
     # -------------------------------------------------------------- calls
     def call(self, e: ir.Call, m):

@@ -33,7 +33,7 @@ def convert(v, src, dst):
         return np.asarray(v) != 0
     v = np.asarray(v)
     if dst.is_float or not src.is_float:
-        return v.astype(dst.dtype)
+        return v.astype(dst.dtype, copy=False)
     return _float_to_int(v, dst.dtype)
 
 
@@ -61,29 +61,29 @@ def truthy(v):
 
 def divide(a, b, t: Scalar):
     if t.is_float:
-        return (np.asarray(a) / np.asarray(b)).astype(t.dtype)
+        return (np.asarray(a) / np.asarray(b)).astype(t.dtype, copy=False)
     a, b = np.asarray(a), np.asarray(b)
     zero = b == 0
-    bb = np.where(zero, 1, b).astype(t.dtype)
+    bb = np.where(zero, 1, b).astype(t.dtype, copy=False)
     if t.is_signed:
         if t.size < 8:
             q = np.trunc(a.astype(np.float64) / bb.astype(np.float64)).astype(np.int64)
-            q = q.astype(t.dtype)
+            q = q.astype(t.dtype, copy=False)
         else:
             q = a // bb
             fix = (a % bb != 0) & ((a < 0) != (bb < 0))
-            q = np.where(fix, q + 1, q).astype(t.dtype)
-        return np.where(zero, t.dtype.type(-1), q).astype(t.dtype)
-    return np.where(zero, np.iinfo(t.dtype).max, a // bb).astype(t.dtype)
+            q = np.where(fix, q + 1, q).astype(t.dtype, copy=False)
+        return np.where(zero, t.dtype.type(-1), q).astype(t.dtype, copy=False)
+    return np.where(zero, np.iinfo(t.dtype).max, a // bb).astype(t.dtype, copy=False)
 
 
 def remainder(a, b, t: Scalar):
     if t.is_float:
-        return np.fmod(a, b).astype(t.dtype)
+        return np.fmod(a, b).astype(t.dtype, copy=False)
     a, b = np.asarray(a), np.asarray(b)
     q = divide(a, b, t)
-    r = (a - q * np.where(b == 0, 0, b)).astype(t.dtype)
-    return np.where(b == 0, a, r).astype(t.dtype)
+    r = (a - q * np.where(b == 0, 0, b)).astype(t.dtype, copy=False)
+    return np.where(b == 0, a, r).astype(t.dtype, copy=False)
 
 
 def shift(a, b, t: Scalar, left: bool):
@@ -91,13 +91,13 @@ def shift(a, b, t: Scalar, left: bool):
     b = np.asarray(b).astype(np.int64)
     width = t.size * 8
     over = (b >= width) | (b < 0)
-    bb = np.where(over, 0, b).astype(t.dtype)
+    bb = np.where(over, 0, b).astype(t.dtype, copy=False)
     if left:
         r = np.left_shift(a, bb)
-        return np.where(over, t.dtype.type(0), r).astype(t.dtype)
+        return np.where(over, t.dtype.type(0), r).astype(t.dtype, copy=False)
     r = np.right_shift(a, bb)
     fill = np.where(a < 0, t.dtype.type(-1), t.dtype.type(0)) if t.is_signed else t.dtype.type(0)
-    return np.where(over, fill, r).astype(t.dtype)
+    return np.where(over, fill, r).astype(t.dtype, copy=False)
 
 
 def fma(a, b, c, dt: np.dtype):
