@@ -248,3 +248,29 @@ def test_a_bracketed_paste_of_whole_lines_runs_at_once_and_its_errors_name_the_l
     text = term.text
     assert "8KB = 8,192 bytes" in text and "paste:2:6: NO_SUCH_BUFFER" in " ".join(text.split())
     term.send("B\r").wait(lambda t: "1KB = 1,024 bytes" in t.text and t.prompt_line() == "")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_command_line_run_in_a_terminal_wraps_between_words(size, tmp_path):
+    """`cudashell -c …` whose output is a terminal wraps long lines between words, as the prompt does (the
+    terminal would otherwise cut them mid-word); the banner too."""
+    import os
+    import sys
+
+    pexpect, pyte = pytest.importorskip("pexpect"), pytest.importorskip("pyte")
+    rows, cols = size
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "state"), TERM="xterm",
+               NO_COLOR="1")
+    child = pexpect.spawn(sys.executable, ["-m", "cudashell", "--backend", "sim", "-c", "help fill"], env=env,
+                          encoding="utf-8", timeout=60, dimensions=(rows, cols), cwd=str(tmp_path))
+    screen = pyte.HistoryScreen(cols, 400, history=400)
+    stream = pyte.Stream(screen)
+    stream.feed(child.read())
+    child.close()
+    assert child.exitstatus == 0
+    shown = [row.rstrip() for row in screen.display if row.strip()]
+    said = " ".join(line.strip() for line in shown)
+    assert "little-endian bytes an integer dtype takes in order" in said  # every word whole, in order
+    assert all(len(row) < cols for row in shown)  # none ran into the margin: broken between words
+    assert any(row.startswith("      ") for row in shown)  # a continued line, indented under its first

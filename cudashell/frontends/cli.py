@@ -16,6 +16,7 @@ from ..backends.profile import BUILTIN
 from ..errors import ShellError
 from ..language import registry
 from ..model.settings import SETTABLE
+from ..output import render
 from . import config
 from .arguments import Parser, ParserExit, startup_error
 from .config import DEFAULTS
@@ -119,8 +120,11 @@ def main(argv: list[str] | None = None, env: Environment | None = None) -> ExitS
         if interactive:
             code = ExitStatus(repl(shell, banner(reason, backend), settings, env=env))
         else:
+            if env.stdout_isatty and not args.json:  # a person reads it: text wraps between words, as at the prompt
+                shell.session.settings["width"] = env.terminal_size().columns
             if not args.quiet and not args.json:
-                shell.write(banner(reason, backend), err=True)
+                width = env.terminal_size().columns if env.stderr_isatty else 0
+                shell.write("\n".join(render.wrap([banner(reason, backend)], width)), err=True)
             code = run_batch(shell, args, env)
     except KeyboardInterrupt:
         shell.write("interrupted", err=True)
