@@ -277,11 +277,11 @@ def _run_rounds(mach, p: Plan, addrs, gathers, rounds: int, m, warps: int) -> No
     lanes = mach.lane[:mach.tpb]
     for first in range(0, rounds, window):
         w = min(window, rounds - first)
-        vals, cells = [], []
+        vals, offsets = [], []  # each load's values, and (for racecheck) each round's byte offsets
         for g in gathers:
             if g is None:
                 vals.append(np.empty((blocks, w) + shape[1:], np.float32))
-                cells.append(None)
+                offsets.append(None)
             else:
                 off, grid, st, (req, wav) = g
                 shifts = st * np.arange(first, first + w, dtype=np.int64)
@@ -289,13 +289,13 @@ def _run_rounds(mach, p: Plan, addrs, gathers, rounds: int, m, warps: int) -> No
                 mem.traffic.shared_wavefronts += wav * blocks * w
                 part = (grid[None] + shifts[:, None, None]) >> 2  # (rounds, rows or 1, columns or 1)
                 vals.append(np.take(view, part, axis=1))  # (blocks, rounds, rows or 1, columns or 1)
-                cells.append((off[None, :] + shifts[:, None]) if mem.watch is not None else None)
+                offsets.append((off[None, :] + shifts[:, None]) if mem.watch is not None else None)
         for j in range(w):  # each round's loads in the order the statement makes them: a fault names the first
             for i, ((a0, step), g) in enumerate(zip(addrs, gathers)):
                 if g is None:
                     vals[i][:, j] = _ordinary(mach, loads[i], a0 + step * (first + j), m).reshape(shape)
                 elif mem.watch is not None:
-                    mem.watch.shared(lanes // mem.tpb, cells[i][j], lanes, 4, loads[i].loc, False,
+                    mem.watch.shared(lanes // mem.tpb, offsets[i][j], lanes, 4, loads[i].loc, False,
                                      every_block=blocks)
         x, y = (v.astype(np.float64) for v in vals)  # exact; a row's or a column's value broadcast below
         acc = _chain(x, y, acc, (blocks, w) + shape[1:])
