@@ -101,12 +101,11 @@ def _splitmix_into(z: np.ndarray, seed: int, start: int, scratch: np.ndarray) ->
             np.multiply(z, mix, out=z)
 
 
-def splitmix64(seed: int, j: int) -> int:
-    """Word j of the stream, one at a time: for the partial words at the ends of an integer fill."""
-    z = (seed + (j + 1) * GOLDEN) % (1 << 64)
-    z = ((z ^ (z >> 30)) * int(MIX1)) % (1 << 64)
-    z = ((z ^ (z >> 27)) * int(MIX2)) % (1 << 64)
-    return z ^ (z >> 31)
+def _word_bytes(seed: int, j: int) -> np.ndarray:
+    """Word j of the stream as its 8 little-endian bytes: for a word an integer fill's range cuts."""
+    z, t = np.empty(1, np.uint64), np.empty(1, np.uint64)
+    _splitmix_into(z, seed, j, t)
+    return z.astype("<u8").view(np.uint8)
 
 
 def fill_into(out: np.ndarray, value, start: int, seed: int) -> None:
@@ -147,7 +146,7 @@ def _random_bytes_into(out: np.ndarray, at: int, seed: int) -> None:
     write-combined memory); a word cut by either end is drawn alone and sliced."""
     head = min(-at % 8, out.size)
     if head:
-        out[:head] = np.frombuffer(splitmix64(seed, at // 8).to_bytes(8, "little"), np.uint8)[at % 8: at % 8 + head]
+        out[:head] = _word_bytes(seed, at // 8)[at % 8: at % 8 + head]
     whole = (out.size - head) // 8
     if whole:
         words = out[head: head + 8 * whole].view("<u8")
@@ -158,8 +157,7 @@ def _random_bytes_into(out: np.ndarray, at: int, seed: int) -> None:
             words[k: k + n] = z[:n]
     tail = out.size - head - 8 * whole
     if tail:
-        last = splitmix64(seed, (at + out.size) // 8)
-        out[out.size - tail:] = np.frombuffer(last.to_bytes(8, "little"), np.uint8)[:tail]
+        out[out.size - tail:] = _word_bytes(seed, (at + out.size) // 8)[:tail]
 
 
 def _random_floats_into(out: np.ndarray, start: int, seed: int) -> None:
