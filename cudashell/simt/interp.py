@@ -251,7 +251,7 @@ class Machine:
     def loop(self, s: ir.Loop, m) -> None:
         if s.init is not None:
             self.stmt(s.init, m)
-        if dotloop.run(self, s, m, active_warps(m)):
+        if dotloop.plan_of(s) is not None and dotloop.run(self, s, m, active_warps(m)):  # warps counted only then
             return
         f = self.frame
         entry = [None, np.zeros(self.n, bool), np.zeros(self.n, bool)]
